@@ -1,0 +1,361 @@
+#include "service/transport/connection.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/dispatch.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/beast/core/bind_handler.hpp"
+
+namespace egress::transport {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+namespace {
+
+constexpr size_t kDrainScratchBytes = 64 * 1024;
+
+bool IsHttpParseError(beast::error_code ec) {
+  return ec.category() == http::make_error_code(http::error::bad_version).category();
+}
+
+bool IsTlsError(beast::error_code ec) {
+  return ec.category() == net::error::get_ssl_category() ||
+         ec.category() == net::ssl::error::get_stream_category();
+}
+
+}  // namespace
+
+absl::string_view ToString(ConnectionState state) {
+  switch (state) {
+    case ConnectionState::kConnecting: return "connecting";
+    case ConnectionState::kActive: return "active";
+    case ConnectionState::kDraining: return "draining";
+    case ConnectionState::kIdle: return "idle";
+    case ConnectionState::kClosed: return "closed";
+  }
+  return "unknown";
+}
+
+Connection::Connection(Executor executor, net::ssl::context& tls_context, Origin origin,
+                       uint64_t id)
+    : id_(id),
+      origin_(std::move(origin)),
+      stream_(executor, tls_context, origin_.tls),
+      resolver_(executor) {}
+
+std::string Connection::remote_address() const {
+  const auto address = remote_endpoint_.address();
+  const std::string ip = address.to_string();
+  return address.is_v6() ? absl::StrCat("[", ip, "]:", remote_endpoint_.port())
+                         : absl::StrCat(ip, ":", remote_endpoint_.port());
+}
+
+void Connection::ExpireAfter(absl::Duration timeout) {
+  phase_timeout_ = timeout;
+  const absl::Duration budget = std::min(timeout, deadline_ - absl::Now());
+  if (budget > absl::Hours(24)) {
+    stream_.tcp().expires_never();
+  } else {
+    stream_.tcp().expires_after(absl::ToChronoNanoseconds(std::max(budget, absl::ZeroDuration())));
+  }
+}
+
+absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
+  const std::string where = absl::StrCat(phase, " ", origin_.Key());
+  if (ec == beast::error::timeout) {
+    if (absl::Now() + absl::Milliseconds(1) >= deadline_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("deadline expired while ", where));
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat(where, " timed out after ", absl::FormatDuration(phase_timeout_)));
+  }
+  if (ec == net::error::operation_aborted) {
+    return absl::CancelledError(absl::StrCat(where, " was cancelled"));
+  }
+  if (ec == http::error::header_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "response headers from ", origin_.Key(), " exceed the limit of ", max_header_bytes_,
+        " bytes (transport.max_response_header_bytes)"));
+  }
+  if (ec == http::error::end_of_stream) {
+    return absl::UnavailableError(
+        absl::StrCat(where, " failed: the server closed the connection before responding"));
+  }
+  if (ec == http::error::partial_message) {
+    return absl::UnavailableError(absl::StrCat(
+        where, " failed: the server closed the connection before the message ended"));
+  }
+  if (IsHttpParseError(ec)) {
+    return absl::UnavailableError(
+        absl::StrCat("invalid HTTP response from ", origin_.Key(), ": ", ec.message()));
+  }
+  if (IsTlsError(ec)) {
+    const long verify = SSL_get_verify_result(stream_.tls().native_handle());
+    if (verify != X509_V_OK) {
+      return absl::UnavailableError(
+          absl::StrCat(where, " failed: certificate verification failed: ",
+                       X509_verify_cert_error_string(verify)));
+    }
+  }
+  return absl::UnavailableError(absl::StrCat(where, " failed: ", ec.message()));
+}
+
+void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
+                      StatusCallback done) {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this(), settings, deadline,
+                                         done = std::move(done)]() mutable {
+    self->dial_settings_ = std::move(settings);
+    self->deadline_ = deadline;
+    self->status_done_ = std::move(done);
+    self->phase_start_ = absl::Now();
+    self->resolver_.async_resolve(
+        self->origin_.host, std::to_string(self->origin_.port),
+        beast::bind_front_handler(&Connection::OnResolve, self));
+  });
+}
+
+void Connection::OnResolve(beast::error_code ec, tcp::resolver::results_type results) {
+  dial_timing_.dns = absl::Now() - phase_start_;
+  if (ec) {
+    const std::string phase = absl::StrCat("resolving host \"", origin_.host, "\" for");
+    return std::exchange(status_done_, nullptr)(Fail(phase, ec));
+  }
+  phase_start_ = absl::Now();
+  ExpireAfter(dial_settings_.connect_timeout);
+  stream_.tcp().async_connect(results, beast::bind_front_handler(&Connection::OnConnect,
+                                                                 shared_from_this()));
+}
+
+void Connection::OnConnect(beast::error_code ec, const tcp::endpoint& endpoint) {
+  dial_timing_.connect = absl::Now() - phase_start_;
+  if (ec) return std::exchange(status_done_, nullptr)(Fail("connecting to", ec));
+  remote_endpoint_ = endpoint;
+  stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
+  if (!stream_.use_tls()) {
+    stream_.tcp().expires_never();
+    return std::exchange(status_done_, nullptr)(absl::OkStatus());
+  }
+
+  SSL* ssl = stream_.tls().native_handle();
+  beast::error_code address_ec;
+  net::ip::make_address(origin_.host, address_ec);
+  const bool host_is_ip = !address_ec;
+  // SNI is for names only (RFC 6066); the certificate must match the name or the IP.
+  if (host_is_ip) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), origin_.host.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, origin_.host.c_str());
+    SSL_set1_host(ssl, origin_.host.c_str());
+  }
+  phase_start_ = absl::Now();
+  ExpireAfter(dial_settings_.tls_handshake_timeout);
+  stream_.tls().async_handshake(
+      net::ssl::stream_base::client,
+      beast::bind_front_handler(&Connection::OnHandshake, shared_from_this()));
+}
+
+void Connection::OnHandshake(beast::error_code ec) {
+  dial_timing_.tls_handshake = absl::Now() - phase_start_;
+  if (ec) return std::exchange(status_done_, nullptr)(Fail("TLS handshake with", ec));
+  stream_.tcp().expires_never();
+  std::exchange(status_done_, nullptr)(absl::OkStatus());
+}
+
+void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
+                      uint32_t max_header_bytes, absl::Time deadline, HeadCallback done) {
+  http::request<http::string_body> message;
+  message.version(11);
+  message.method_string(request.method);
+  message.target(request.target);
+  message.set(http::field::host, request.origin.HostHeader());
+  for (const auto& [name, value] : request.headers) message.insert(name, value);
+  message.body() = request.body;
+  message.prepare_payload();
+
+  net::dispatch(stream_.get_executor(),
+                [self = shared_from_this(), message = std::move(message), header_timeout,
+                 max_header_bytes, deadline, done = std::move(done)]() mutable {
+                  self->request_ = std::move(message);
+                  self->deadline_ = deadline;
+                  self->max_header_bytes_ = max_header_bytes;
+                  self->head_done_ = std::move(done);
+                  self->state_ = ConnectionState::kActive;
+                  ++self->requests_;
+                  self->ExpireAfter(header_timeout);
+                  http::async_write(self->stream_, self->request_,
+                                    beast::bind_front_handler(&Connection::OnWrite, self));
+                });
+}
+
+void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
+  if (ec) {
+    broken_ = true;
+    return std::exchange(head_done_, nullptr)(Fail("sending the request to", ec), false);
+  }
+  ReadHead();
+}
+
+void Connection::ReadHead() {
+  parser_.emplace();
+  parser_->header_limit(max_header_bytes_);
+  parser_->body_limit(boost::none);  // bodies are read in pieces and bounded by callers
+  if (request_.method() == http::verb::head) parser_->skip(true);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&Connection::OnReadHead,
+                                                    shared_from_this()));
+}
+
+void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) {
+  if (ec) {
+    broken_ = true;
+    const bool response_started = parser_->got_some() || buffer_.size() > 0;
+    return std::exchange(head_done_, nullptr)(Fail("waiting for the response from", ec),
+                                              response_started);
+  }
+  const unsigned status = parser_->get().result_int();
+  if (status == 101) {
+    broken_ = true;
+    return std::exchange(head_done_, nullptr)(
+        absl::UnavailableError(absl::StrCat(origin_.Key(),
+                                            " switched protocols (101); egress carries "
+                                            "HTTP/1.1 requests and responses only")),
+        true);
+  }
+  if (status >= 100 && status < 200) return ReadHead();  // interim: the final one follows
+
+  stream_.tcp().expires_never();
+  ResponseHead head;
+  head.status_code = static_cast<int>(status);
+  for (const auto& field : parser_->get()) {
+    head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  if (parser_->content_length()) head.content_length = *parser_->content_length();
+  std::exchange(head_done_, nullptr)(std::move(head), true);
+}
+
+void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done) {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this(), max_bytes, deadline,
+                                         done = std::move(done)]() mutable {
+    self->read_done_ = std::move(done);
+    self->deadline_ = deadline;
+    self->phase_timeout_ = absl::InfiniteDuration();
+    self->read_buffer_.resize(std::max<size_t>(max_bytes, 1));
+    if (self->parser_->is_done()) {
+      return std::exchange(self->read_done_, nullptr)(std::string());
+    }
+    self->ReadBodyStep();
+  });
+}
+
+void Connection::ReadBodyStep() {
+  auto& body = parser_->get().body();
+  body.data = read_buffer_.data();
+  body.size = read_buffer_.size();
+  body.more = true;
+  ExpireAfter(absl::InfiniteDuration());
+  http::async_read_some(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t /*bytes_transferred*/) {
+        if (ec == http::error::need_buffer) ec = {};  // the caller's buffer is full
+        if (ec) {
+          self->broken_ = true;
+          return std::exchange(self->read_done_, nullptr)(
+              self->Fail("reading the response body from", ec));
+        }
+        const size_t got = self->read_buffer_.size() - self->parser_->get().body().size;
+        if (got == 0 && !self->parser_->is_done()) return self->ReadBodyStep();
+        self->stream_.tcp().expires_never();
+        self->read_buffer_.resize(got);
+        std::exchange(self->read_done_, nullptr)(std::exchange(self->read_buffer_, {}));
+      });
+}
+
+UnreadBody Connection::unread_body() const {
+  UnreadBody unread;
+  unread.keep_alive = request_.keep_alive() && parser_->keep_alive();
+  if (parser_->content_length()) unread.remaining_length = *parser_->content_length_remaining();
+  return unread;
+}
+
+void Connection::DrainBody(const Drain& caps, DrainCallback done) {
+  net::dispatch(stream_.get_executor(),
+                [self = shared_from_this(), caps, done = std::move(done)]() mutable {
+                  self->state_ = ConnectionState::kDraining;
+                  self->drain_caps_ = caps;
+                  self->drain_done_ = std::move(done);
+                  self->drain_outcome_ = DrainOutcome{};
+                  self->drain_start_ = absl::Now();
+                  self->deadline_ = self->drain_start_ + caps.max_duration;
+                  self->drain_scratch_.resize(kDrainScratchBytes);
+                  self->ExpireAfter(caps.max_duration);
+                  self->DrainStep();
+                });
+}
+
+void Connection::DrainStep() {
+  std::optional<DrainAbandonReason> verdict;
+  const bool over_cap = drain_outcome_.bytes > drain_caps_.max_bytes;
+  if (over_cap || parser_->is_done()) {
+    if (over_cap) drain_outcome_.abandoned = DrainAbandonReason::kByteCap;
+    drain_outcome_.duration = absl::Now() - drain_start_;
+    drain_scratch_ = {};
+    if (!over_cap) stream_.tcp().expires_never();
+    return std::exchange(drain_done_, nullptr)(drain_outcome_);
+  }
+  // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(
+      drain_scratch_.size(), drain_caps_.max_bytes + 1 - drain_outcome_.bytes));
+  auto& body = parser_->get().body();
+  body.data = drain_scratch_.data();
+  body.size = want;
+  body.more = true;
+  http::async_read_some(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this(), want](beast::error_code ec, size_t /*bytes_transferred*/) {
+        if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
+        self->drain_outcome_.bytes += want - self->parser_->get().body().size;
+        if (ec) {
+          self->broken_ = true;
+          self->drain_outcome_.abandoned = ec == beast::error::timeout
+                                               ? DrainAbandonReason::kTimeCap
+                                               : DrainAbandonReason::kError;
+          self->drain_outcome_.duration = absl::Now() - self->drain_start_;
+          self->drain_scratch_ = {};
+          return std::exchange(self->drain_done_, nullptr)(self->drain_outcome_);
+        }
+        self->DrainStep();
+      });
+}
+
+std::optional<CloseReason> Connection::ReuseVerdict() const {
+  if (broken_ || !parser_) return CloseReason::kError;
+  if (!parser_->is_done()) return CloseReason::kUnreadBody;
+  if (!request_.keep_alive() || !parser_->keep_alive()) return CloseReason::kConnectionClose;
+  return std::nullopt;
+}
+
+void Connection::Close() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseOnStrand(); });
+}
+
+void Connection::CloseOnStrand() {
+  state_ = ConnectionState::kClosed;
+  resolver_.cancel();
+  // No TLS close_notify: the peer learns of the close from TCP, as with most clients,
+  // and waiting for a slow peer's answer would hold the connection open.
+  beast::error_code ignored;
+  stream_.tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.tcp().close();
+}
+
+}  // namespace egress::transport

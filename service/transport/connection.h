@@ -1,0 +1,164 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_CONNECTION_H_
+#define EGRESS_SERVICE_TRANSPORT_CONNECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/strand.hpp"
+#include "boost/beast/core/flat_buffer.hpp"
+#include "boost/beast/http.hpp"
+#include "service/transport/drain_decision.h"
+#include "service/transport/observer.h"
+#include "service/transport/request.h"
+#include "service/transport/settings.h"
+#include "service/transport/upstream_stream.h"
+
+namespace egress::transport {
+
+enum class ConnectionState {
+  kConnecting,  // resolving, connecting or in the TLS handshake
+  kActive,      // carrying a request, or its response body for a caller
+  kDraining,    // reading a body its caller left unread, in the background
+  kIdle,        // in the pool, ready for the next request
+  kClosed,      // retired; the socket is closed
+};
+
+absl::string_view ToString(ConnectionState state);
+
+// How long each part of a dial took; zero for a phase that did not happen.
+struct DialTiming {
+  absl::Duration dns;
+  absl::Duration connect;
+  absl::Duration tls_handshake;
+};
+
+// The status line and header block of a response.
+struct ResponseHead {
+  int status_code = 0;
+  HeaderList headers;
+  std::optional<uint64_t> content_length;
+};
+
+// The end of a request whose response never arrived: whether any response byte did
+// (a reused connection that fails before any is presumed closed by the server).
+struct SendFailure {
+  absl::Status status;
+  bool response_started = false;
+};
+
+struct DrainOutcome {
+  std::optional<DrainAbandonReason> abandoned;  // none: the body ended within the caps
+  uint64_t bytes = 0;
+  absl::Duration duration;
+};
+
+// One upstream HTTP/1.1 connection, plain or TLS. Every I/O step runs on the
+// connection's strand; the public methods may be called from any thread, one
+// operation at a time. Kept alive by shared_from_this while I/O is pending.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using Executor = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using StatusCallback = std::function<void(absl::Status)>;
+  using HeadCallback = std::function<void(absl::StatusOr<ResponseHead>, bool response_started)>;
+  // Bytes read; an empty string means the body ended.
+  using ReadCallback = std::function<void(absl::StatusOr<std::string>)>;
+  using DrainCallback = std::function<void(const DrainOutcome&)>;
+
+  Connection(Executor executor, boost::asio::ssl::context& tls_context, Origin origin,
+             uint64_t id);
+
+  uint64_t id() const { return id_; }
+  const Origin& origin() const { return origin_; }
+  ConnectionState state() const { return state_.load(); }
+  void set_state(ConnectionState state) { state_.store(state); }
+  // Requests this connection has carried, the current one included.
+  int requests() const { return requests_.load(); }
+  const DialTiming& dial_timing() const { return dial_timing_; }
+  std::string remote_address() const;
+
+  // Resolves the origin's host, connects and, for https, verifies the server's
+  // certificate for the host name and completes the handshake.
+  void Dial(const TransportSettings& settings, absl::Time deadline, StatusCallback done);
+
+  // Writes the request and reads the response head (skipping 1xx interim responses).
+  void Send(const HttpRequest& request, absl::Duration header_timeout,
+            uint32_t max_header_bytes, absl::Time deadline, HeadCallback done);
+
+  // Reads up to max_bytes of the body (at least one unless the body has ended).
+  void ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done);
+
+  // Reads and discards the rest of the body within the given caps.
+  void DrainBody(const Drain& caps, DrainCallback done);
+
+  // What is left of the body, for the drain decision.
+  UnreadBody unread_body() const;
+
+  // The one place that decides whether the connection may carry another request:
+  // none when it may, else the reason to close it.
+  std::optional<CloseReason> ReuseVerdict() const;
+
+  // Closes the socket, aborting any pending operation. Safe from any thread.
+  void Close();
+
+ private:
+  using Parser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+
+  void OnResolve(boost::beast::error_code ec,
+                 boost::asio::ip::tcp::resolver::results_type results);
+  void OnConnect(boost::beast::error_code ec, const boost::asio::ip::tcp::endpoint& endpoint);
+  void OnHandshake(boost::beast::error_code ec);
+  void OnWrite(boost::beast::error_code ec, size_t bytes_transferred);
+  void ReadHead();
+  void OnReadHead(boost::beast::error_code ec, size_t bytes_transferred);
+  void ReadBodyStep();
+  void DrainStep();
+
+  // Sets the TCP layer's expiry to the sooner of now + timeout and the request deadline.
+  void ExpireAfter(absl::Duration timeout);
+  // Maps an I/O error in a phase to a status a caller can act on.
+  absl::Status Fail(absl::string_view phase, boost::beast::error_code ec);
+  void CloseOnStrand();
+
+  const uint64_t id_;
+  const Origin origin_;
+  std::atomic<ConnectionState> state_{ConnectionState::kConnecting};
+  std::atomic<int> requests_{0};
+
+  UpstreamStream stream_;
+  boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::ip::tcp::endpoint remote_endpoint_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<Parser> parser_;
+  boost::beast::http::request<boost::beast::http::string_body> request_;
+  bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state
+
+  // State of the operation in flight; one at a time.
+  TransportSettings dial_settings_;
+  DialTiming dial_timing_;
+  absl::Time phase_start_;
+  absl::Time deadline_ = absl::InfiniteFuture();
+  absl::Duration phase_timeout_;
+  uint32_t max_header_bytes_ = 0;
+  StatusCallback status_done_;
+  HeadCallback head_done_;
+  ReadCallback read_done_;
+  std::string read_buffer_;
+  DrainCallback drain_done_;
+  Drain drain_caps_{};
+  DrainOutcome drain_outcome_;
+  absl::Time drain_start_;
+  std::vector<char> drain_scratch_;
+};
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_CONNECTION_H_

@@ -1,0 +1,40 @@
+#include "service/transport/observer.h"
+
+namespace egress::transport {
+
+// These strings are Prometheus label values: keep them stable.
+absl::string_view ToString(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::kDialFailed: return "dial_failed";
+    case CloseReason::kConnectionClose: return "connection_close";
+    case CloseReason::kUnreadBody: return "unread_body";
+    case CloseReason::kDrainAbandoned: return "drain_abandoned";
+    case CloseReason::kIdleTimeout: return "idle_timeout";
+    case CloseReason::kPoolFull: return "pool_full";
+    case CloseReason::kError: return "error";
+    case CloseReason::kStale: return "stale";
+    case CloseReason::kCancelled: return "cancelled";
+    case CloseReason::kShutdown: return "shutdown";
+  }
+  return "unknown";
+}
+
+absl::string_view ToString(DrainSkipReason reason) {
+  switch (reason) {
+    case DrainSkipReason::kConnectionClose: return "connection_close";
+    case DrainSkipReason::kOverByteCap: return "over_byte_cap";
+    case DrainSkipReason::kDisabled: return "disabled";
+  }
+  return "unknown";
+}
+
+absl::string_view ToString(DrainAbandonReason reason) {
+  switch (reason) {
+    case DrainAbandonReason::kByteCap: return "byte_cap";
+    case DrainAbandonReason::kTimeCap: return "time_cap";
+    case DrainAbandonReason::kError: return "error";
+  }
+  return "unknown";
+}
+
+}  // namespace egress::transport

@@ -1,0 +1,290 @@
+#include "service/transport/pool.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/post.hpp"
+#include "boost/asio/strand.hpp"
+
+namespace egress::transport {
+
+namespace net = boost::asio;
+
+namespace {
+
+// Timers are not thread-safe: each is cancelled on its own strand. A wait that expires
+// anyway finds its waiter gone and does nothing.
+void CancelTimer(const std::shared_ptr<net::steady_timer>& timer) {
+  net::post(timer->get_executor(), [timer] { timer->cancel(); });
+}
+
+}  // namespace
+
+ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimits limits,
+                               ConnectionFactory factory, TransportObserver& observer)
+    : executor_(std::move(executor)),
+      limits_(limits),
+      factory_(std::move(factory)),
+      observer_(observer),
+      sweep_timer_(net::make_strand(executor_)) {
+  ScheduleIdleSweep();
+}
+
+ConnectionPool::~ConnectionPool() { Shutdown(); }
+
+ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
+  auto [it, inserted] = origins_.try_emplace(origin.Key());
+  if (inserted) it->second.origin = origin;
+  return it->second;
+}
+
+bool ConnectionPool::HasRoom(const OriginPool& pool) const {
+  return limits_.max_conns_per_origin == 0 ||
+         pool.live.size() < limits_.max_conns_per_origin;
+}
+
+ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
+  Lease lease;
+  lease.connection = factory_(pool.origin);
+  pool.live.emplace(lease.connection->id(), lease.connection);
+  ++pool.opened;
+  return lease;
+}
+
+void ConnectionPool::RemoveIdle(OriginPool& pool, const Connection& connection) {
+  auto& idle = pool.idle;
+  idle.erase(std::remove_if(idle.begin(), idle.end(),
+                            [&](const IdleEntry& e) { return e.connection.get() == &connection; }),
+             idle.end());
+}
+
+ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
+                                               absl::Time deadline, LeaseCallback done) {
+  Deferred deferred;
+  WaitId wait_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) {
+      deferred.callbacks.emplace_back(std::move(done),
+                                      absl::UnavailableError("egress is shutting down"));
+    } else {
+      OriginPool& pool = PoolFor(origin);
+      const absl::Time now = absl::Now();
+      bool served = false;
+      // Most recently used first; expired ones are retired on the way.
+      while (!fresh && !served && !pool.idle.empty()) {
+        IdleEntry entry = std::move(pool.idle.back());
+        pool.idle.pop_back();
+        if (now - entry.since > limits_.idle_timeout) {
+          RetireLocked(pool, entry.connection, CloseReason::kIdleTimeout, deferred);
+          continue;
+        }
+        entry.connection->set_state(ConnectionState::kActive);
+        ++pool.reused;
+        deferred.callbacks.emplace_back(std::move(done),
+                                        Lease{entry.connection, true, now - entry.since});
+        served = true;
+      }
+      if (!served && HasRoom(pool)) {
+        deferred.callbacks.emplace_back(std::move(done), NewConnection(pool));
+      } else if (!served) {
+        wait_id = next_wait_id_++;
+        auto timer = std::make_shared<net::steady_timer>(net::make_strand(executor_));
+        const absl::Duration wait = std::min(deadline - now, absl::Hours(24));
+        timer->expires_after(absl::ToChronoNanoseconds(std::max(wait, absl::ZeroDuration())));
+        timer->async_wait([this, wait_id](boost::system::error_code ec) {
+          if (ec == net::error::operation_aborted) return;  // served or cancelled first
+          OnWaitExpired(wait_id);
+        });
+        pool.waiters.push_back(Waiter{wait_id, fresh, std::move(done), std::move(timer)});
+      }
+    }
+  }
+  Run(deferred);
+  return wait_id;
+}
+
+void ConnectionPool::OnWaitExpired(WaitId id) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, pool] : origins_) {
+      auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
+                             [id](const Waiter& w) { return w.id == id; });
+      if (it == pool.waiters.end()) continue;
+      deferred.callbacks.emplace_back(
+          std::move(it->done),
+          absl::DeadlineExceededError(absl::StrCat(
+              "deadline expired while waiting for a connection to ", key, ": all ",
+              limits_.max_conns_per_origin,
+              " connections allowed by transport.max_conns_per_origin are busy")));
+      pool.waiters.erase(it);
+      break;
+    }
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::CancelWait(WaitId id) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, pool] : origins_) {
+      auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
+                             [id](const Waiter& w) { return w.id == id; });
+      if (it == pool.waiters.end()) continue;
+      CancelTimer(it->timer);
+      deferred.callbacks.emplace_back(
+          std::move(it->done),
+          absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ",
+                                            key)));
+      pool.waiters.erase(it);
+      break;
+    }
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    OriginPool& pool = PoolFor(connection->origin());
+    if (shut_down_) {
+      RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
+    } else if (pool.idle.size() >= limits_.max_idle_per_origin) {
+      RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
+    } else {
+      connection->set_state(ConnectionState::kIdle);
+      pool.idle.push_back(IdleEntry{std::move(connection), absl::Now()});
+    }
+    ServeWaiters(pool, deferred);
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, CloseReason reason) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    OriginPool& pool = PoolFor(connection->origin());
+    RetireLocked(pool, connection, reason, deferred);
+    ServeWaiters(pool, deferred);
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::RetireLocked(OriginPool& pool,
+                                  const std::shared_ptr<Connection>& connection,
+                                  CloseReason reason, Deferred& deferred) {
+  RemoveIdle(pool, *connection);
+  if (pool.live.erase(connection->id()) == 0) return;  // retired already
+  connection->set_state(ConnectionState::kClosed);
+  deferred.closes.emplace_back(connection, reason);
+}
+
+void ConnectionPool::ServeWaiters(OriginPool& pool, Deferred& deferred) {
+  while (!pool.waiters.empty()) {
+    Waiter& waiter = pool.waiters.front();
+    if (!waiter.fresh && !pool.idle.empty()) {
+      IdleEntry entry = std::move(pool.idle.back());
+      pool.idle.pop_back();
+      entry.connection->set_state(ConnectionState::kActive);
+      ++pool.reused;
+      deferred.callbacks.emplace_back(
+          std::move(waiter.done), Lease{entry.connection, true, absl::Now() - entry.since});
+    } else if (HasRoom(pool)) {
+      deferred.callbacks.emplace_back(std::move(waiter.done), NewConnection(pool));
+    } else {
+      return;
+    }
+    CancelTimer(waiter.timer);
+    pool.waiters.pop_front();
+  }
+}
+
+void ConnectionPool::Run(Deferred& deferred) {
+  for (auto& [connection, reason] : deferred.closes) {
+    connection->Close();
+    // A connection whose dial failed was never opened, so it is not counted as closed.
+    if (reason != CloseReason::kDialFailed) observer_.OnConnectionClosed(connection->origin(), reason);
+  }
+  for (auto& [done, lease] : deferred.callbacks) done(std::move(lease));
+}
+
+void ConnectionPool::ScheduleIdleSweep() {
+  const absl::Duration period =
+      std::clamp(limits_.idle_timeout / 4, absl::Milliseconds(10), absl::Seconds(1));
+  sweep_timer_.expires_after(absl::ToChronoNanoseconds(period));
+  sweep_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;  // cancelled: the pool is shutting down
+    if (SweepIdle()) ScheduleIdleSweep();
+  });
+}
+
+bool ConnectionPool::SweepIdle() {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return false;
+    const absl::Time now = absl::Now();
+    for (auto& [key, pool] : origins_) {
+      std::vector<std::shared_ptr<Connection>> expired;
+      for (const IdleEntry& entry : pool.idle) {
+        if (now - entry.since > limits_.idle_timeout) expired.push_back(entry.connection);
+      }
+      for (const auto& connection : expired) {
+        RetireLocked(pool, connection, CloseReason::kIdleTimeout, deferred);
+      }
+    }
+  }
+  Run(deferred);
+  return true;
+}
+
+std::vector<OriginStats> ConnectionPool::Stats() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<OriginStats> stats;
+  for (const auto& [key, pool] : origins_) {
+    OriginStats s;
+    s.origin = key;
+    s.opened = pool.opened;
+    s.reused = pool.reused;
+    for (const auto& [id, connection] : pool.live) {
+      switch (connection->state()) {
+        case ConnectionState::kConnecting: ++s.connecting; break;
+        case ConnectionState::kActive: ++s.active; break;
+        case ConnectionState::kDraining: ++s.draining; break;
+        case ConnectionState::kIdle: ++s.idle; break;
+        case ConnectionState::kClosed: break;
+      }
+    }
+    stats.push_back(std::move(s));
+  }
+  return stats;
+}
+
+void ConnectionPool::Shutdown() {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    net::post(sweep_timer_.get_executor(), [this] { sweep_timer_.cancel(); });
+    for (auto& [key, pool] : origins_) {
+      while (!pool.idle.empty()) {
+        RetireLocked(pool, pool.idle.back().connection, CloseReason::kShutdown, deferred);
+      }
+      for (Waiter& waiter : pool.waiters) {
+        CancelTimer(waiter.timer);
+        deferred.callbacks.emplace_back(std::move(waiter.done),
+                                        absl::UnavailableError("egress is shutting down"));
+      }
+      pool.waiters.clear();
+    }
+  }
+  Run(deferred);
+}
+
+}  // namespace egress::transport

@@ -1,0 +1,133 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_POOL_H_
+#define EGRESS_SERVICE_TRANSPORT_POOL_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "boost/asio/any_io_executor.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "service/transport/connection.h"
+#include "service/transport/observer.h"
+#include "service/transport/origin.h"
+
+namespace egress::transport {
+
+// Per-origin counts, as GetPoolStats and tests see them.
+struct OriginStats {
+  std::string origin;
+  int connecting = 0;
+  int active = 0;
+  int draining = 0;
+  int idle = 0;
+  uint64_t opened = 0;  // connections created for this origin
+  uint64_t reused = 0;  // requests that got an idle connection
+};
+
+struct PoolLimits {
+  uint32_t max_idle_per_origin = 100;
+  uint32_t max_conns_per_origin = 0;  // 0 = unlimited
+  absl::Duration idle_timeout = absl::Seconds(90);
+};
+
+// The one pool of upstream connections shared by all callers, keyed by origin.
+// It decides which connection a request gets and keeps the per-origin limits; it does
+// no I/O of its own beyond closing connections. Thread-safe.
+class ConnectionPool {
+ public:
+  using ConnectionFactory = std::function<std::shared_ptr<Connection>(const Origin&)>;
+
+  // A connection for one request: an idle one (reused), or a new one still to dial.
+  struct Lease {
+    std::shared_ptr<Connection> connection;
+    bool reused = false;
+    absl::Duration idle_for;  // how long it sat idle, when reused
+  };
+  using LeaseCallback = std::function<void(absl::StatusOr<Lease>)>;
+  using WaitId = uint64_t;
+
+  ConnectionPool(boost::asio::any_io_executor executor, PoolLimits limits,
+                 ConnectionFactory factory, TransportObserver& observer);
+  ~ConnectionPool();
+
+  // Hands out the most recently used idle connection, or a new one while the origin is
+  // under max_conns_per_origin; otherwise queues the request until a connection frees or
+  // the deadline passes (DEADLINE_EXCEEDED). `fresh` skips idle connections (a retry).
+  // `done` may run before Acquire returns. The returned id names a queued wait.
+  WaitId Acquire(const Origin& origin, bool fresh, absl::Time deadline, LeaseCallback done);
+  // Gives up a queued wait: its callback gets CANCELLED. No effect once served.
+  void CancelWait(WaitId id);
+
+  // A connection whose exchange ended cleanly: it goes to a waiting request or idles.
+  void Return(std::shared_ptr<Connection> connection);
+  // Closes a connection and frees its place.
+  void Retire(const std::shared_ptr<Connection>& connection, CloseReason reason);
+
+  std::vector<OriginStats> Stats() const;
+  // Closes every idle connection and refuses new requests.
+  void Shutdown();
+
+ private:
+  struct IdleEntry {
+    std::shared_ptr<Connection> connection;
+    absl::Time since;
+  };
+  struct Waiter {
+    WaitId id;
+    bool fresh;
+    LeaseCallback done;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+  struct OriginPool {
+    Origin origin;
+    std::map<uint64_t, std::shared_ptr<Connection>> live;  // by connection id
+    std::vector<IdleEntry> idle;                           // most recent last
+    std::deque<Waiter> waiters;
+    uint64_t opened = 0;
+    uint64_t reused = 0;
+  };
+  // Work decided under the lock and carried out after it: callbacks and closes.
+  struct Deferred {
+    std::vector<std::pair<LeaseCallback, absl::StatusOr<Lease>>> callbacks;
+    std::vector<std::pair<std::shared_ptr<Connection>, CloseReason>> closes;
+  };
+
+  OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasRoom(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Lease NewConnection(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveIdle(OriginPool& pool, const Connection& connection)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Serves queued requests that the origin now has room (or an idle connection) for.
+  void ServeWaiters(OriginPool& pool, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RetireLocked(OriginPool& pool, const std::shared_ptr<Connection>& connection,
+                    CloseReason reason, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Run(Deferred& deferred);
+  void OnWaitExpired(WaitId id);
+  void ScheduleIdleSweep();
+  // Retires idle connections past the idle timeout; false once the pool is shut down.
+  bool SweepIdle();
+
+  boost::asio::any_io_executor executor_;
+  const PoolLimits limits_;
+  const ConnectionFactory factory_;
+  TransportObserver& observer_;
+  boost::asio::steady_timer sweep_timer_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
+  WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_POOL_H_

@@ -1,0 +1,149 @@
+#include "service/transport/request.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "boost/url/parse.hpp"
+#include "boost/url/url_view.hpp"
+
+namespace egress::transport {
+namespace {
+
+// RFC 9110 5.6.2: token characters.
+bool IsTokenChar(char c) {
+  static constexpr absl::string_view kExtra = "!#$%&'*+-.^_`|~";
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+         kExtra.find(c) != absl::string_view::npos;
+}
+
+bool IsToken(absl::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), IsTokenChar);
+}
+
+// Describes a byte for an error message: printable as itself, the rest as hex.
+std::string DescribeByte(char c) {
+  if (c == '\r') return "CR";
+  if (c == '\n') return "LF";
+  if (c == '\0') return "NUL";
+  return absl::StrFormat("0x%02x", static_cast<unsigned char>(c));
+}
+
+// RFC 9110 5.5: field values are visible characters, spaces and tabs (and obs-text).
+// CR and LF would let a caller smuggle extra headers or a second request.
+absl::Status ValidateHeader(const std::string& name, const std::string& value) {
+  if (!IsToken(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header name \"", absl::CEscape(name),
+        "\" is not a valid HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"));
+  }
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t') || u == 0x7f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("header \"", name, "\" has a forbidden character (",
+                       DescribeByte(c), ") in its value; CR, LF, NUL and other control "
+                       "characters are not allowed"));
+    }
+  }
+  // The transport writes these itself from the URL and the body.
+  static constexpr std::array<absl::string_view, 3> kReserved = {
+      "host", "content-length", "transfer-encoding"};
+  for (absl::string_view reserved : kReserved) {
+    if (absl::EqualsIgnoreCase(name, reserved)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("header \"", name, "\" is set by egress from the URL and body; "
+                       "leave it out of the request"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::string_view raw) {
+  Origin origin;
+  const std::string scheme = absl::AsciiStrToLower(std::string(url.scheme()));
+  if (scheme == "https") {
+    origin.tls = true;
+  } else if (scheme != "http") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "URL \"", raw, "\" has scheme \"", scheme, "\"; only http and https are supported"));
+  }
+  if (url.host_type() == boost::urls::host_type::ipv6) {
+    origin.host = url.host_ipv6_address().to_string();
+  } else {
+    origin.host = absl::AsciiStrToLower(std::string(url.encoded_host()));
+  }
+  if (origin.host.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("URL \"", raw, "\" has no host"));
+  }
+  if (url.has_port()) {
+    if (url.port_number() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("URL \"", raw, "\" has an invalid port \"", std::string(url.port()), "\""));
+    }
+    origin.port = url.port_number();
+  } else {
+    origin.port = origin.tls ? 443 : 80;
+  }
+  return origin;
+}
+
+}  // namespace
+
+std::string Origin::Key() const {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return absl::StrCat(tls ? "https://" : "http://", ipv6 ? "[" : "", host, ipv6 ? "]" : "",
+                      ":", port);
+}
+
+std::string Origin::HostHeader() const {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  std::string header = ipv6 ? absl::StrCat("[", host, "]") : host;
+  if (port != (tls ? 443 : 80)) absl::StrAppend(&header, ":", port);
+  return header;
+}
+
+bool HttpRequest::IsIdempotent() const {
+  static constexpr std::array<absl::string_view, 6> kIdempotent = {
+      "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"};
+  return std::find(kIdempotent.begin(), kIdempotent.end(), method) != kIdempotent.end();
+}
+
+absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
+                                        HeaderList headers, std::string body) {
+  HttpRequest request;
+  request.method = method.empty() ? "GET" : std::string(method);
+  if (!IsToken(request.method)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method \"", absl::CEscape(request.method), "\" is not a valid HTTP method token"));
+  }
+
+  auto parsed = boost::urls::parse_uri(std::string_view(url.data(), url.size()));
+  if (!parsed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("URL \"", absl::CEscape(url), "\" is not a valid absolute URL (",
+                     parsed.error().message(), "); expected http(s)://host[:port]/path"));
+  }
+  auto origin = ParseOrigin(*parsed, url);
+  if (!origin.ok()) return origin.status();
+  request.origin = *std::move(origin);
+
+  // Userinfo and fragment are never sent upstream.
+  request.target = std::string(parsed->encoded_path());
+  if (request.target.empty()) request.target = "/";
+  if (parsed->has_query()) absl::StrAppend(&request.target, "?", std::string(parsed->encoded_query()));
+
+  for (const auto& [name, value] : headers) {
+    if (auto status = ValidateHeader(name, value); !status.ok()) return status;
+  }
+  request.headers = std::move(headers);
+  request.body = std::move(body);
+  return request;
+}
+
+}  // namespace egress::transport

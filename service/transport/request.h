@@ -1,0 +1,37 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_REQUEST_H_
+#define EGRESS_SERVICE_TRANSPORT_REQUEST_H_
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/transport/origin.h"
+
+namespace egress::transport {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// One validated outbound HTTP/1.1 request. Build it with MakeRequest.
+struct HttpRequest {
+  std::string method;  // upper-case token, e.g. "GET"
+  Origin origin;
+  std::string target;  // origin-form: path and query, e.g. "/a?b=c"
+  HeaderList headers;  // never Host, Content-Length or Transfer-Encoding
+  std::string body;
+
+  // GET, HEAD, OPTIONS, TRACE, PUT and DELETE may be sent again safely.
+  bool IsIdempotent() const;
+};
+
+// Validates a caller's request and builds it. Errors are INVALID_ARGUMENT with a
+// message that names the offending part: the URL (absolute http/https with a host),
+// the method (an RFC 9110 token) or a header (token name; no CR, LF or NUL in values).
+// An empty method means GET.
+absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
+                                        HeaderList headers, std::string body);
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_REQUEST_H_

@@ -1,0 +1,301 @@
+#include "service/transport/transport.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/strand.hpp"
+#include "service/transport/tls.h"
+
+namespace egress::transport {
+
+namespace net = boost::asio;
+
+struct ResponseBody::State {
+  Transport* transport = nullptr;
+  std::shared_ptr<Connection> connection;
+  absl::Time deadline;
+  absl::Mutex mu;
+  bool reading ABSL_GUARDED_BY(mu) = false;
+  bool closed ABSL_GUARDED_BY(mu) = false;    // the caller let go
+  bool released ABSL_GUARDED_BY(mu) = false;  // the connection went back to the transport
+};
+
+// One request from pool acquisition to response head, retrying once on a fresh
+// connection when a reused one turns out dead before any response byte (idempotent
+// requests only).
+class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(Transport& transport, HttpRequest request, absl::Time deadline,
+           Transport::ResponseCallback done)
+      : transport_(transport),
+        request_(std::move(request)),
+        deadline_(deadline),
+        done_(std::move(done)) {}
+
+  void Start() { Acquire(/*fresh=*/false); }
+
+  void Cancel() override {
+    std::shared_ptr<Connection> connection;
+    ConnectionPool::WaitId wait_id = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_ || finished_) return;
+      cancelled_ = true;
+      connection = connection_;
+      wait_id = wait_id_;
+    }
+    if (connection) connection->Close();  // the pending I/O fails and reports back
+    if (wait_id) transport_.pool_.CancelWait(wait_id);
+  }
+
+ private:
+  void Acquire(bool fresh) {
+    const ConnectionPool::WaitId wait_id = transport_.pool_.Acquire(
+        request_.origin, fresh, deadline_,
+        [self = shared_from_this()](absl::StatusOr<ConnectionPool::Lease> lease) {
+          self->OnLease(std::move(lease));
+        });
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!connection_ && !finished_) wait_id_ = wait_id;
+      cancelled = cancelled_;
+    }
+    if (cancelled && wait_id) transport_.pool_.CancelWait(wait_id);
+  }
+
+  void OnLease(absl::StatusOr<ConnectionPool::Lease> lease) {
+    if (!lease.ok()) return Finish(lease.status());
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      wait_id_ = 0;
+      connection_ = lease->connection;
+      cancelled = cancelled_;
+    }
+    lease_ = *std::move(lease);
+    if (cancelled) {
+      transport_.pool_.Retire(lease_.connection, CloseReason::kCancelled);
+      return Finish(absl::CancelledError("the caller cancelled the request"));
+    }
+    if (lease_.reused) return Send();
+    lease_.connection->Dial(transport_.settings_, deadline_,
+                            [self = shared_from_this()](absl::Status status) {
+                              self->OnDial(std::move(status));
+                            });
+  }
+
+  void OnDial(absl::Status status) {
+    if (!status.ok()) {
+      transport_.pool_.Retire(lease_.connection, CloseReason::kDialFailed);
+      return Finish(std::move(status));
+    }
+    transport_.observer_.OnConnectionOpened(request_.origin);
+    Send();
+  }
+
+  void Send() {
+    transport_.observer_.OnUpstreamRequest(request_.origin, lease_.reused);
+    send_start_ = absl::Now();
+    const TransportSettings& settings = transport_.settings_;
+    lease_.connection->Send(
+        request_, settings.response_header_timeout, settings.max_response_header_bytes,
+        deadline_,
+        [self = shared_from_this()](absl::StatusOr<ResponseHead> head, bool response_started) {
+          self->OnHead(std::move(head), response_started);
+        });
+  }
+
+  void OnHead(absl::StatusOr<ResponseHead> head, bool response_started) {
+    if (head.ok()) return Deliver(*std::move(head));
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled = cancelled_;
+      connection_ = nullptr;
+    }
+    // The server closed the pooled connection while it idled: the request never reached
+    // it, so an idempotent one may go again, once, on a fresh connection.
+    const bool stale = lease_.reused && !response_started && !cancelled &&
+                       absl::IsUnavailable(head.status());
+    transport_.pool_.Retire(lease_.connection,
+                            stale       ? CloseReason::kStale
+                            : cancelled ? CloseReason::kCancelled
+                                        : CloseReason::kError);
+    if (stale && !retried_ && request_.IsIdempotent()) {
+      retried_ = true;
+      transport_.observer_.OnRetry(request_.origin);
+      return Acquire(/*fresh=*/true);
+    }
+    if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
+    if (stale && !request_.IsIdempotent()) {
+      return Finish(absl::UnavailableError(absl::StrCat(
+          head.status().message(), "; the pooled connection had been closed by the server ",
+          "while idle, and a ", request_.method,
+          " request is not idempotent, so it was not sent again")));
+    }
+    Finish(head.status());
+  }
+
+  void Deliver(ResponseHead head) {
+    Response response;
+    response.head = std::move(head);
+    ConnectionDetails& details = response.connection;
+    const auto& connection = lease_.connection;
+    details.connection_id = connection->id();
+    details.reused = connection->requests() > 1;
+    details.was_idle = lease_.reused;
+    details.idle_time = lease_.idle_for;
+    details.remote_address = connection->remote_address();
+    if (!lease_.reused) details.dial = connection->dial_timing();
+    details.time_to_first_byte = absl::Now() - send_start_;
+    details.retried = retried_;
+    auto state = std::make_shared<ResponseBody::State>();
+    state->transport = &transport_;
+    state->connection = connection;
+    state->deadline = deadline_;
+    response.body.reset(new ResponseBody(std::move(state)));
+    Finish(std::move(response));
+  }
+
+  void Finish(absl::StatusOr<Response> result) {
+    {
+      absl::MutexLock lock(&mu_);
+      finished_ = true;
+      connection_ = nullptr;
+    }
+    std::exchange(done_, nullptr)(std::move(result));
+  }
+
+  Transport& transport_;
+  const HttpRequest request_;
+  const absl::Time deadline_;
+  Transport::ResponseCallback done_;
+  ConnectionPool::Lease lease_;
+  absl::Time send_start_;
+  bool retried_ = false;
+
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
+  ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool
+};
+
+ResponseBody::ResponseBody(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ResponseBody::~ResponseBody() { Close(); }
+
+void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
+  bool ended;
+  {
+    absl::MutexLock lock(&state_->mu);
+    ended = state_->released || state_->closed;
+    state_->reading = !ended;
+  }
+  if (ended) return done(std::string());
+  state_->connection->ReadBody(
+      max_bytes, state_->deadline,
+      [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
+        bool deliver, release;
+        {
+          absl::MutexLock lock(&state->mu);
+          state->reading = false;
+          deliver = !state->closed;
+          // The body ended, failed, or was let go of while this read was under way.
+          release = !bytes.ok() || bytes->empty() || state->closed;
+          state->released = state->released || release;
+        }
+        if (release) state->transport->FinishResponse(state->connection);
+        if (deliver) done(std::move(bytes));
+      });
+}
+
+void ResponseBody::Close() {
+  {
+    absl::MutexLock lock(&state_->mu);
+    if (state_->closed) return;
+    state_->closed = true;
+    if (state_->reading || state_->released) return;  // a pending read releases it
+    state_->released = true;
+  }
+  state_->transport->FinishResponse(state_->connection);
+}
+
+absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(TransportSettings settings,
+                                                             TransportObserver& observer) {
+  auto tls_context = MakeClientTlsContext(settings.extra_ca_file);
+  if (!tls_context.ok()) return tls_context.status();
+  return std::unique_ptr<Transport>(
+      new Transport(std::move(settings), observer, *std::move(tls_context)));
+}
+
+Transport::Transport(TransportSettings settings, TransportObserver& observer,
+                     std::unique_ptr<net::ssl::context> tls_context)
+    : settings_(std::move(settings)),
+      observer_(observer),
+      tls_context_(std::move(tls_context)),
+      work_(io_context_.get_executor()),
+      pool_(io_context_.get_executor(),
+            PoolLimits{settings_.max_idle_per_origin, settings_.max_conns_per_origin,
+                       settings_.idle_timeout},
+            [this](const Origin& origin) { return MakeConnection(origin); }, observer) {
+  unsigned threads = settings_.io_threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_context_.run(); });
+}
+
+Transport::~Transport() {
+  pool_.Shutdown();
+  work_.reset();
+  io_context_.stop();
+  for (auto& thread : threads_) thread.join();
+}
+
+std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
+  return std::make_shared<Connection>(net::make_strand(io_context_), *tls_context_, origin,
+                                      next_connection_id_++);
+}
+
+std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time deadline,
+                                               ResponseCallback done) {
+  auto exchange =
+      std::make_shared<Exchange>(*this, std::move(request), deadline, std::move(done));
+  exchange->Start();
+  return exchange;
+}
+
+void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
+  const std::optional<CloseReason> verdict = connection->ReuseVerdict();
+  if (!verdict) return pool_.Return(connection);
+  if (*verdict != CloseReason::kUnreadBody) return pool_.Retire(connection, *verdict);
+
+  const Origin& origin = connection->origin();
+  const DrainDecision decision = DecideDrain(settings_.drain, connection->unread_body());
+  if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
+    observer_.OnDrainSkipped(origin, *skip);
+    return pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose
+                                        ? CloseReason::kConnectionClose
+                                        : CloseReason::kUnreadBody);
+  }
+  observer_.OnDrainStarted(origin);
+  connection->DrainBody(std::get<Drain>(decision),
+                        [this, connection](const DrainOutcome& outcome) {
+                          AfterDrain(connection, outcome);
+                        });
+}
+
+void Transport::AfterDrain(const std::shared_ptr<Connection>& connection,
+                           const DrainOutcome& outcome) {
+  const Origin& origin = connection->origin();
+  if (outcome.abandoned) {
+    observer_.OnDrainAbandoned(origin, *outcome.abandoned, outcome.bytes, outcome.duration);
+    return pool_.Retire(connection, CloseReason::kDrainAbandoned);
+  }
+  observer_.OnDrainCompleted(origin, outcome.bytes, outcome.duration);
+  const std::optional<CloseReason> verdict = connection->ReuseVerdict();
+  if (verdict) return pool_.Retire(connection, *verdict);
+  pool_.Return(connection);
+}
+
+}  // namespace egress::transport

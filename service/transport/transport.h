@@ -1,0 +1,123 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_TRANSPORT_H_
+#define EGRESS_SERVICE_TRANSPORT_TRANSPORT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "boost/asio/executor_work_guard.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ssl/context.hpp"
+#include "service/transport/connection.h"
+#include "service/transport/observer.h"
+#include "service/transport/pool.h"
+#include "service/transport/request.h"
+#include "service/transport/settings.h"
+
+namespace egress::transport {
+
+class Transport;
+
+// How a request got its connection, like Go's httptrace.GotConnInfo, plus timings.
+struct ConnectionDetails {
+  uint64_t connection_id = 0;
+  bool reused = false;    // the connection had carried an earlier request
+  bool was_idle = false;  // it came from the idle pool
+  absl::Duration idle_time;
+  std::string remote_address;
+  DialTiming dial;  // zero for a reused connection
+  absl::Duration time_to_first_byte;
+  bool retried = false;  // a dead pooled connection was replaced by a fresh one
+};
+
+// The body of a response, read by its caller in pieces, like Go's resp.Body. What the
+// caller does not read is drained in the background (or the connection closed) per the
+// drain policy when the body is closed or destroyed. Thread-safe; one Read at a time.
+class ResponseBody {
+ public:
+  ~ResponseBody();
+  ResponseBody(const ResponseBody&) = delete;
+  ResponseBody& operator=(const ResponseBody&) = delete;
+
+  // Reads up to max_bytes (at least one byte unless the body has ended); an empty
+  // string means the body ended. After Close, a pending read's callback is not called.
+  void Read(size_t max_bytes, Connection::ReadCallback done);
+  // Lets go of the body; returns at once. Idempotent.
+  void Close();
+
+ private:
+  friend class Exchange;
+  friend class Transport;
+  struct State;
+  explicit ResponseBody(std::shared_ptr<State> state);
+
+  std::shared_ptr<State> state_;
+};
+
+struct Response {
+  ResponseHead head;
+  ConnectionDetails connection;
+  std::unique_ptr<ResponseBody> body;
+};
+
+// A request under way; Cancel aborts it (its callback gets CANCELLED) unless its
+// response has already been delivered.
+class PendingFetch {
+ public:
+  virtual ~PendingFetch() = default;
+  virtual void Cancel() = 0;
+};
+
+// The shared HTTP/1.1 + TLS transport: one connection pool for every caller, I/O on its
+// own threads, auto-drain of unread bodies. Knows nothing of gRPC.
+class Transport {
+ public:
+  using ResponseCallback = std::function<void(absl::StatusOr<Response>)>;
+
+  // Fails when the TLS settings cannot be loaded (e.g. a missing extra CA file).
+  static absl::StatusOr<std::unique_ptr<Transport>> Create(TransportSettings settings,
+                                                           TransportObserver& observer);
+  ~Transport();
+
+  // Sends the request on a pooled or new connection; `done` runs once, on an I/O
+  // thread, with the response head and body or with the error that prevented them.
+  // The deadline bounds every phase, waiting for a connection included.
+  std::shared_ptr<PendingFetch> Fetch(HttpRequest request, absl::Time deadline,
+                                      ResponseCallback done);
+
+  std::vector<OriginStats> PoolStats() const { return pool_.Stats(); }
+  const TransportSettings& settings() const { return settings_; }
+
+ private:
+  friend class Exchange;
+  friend class ResponseBody;
+
+  Transport(TransportSettings settings, TransportObserver& observer,
+            std::unique_ptr<boost::asio::ssl::context> tls_context);
+  std::shared_ptr<Connection> MakeConnection(const Origin& origin);
+  // The end of an exchange whose body the caller is done with: back to the pool,
+  // drained first, or closed.
+  void FinishResponse(const std::shared_ptr<Connection>& connection);
+  void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome);
+
+  const TransportSettings settings_;
+  TransportObserver& observer_;
+  std::unique_ptr<boost::asio::ssl::context> tls_context_;
+  boost::asio::io_context io_context_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::atomic<uint64_t> next_connection_id_{1};
+  ConnectionPool pool_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_TRANSPORT_H_
