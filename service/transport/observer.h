@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_OBSERVER_H_
 #define EGRESS_SERVICE_TRANSPORT_OBSERVER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -22,18 +23,21 @@ enum class CloseReason {
   kCancelled,        // the caller gave up while the connection was busy
   kShutdown,         // the transport is shutting down
 };
+inline constexpr size_t kCloseReasonCount = 10;
 
 enum class DrainSkipReason {
   kConnectionClose,  // the response says Connection: close: the connection is lost anyway
   kOverByteCap,      // Content-Length left to read is above the byte cap
   kDisabled,         // drain mode OFF
 };
+inline constexpr size_t kDrainSkipReasonCount = 3;
 
 enum class DrainAbandonReason {
   kByteCap,  // more than max_bytes without reaching the end
   kTimeCap,  // the body did not end within max_duration
   kError,    // the connection failed while draining
 };
+inline constexpr size_t kDrainAbandonReasonCount = 3;
 
 absl::string_view ToString(CloseReason reason);
 absl::string_view ToString(DrainSkipReason reason);

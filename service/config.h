@@ -1,0 +1,39 @@
+#ifndef EGRESS_SERVICE_CONFIG_H_
+#define EGRESS_SERVICE_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "egress/v1/egress.pb.h"
+#include "service/transport/settings.h"
+
+namespace egress {
+
+// The settings of the gRPC front end that are not the transport's.
+struct FetchLimits {
+  uint64_t default_max_body_bytes = 8 << 20;
+  uint64_t max_request_body_bytes = 8 << 20;
+  absl::Duration default_timeout = absl::Seconds(60);
+};
+
+// The config in force: validated, with every default filled in, never changed after
+// it is built (a new config is a new object).
+struct ServiceConfig {
+  egress::v1::Config proto;  // as GetConfig shows it: defaults filled in
+  transport::TransportSettings transport;
+  FetchLimits limits;
+};
+
+// Checks a config and fills in defaults for fields left at zero. Errors are
+// INVALID_ARGUMENT and name the field, e.g. "drain.max_bytes: must be positive".
+absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto);
+
+// Reads a text-format egress.v1.Config file and builds it; unknown fields are errors.
+absl::StatusOr<ServiceConfig> LoadConfigFile(const std::string& path);
+
+// The config as one line of text, for the start-up log.
+std::string DescribeConfig(const ServiceConfig& config);
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_CONFIG_H_

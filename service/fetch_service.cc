@@ -1,0 +1,266 @@
+#include "service/fetch_service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "service/proto_time.h"
+#include "service/status_mapping.h"
+
+namespace egress {
+namespace {
+
+using egress::v1::FetchChunk;
+using egress::v1::FetchRequest;
+using egress::v1::FetchResponse;
+using transport::Response;
+
+constexpr size_t kStreamChunkBytes = 64 * 1024;
+
+absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request,
+                                                      const FetchLimits& limits) {
+  if (request.body().size() > limits.max_request_body_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "request body of ", request.body().size(), " bytes exceeds the limit of ",
+        limits.max_request_body_bytes, " bytes (limits.max_request_body_bytes)"));
+  }
+  transport::HeaderList headers;
+  headers.reserve(request.headers_size());
+  for (const auto& header : request.headers()) headers.emplace_back(header.name(), header.value());
+  return transport::MakeRequest(request.method(), request.url(), std::move(headers),
+                                request.body());
+}
+
+// The sooner of the gRPC deadline and the request's timeout; the server default when
+// neither is set.
+absl::Time Deadline(const grpc::CallbackServerContext& context, const FetchRequest& request,
+                    const FetchLimits& limits) {
+  const absl::Time now = absl::Now();
+  absl::Time deadline = absl::InfiniteFuture();
+  const auto grpc_deadline = context.deadline();
+  if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
+    deadline = absl::FromChrono(grpc_deadline);
+  }
+  if (request.has_timeout() && FromProto(request.timeout()) > absl::ZeroDuration()) {
+    deadline = std::min(deadline, now + FromProto(request.timeout()));
+  }
+  if (deadline == absl::InfiniteFuture()) deadline = now + limits.default_timeout;
+  return deadline;
+}
+
+// Status, headers, connection info and timing: everything but the body.
+void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
+  out->set_status_code(response.head.status_code);
+  for (const auto& [name, value] : response.head.headers) {
+    auto* header = out->add_headers();
+    header->set_name(name);
+    header->set_value(value);
+  }
+  const transport::ConnectionDetails& c = response.connection;
+  auto* info = out->mutable_connection();
+  info->set_reused(c.reused);
+  info->set_was_idle(c.was_idle);
+  ToProto(c.idle_time, info->mutable_idle_time());
+  info->set_connection_id(c.connection_id);
+  info->set_remote_address(c.remote_address);
+  auto* timing = out->mutable_timing();
+  ToProto(c.dial.dns, timing->mutable_dns());
+  ToProto(c.dial.connect, timing->mutable_connect());
+  ToProto(c.dial.tls_handshake, timing->mutable_tls_handshake());
+  ToProto(c.time_to_first_byte, timing->mutable_time_to_first_byte());
+  ToProto(absl::Now() - start, timing->mutable_total());
+}
+
+// Shared by both reactors: starting the exchange and cancelling it before the head.
+// A reactor is deleted when gRPC is done with it and no transport callback is due,
+// whichever comes last.
+class ExchangeStarter {
+ protected:
+  void Ref() { refs_.fetch_add(1); }
+  bool Unref() { return refs_.fetch_sub(1) == 1; }
+
+  // Starts the exchange; `on_response` runs once on an I/O thread.
+  absl::Status StartExchange(transport::Transport& transport, const FetchLimits& limits,
+                             const grpc::CallbackServerContext& context,
+                             const FetchRequest& request,
+                             transport::Transport::ResponseCallback on_response) {
+    start_ = absl::Now();
+    auto http_request = ToHttpRequest(request, limits);
+    if (!http_request.ok()) return http_request.status();
+    auto pending = transport.Fetch(*std::move(http_request), Deadline(context, request, limits),
+                                   std::move(on_response));
+    absl::MutexLock lock(&mu_);
+    pending_ = std::move(pending);
+    if (cancelled_) pending_->Cancel();
+    return absl::OkStatus();
+  }
+
+  void CancelExchange() {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    if (pending_) pending_->Cancel();
+  }
+
+  absl::Time start_;
+
+ private:
+  std::atomic<int> refs_{1};  // gRPC's, released in OnDone
+  absl::Mutex mu_;
+  std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Fetch: reads the body per body_mode, then finishes; unread bytes are left to drain.
+class FetchReactor final : public grpc::ServerUnaryReactor, private ExchangeStarter {
+ public:
+  FetchReactor(transport::Transport& transport, const FetchLimits& limits,
+               grpc::CallbackServerContext* context, const FetchRequest* request,
+               FetchResponse* response)
+      : request_(*request), response_(response) {
+    const uint64_t max = request->max_body_bytes();
+    switch (request->body_mode()) {
+      case egress::v1::BODY_MODE_NONE: body_limit_ = 0; break;
+      case egress::v1::BODY_MODE_PREFIX: body_limit_ = max; break;
+      default: body_limit_ = max ? max : limits.default_max_body_bytes; break;
+    }
+    Ref();  // the transport callback's
+    auto status = StartExchange(transport, limits, *context, *request,
+                                [this](absl::StatusOr<Response> r) { OnResponse(std::move(r)); });
+    if (!status.ok()) {
+      Unref();
+      Finish(ToGrpcStatus(status));
+    }
+  }
+
+  void OnCancel() override { CancelExchange(); }
+  void OnDone() override {
+    if (Unref()) delete this;
+  }
+
+ private:
+  void OnResponse(absl::StatusOr<Response> response) {
+    if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
+    FillHead(*response, start_, response_);
+    body_stream_ = std::move(response->body);
+    if (body_limit_ == 0 && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
+      body_stream_->Close();  // BODY_MODE_NONE: the rest is left to auto-drain
+      return Complete(grpc::Status::OK);
+    }
+    ReadMore();
+  }
+
+  // Reads up to one byte past the limit: that byte tells "larger" from "exactly".
+  void ReadMore() {
+    const uint64_t wanted = body_limit_ + 1 - body_.size();
+    body_stream_->Read(static_cast<size_t>(std::min<uint64_t>(wanted, kStreamChunkBytes)),
+                [this](absl::StatusOr<std::string> bytes) { OnBody(std::move(bytes)); });
+  }
+
+  void OnBody(absl::StatusOr<std::string> bytes) {
+    if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
+    const bool ended = bytes->empty();
+    body_.append(*bytes);
+    if (!ended && body_.size() <= body_limit_) return ReadMore();
+
+    body_stream_->Close();
+    const bool over = body_.size() > body_limit_;
+    if (over && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
+      return Complete(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("response body is larger than max_body_bytes (", body_limit_,
+                       " bytes); raise max_body_bytes, or use BODY_MODE_PREFIX or "
+                       "FetchStream to read part of it")));
+    }
+    if (over) body_.resize(body_limit_);
+    response_->set_body_truncated(over);
+    response_->set_body(std::move(body_));
+    ToProto(absl::Now() - start_, response_->mutable_timing()->mutable_total());
+    Complete(grpc::Status::OK);
+  }
+
+  void Complete(grpc::Status status) {
+    Finish(std::move(status));
+    if (Unref()) delete this;
+  }
+
+  const FetchRequest& request_;
+  FetchResponse* const response_;
+  uint64_t body_limit_ = 0;
+  std::unique_ptr<transport::ResponseBody> body_stream_;
+  std::string body_;  // what has been read so far
+};
+
+// FetchStream: the head, then body chunks as fast as the caller takes them. A caller
+// that goes away leaves the rest of the body to auto-drain.
+class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
+                                 private ExchangeStarter {
+ public:
+  FetchStreamReactor(transport::Transport& transport, const FetchLimits& limits,
+                     grpc::CallbackServerContext* context, const FetchRequest* request) {
+    Ref();  // the transport callback's
+    auto status = StartExchange(transport, limits, *context, *request,
+                                [this](absl::StatusOr<Response> r) { OnResponse(std::move(r)); });
+    if (!status.ok()) {
+      Unref();
+      Finish(ToGrpcStatus(status));
+    }
+  }
+
+  void OnCancel() override { CancelExchange(); }
+  void OnDone() override {
+    if (Unref()) delete this;
+  }
+
+  // ok is false when the caller has gone: the body is let go of, to auto-drain.
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      body_stream_->Close();
+      return Complete(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+    }
+    body_stream_->Read(kStreamChunkBytes,
+                       [this](absl::StatusOr<std::string> bytes) { OnBody(std::move(bytes)); });
+  }
+
+ private:
+  void OnResponse(absl::StatusOr<Response> response) {
+    if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
+    FillHead(*response, start_, chunk_.mutable_head());
+    body_stream_ = std::move(response->body);
+    StartWrite(&chunk_);
+  }
+
+  void OnBody(absl::StatusOr<std::string> bytes) {
+    if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
+    if (bytes->empty()) return Complete(grpc::Status::OK);
+    chunk_.set_body(*std::move(bytes));
+    StartWrite(&chunk_);
+  }
+
+  void Complete(grpc::Status status) {
+    Finish(std::move(status));
+    if (Unref()) delete this;
+  }
+
+  FetchChunk chunk_;  // the message being written; one write at a time
+  std::unique_ptr<transport::ResponseBody> body_stream_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* FetchService::Fetch(grpc::CallbackServerContext* context,
+                                              const FetchRequest* request,
+                                              FetchResponse* response) {
+  return new FetchReactor(transport_, limits_, context, request, response);
+}
+
+grpc::ServerWriteReactor<FetchChunk>* FetchService::FetchStream(
+    grpc::CallbackServerContext* context, const FetchRequest* request) {
+  return new FetchStreamReactor(transport_, limits_, context, request);
+}
+
+}  // namespace egress

@@ -1,0 +1,31 @@
+#ifndef EGRESS_SERVICE_FETCH_SERVICE_H_
+#define EGRESS_SERVICE_FETCH_SERVICE_H_
+
+#include "egress/v1/egress.grpc.pb.h"
+#include "service/config.h"
+#include "service/transport/transport.h"
+
+namespace egress {
+
+// egress.v1.Egress over the shared transport, with the callback API: no gRPC thread
+// waits on upstream I/O; each RPC finishes from the transport's completion.
+class FetchService final : public egress::v1::Egress::CallbackService {
+ public:
+  FetchService(transport::Transport& transport, FetchLimits limits)
+      : transport_(transport), limits_(limits) {}
+
+  grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
+                                  const egress::v1::FetchRequest* request,
+                                  egress::v1::FetchResponse* response) override;
+
+  grpc::ServerWriteReactor<egress::v1::FetchChunk>* FetchStream(
+      grpc::CallbackServerContext* context, const egress::v1::FetchRequest* request) override;
+
+ private:
+  transport::Transport& transport_;
+  const FetchLimits limits_;
+};
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_FETCH_SERVICE_H_

@@ -1,0 +1,21 @@
+#ifndef EGRESS_SERVICE_PROTO_TIME_H_
+#define EGRESS_SERVICE_PROTO_TIME_H_
+
+#include "absl/time/time.h"
+#include "google/protobuf/duration.pb.h"
+
+namespace egress {
+
+inline absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+inline void ToProto(absl::Duration d, google::protobuf::Duration* out) {
+  const int64_t seconds = absl::IDivDuration(d, absl::Seconds(1), &d);
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d)));
+}
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_PROTO_TIME_H_

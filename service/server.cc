@@ -1,0 +1,41 @@
+#include "service/server.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace egress {
+
+absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
+    const ServiceConfig& config, const std::string& grpc_listen,
+    transport::TransportObserver& observer) {
+  std::unique_ptr<EgressServer> server(new EgressServer());
+  auto transport = transport::Transport::Create(config.transport, observer);
+  if (!transport.ok()) return transport.status();
+  server->transport_ = *std::move(transport);
+  server->fetch_service_ = std::make_unique<FetchService>(*server->transport_, config.limits);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(grpc_listen, grpc::InsecureServerCredentials(), &server->grpc_port_);
+  builder.RegisterService(server->fetch_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (!server->server_ || server->grpc_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", grpc_listen));
+  }
+  return server;
+}
+
+void EgressServer::Shutdown(absl::Duration grace) {
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+}
+
+EgressServer::~EgressServer() {
+  if (server_) Shutdown(absl::ZeroDuration());
+}
+
+}  // namespace egress

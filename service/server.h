@@ -1,0 +1,42 @@
+#ifndef EGRESS_SERVICE_SERVER_H_
+#define EGRESS_SERVICE_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/server.h"
+#include "service/config.h"
+#include "service/fetch_service.h"
+#include "service/transport/transport.h"
+
+namespace egress {
+
+// egressd without its flags: the transport and the gRPC server around it (Egress,
+// health, reflection). main.cc and the integration tests both start it this way.
+class EgressServer {
+ public:
+  // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving.
+  static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
+      const ServiceConfig& config, const std::string& grpc_listen,
+      transport::TransportObserver& observer);
+  ~EgressServer();
+
+  int grpc_port() const { return grpc_port_; }
+  transport::Transport& transport() { return *transport_; }
+  // Stops accepting RPCs, lets those in flight finish (up to the deadline), then returns.
+  void Shutdown(absl::Duration grace);
+  void Wait() { server_->Wait(); }
+
+ private:
+  EgressServer() = default;
+
+  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<FetchService> fetch_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int grpc_port_ = 0;
+};
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_SERVER_H_
