@@ -274,7 +274,8 @@ void ConnectionPool::Shutdown() {
     net::post(sweep_timer_.get_executor(), [this] { sweep_timer_.cancel(); });
     for (auto& [key, pool] : origins_) {
       while (!pool.idle.empty()) {
-        RetireLocked(pool, pool.idle.back().connection, CloseReason::kShutdown, deferred);
+        const std::shared_ptr<Connection> connection = pool.idle.back().connection;
+        RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
       }
       for (Waiter& waiter : pool.waiters) {
         CancelTimer(waiter.timer);

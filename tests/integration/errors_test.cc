@@ -1,0 +1,172 @@
+// Bad input and failing upstreams get a precise gRPC code and an actionable message;
+// a normal fetch succeeds right after each.
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "tests/support/egress_fixture.h"
+
+namespace egress::testing {
+namespace {
+
+using egress::v1::FetchRequest;
+using egress::v1::FetchResponse;
+using ::testing::HasSubstr;
+
+class ErrorsTest : public EgressTest {
+ protected:
+  // Fetches, expects the code and a message containing `words`, then a healthy fetch.
+  void ExpectFailure(const FetchRequest& request, grpc::StatusCode code,
+                     const std::string& words) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(request, &response);
+    EXPECT_EQ(status.error_code(), code) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(words));
+    ExpectHealthy();
+  }
+
+  void ExpectHealthy() {
+    FetchResponse response;
+    const grpc::Status status = Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  }
+
+  FetchRequest WithUrl(const std::string& url) {
+    FetchRequest request;
+    request.set_url(url);
+    return request;
+  }
+};
+
+TEST_F(ErrorsTest, MalformedUrlIsInvalidArgument) {
+  StartEgress();
+  ExpectFailure(WithUrl("not a url"), grpc::StatusCode::INVALID_ARGUMENT, "not a valid absolute URL");
+  ExpectFailure(WithUrl("/relative/path"), grpc::StatusCode::INVALID_ARGUMENT, "URL");
+  ExpectFailure(WithUrl("http:///no-host"), grpc::StatusCode::INVALID_ARGUMENT, "has no host");
+}
+
+TEST_F(ErrorsTest, SchemeOtherThanHttpIsInvalidArgument) {
+  StartEgress();
+  ExpectFailure(WithUrl("ftp://localhost/file"), grpc::StatusCode::INVALID_ARGUMENT,
+                "only http and https");
+}
+
+TEST_F(ErrorsTest, HeaderValueWithCrLfIsInvalidArgumentAndNothingIsSent) {
+  StartEgress();
+  FetchRequest request = Request(nginx().HttpsUrl("/echo"));
+  auto* header = request.add_headers();
+  header->set_name("X-Note");
+  header->set_value("a\r\nX-Injected: 1");
+  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "forbidden character (CR)");
+  EXPECT_EQ(observer_.requests_new + observer_.requests_reused, 1);  // ExpectHealthy's only
+}
+
+TEST_F(ErrorsTest, HeaderNameThatIsNotATokenIsInvalidArgument) {
+  StartEgress();
+  FetchRequest request = Request(nginx().HttpsUrl("/echo"));
+  auto* header = request.add_headers();
+  header->set_name("Bad Name");
+  header->set_value("x");
+  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "not a valid HTTP token");
+}
+
+TEST_F(ErrorsTest, MethodThatIsNotATokenIsInvalidArgument) {
+  StartEgress();
+  FetchRequest request = Request(nginx().HttpsUrl("/echo"));
+  request.set_method("GE T");
+  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "method");
+}
+
+TEST_F(ErrorsTest, OversizedRequestBodyIsResourceExhausted) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(10); });
+  FetchRequest request = Request(nginx().HttpsUrl("/echo"));
+  request.set_method("POST");
+  request.set_body(std::string(11, 'b'));
+  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "max_request_body_bytes");
+}
+
+TEST_F(ErrorsTest, UnknownHostIsUnavailable) {
+  StartEgress();
+  // Runs in a network namespace with only loopback: the lookup cannot leave the machine.
+  ExpectFailure(WithUrl("https://nonexistent.invalid/"), grpc::StatusCode::UNAVAILABLE,
+                "resolving host \"nonexistent.invalid\"");
+}
+
+TEST_F(ErrorsTest, RefusedConnectionIsUnavailable) {
+  StartEgress();
+  ExpectFailure(WithUrl("http://127.0.0.1:" + std::to_string(FreePort()) + "/"),
+                grpc::StatusCode::UNAVAILABLE, "refused");
+}
+
+TEST_F(ErrorsTest, UntrustedCertificateIsUnavailable) {
+  StartEgress();
+  // A second egress that does not trust the test CA.
+  CountingObserver observer;
+  auto config = BuildConfig(egress::v1::Config());
+  ASSERT_TRUE(config.ok());
+  auto untrusting = EgressServer::Start(*config, "127.0.0.1:0", observer);
+  ASSERT_TRUE(untrusting.ok());
+  auto stub = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string((*untrusting)->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  FetchResponse response;
+  const grpc::Status status = stub->Fetch(&context, Request(nginx().HttpsUrl("/cl/1k")), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("certificate verification failed"));
+  EXPECT_EQ(observer.opened, 0);
+  ExpectHealthy();
+}
+
+TEST_F(ErrorsTest, RequestTimeoutIsDeadlineExceeded) {
+  StartEgress();
+  FetchRequest request = Request(nginx().HttpsUrl("/slow-head"));
+  request.mutable_timeout()->set_nanos(300'000'000);
+  ExpectFailure(request, grpc::StatusCode::DEADLINE_EXCEEDED, "deadline expired while waiting");
+}
+
+TEST_F(ErrorsTest, ResponseHeaderTimeoutIsDeadlineExceeded) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_response_header_timeout()->set_nanos(200'000'000);
+  });
+  ExpectFailure(Request(nginx().HttpsUrl("/slow-head")), grpc::StatusCode::DEADLINE_EXCEEDED,
+                "timed out after 200ms");
+}
+
+// nginx on idle_close_port closes connections idle for 1 s.
+TEST_F(ErrorsTest, IdempotentRequestOnAConnectionClosedWhileIdleIsRetriedOnce) {
+  StartEgress();
+  const std::string url = "https://localhost:" + std::to_string(nginx().idle_close_port()) + "/cl/1k";
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(url), &response).ok());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const grpc::Status status = Fetch(Request(url), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(observer_.retries, 1);
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), 1);
+  EXPECT_EQ(nginx().NewConnections(LoggedUri("/cl/1k"), 2), 2);
+}
+
+TEST_F(ErrorsTest, PostOnAConnectionClosedWhileIdleFailsAndIsNotResent) {
+  StartEgress();
+  const std::string url = "https://localhost:" + std::to_string(nginx().idle_close_port()) + "/echo";
+  FetchRequest request = Request(url);
+  request.set_method("POST");
+  request.set_body("payload");
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(request, &response).ok());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("not idempotent"));
+  EXPECT_EQ(observer_.retries, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(nginx().WaitForRequests(LoggedUri("/echo"), 1).size(), 1u);
+  ExpectHealthy();
+}
+
+}  // namespace
+}  // namespace egress::testing

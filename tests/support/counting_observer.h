@@ -1,0 +1,62 @@
+#ifndef EGRESS_TESTS_SUPPORT_COUNTING_OBSERVER_H_
+#define EGRESS_TESTS_SUPPORT_COUNTING_OBSERVER_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "service/transport/observer.h"
+
+namespace egress::testing {
+
+// Counts the transport's events in plain atomics, across all origins.
+class CountingObserver final : public transport::TransportObserver {
+ public:
+  void OnUpstreamRequest(const transport::Origin&, bool reused) override {
+    ++(reused ? requests_reused : requests_new);
+  }
+  void OnConnectionOpened(const transport::Origin&) override { ++opened; }
+  void OnConnectionClosed(const transport::Origin&, transport::CloseReason reason) override {
+    ++closed[static_cast<size_t>(reason)];
+  }
+  void OnDrainStarted(const transport::Origin&) override { ++drains_started; }
+  void OnDrainCompleted(const transport::Origin&, uint64_t bytes, absl::Duration) override {
+    ++drains_completed;
+    drain_bytes += bytes;
+  }
+  void OnDrainAbandoned(const transport::Origin&, transport::DrainAbandonReason reason,
+                        uint64_t bytes, absl::Duration) override {
+    ++abandoned[static_cast<size_t>(reason)];
+    drain_bytes += bytes;
+  }
+  void OnDrainSkipped(const transport::Origin&, transport::DrainSkipReason reason) override {
+    ++skipped[static_cast<size_t>(reason)];
+  }
+  void OnRetry(const transport::Origin&) override { ++retries; }
+
+  int Closed(transport::CloseReason r) const { return closed[static_cast<size_t>(r)]; }
+  int Abandoned(transport::DrainAbandonReason r) const {
+    return abandoned[static_cast<size_t>(r)];
+  }
+  int Skipped(transport::DrainSkipReason r) const { return skipped[static_cast<size_t>(r)]; }
+  int AllClosed() const {
+    int total = 0;
+    for (const auto& c : closed) total += c;
+    return total;
+  }
+
+  std::atomic<int> requests_new{0};
+  std::atomic<int> requests_reused{0};
+  std::atomic<int> opened{0};
+  std::array<std::atomic<int>, transport::kCloseReasonCount> closed{};
+  std::atomic<int> drains_started{0};
+  std::atomic<int> drains_completed{0};
+  std::array<std::atomic<int>, transport::kDrainAbandonReasonCount> abandoned{};
+  std::array<std::atomic<int>, transport::kDrainSkipReasonCount> skipped{};
+  std::atomic<uint64_t> drain_bytes{0};
+  std::atomic<int> retries{0};
+};
+
+}  // namespace egress::testing
+
+#endif  // EGRESS_TESTS_SUPPORT_COUNTING_OBSERVER_H_

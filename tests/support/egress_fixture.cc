@@ -1,0 +1,85 @@
+#include "tests/support/egress_fixture.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "service/config.h"
+
+namespace egress::testing {
+
+std::unique_ptr<NginxUpstream> EgressTest::nginx_;
+
+void EgressTest::SetUpTestSuite() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  nginx_ = NginxUpstream::Start(absl::StrCat(tmp ? tmp : "/tmp", "/nginx-", getpid()));
+}
+
+void EgressTest::TearDownTestSuite() { nginx_.reset(); }
+
+void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& configure) {
+  egress::v1::Config proto;
+  proto.mutable_transport()->set_extra_ca_file(nginx_->ca_file());
+  if (configure) configure(proto);
+  auto config = BuildConfig(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+  stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+}
+
+void EgressTest::TearDown() {
+  if (!server_) return;
+  WaitForQuietPool();
+  for (const auto& origin : server_->transport().PoolStats()) {
+    EXPECT_EQ(origin.active, 0) << origin.origin;
+    EXPECT_EQ(origin.draining, 0) << origin.origin;
+    EXPECT_EQ(origin.connecting, 0) << origin.origin;
+  }
+  stub_.reset();
+  server_.reset();
+}
+
+egress::v1::FetchRequest EgressTest::Request(const std::string& url,
+                                             egress::v1::BodyMode mode) const {
+  egress::v1::FetchRequest request;
+  request.set_url(absl::StrCat(url, "?t=",
+                               ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  request.set_body_mode(mode);
+  return request;
+}
+
+std::string EgressTest::LoggedUri(const std::string& path) const {
+  return absl::StrCat(path, "?t=",
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
+grpc::Status EgressTest::Fetch(const egress::v1::FetchRequest& request,
+                               egress::v1::FetchResponse* response) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  return stub_->Fetch(&context, request, response);
+}
+
+void EgressTest::WaitForQuietPool() {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < give_up) {
+    bool quiet = true;
+    for (const auto& origin : server_->transport().PoolStats()) {
+      quiet = quiet && origin.active == 0 && origin.draining == 0 && origin.connecting == 0;
+    }
+    if (quiet) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int EgressTest::IdleConnections() {
+  int idle = 0;
+  for (const auto& origin : server_->transport().PoolStats()) idle += origin.idle;
+  return idle;
+}
+
+}  // namespace egress::testing

@@ -1,0 +1,53 @@
+#ifndef EGRESS_TESTS_SUPPORT_EGRESS_FIXTURE_H_
+#define EGRESS_TESTS_SUPPORT_EGRESS_FIXTURE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "egress/v1/egress.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "service/server.h"
+#include "tests/support/counting_observer.h"
+#include "tests/support/nginx_upstream.h"
+
+namespace egress::testing {
+
+// One nginx for the suite; a fresh egress (transport, pool, counters) for every test,
+// called over real gRPC on loopback. TearDown checks that no connection is left active,
+// draining or connecting.
+class EgressTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void TearDown() override;
+
+  // Starts egress with the test CA trusted; `configure` may change the config first.
+  void StartEgress(const std::function<void(egress::v1::Config&)>& configure = {});
+
+  // A request whose URL is made unique to this test, so access-log counts are its own.
+  egress::v1::FetchRequest Request(const std::string& url,
+                                   egress::v1::BodyMode mode = egress::v1::BODY_MODE_FULL) const;
+  // The path and query that nginx logs for Request(url).
+  std::string LoggedUri(const std::string& path) const;
+
+  grpc::Status Fetch(const egress::v1::FetchRequest& request,
+                     egress::v1::FetchResponse* response);
+  // Waits until the pool has no active, draining or connecting connection.
+  void WaitForQuietPool();
+  int IdleConnections();
+
+  static NginxUpstream& nginx() { return *nginx_; }
+
+  CountingObserver observer_;
+  std::unique_ptr<EgressServer> server_;
+  std::unique_ptr<egress::v1::Egress::Stub> stub_;
+
+ private:
+  static std::unique_ptr<NginxUpstream> nginx_;
+};
+
+}  // namespace egress::testing
+
+#endif  // EGRESS_TESTS_SUPPORT_EGRESS_FIXTURE_H_

@@ -1,0 +1,226 @@
+#include "tests/support/nginx_upstream.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace egress::testing {
+namespace {
+
+void Run(const std::string& command) {
+  if (std::system(command.c_str()) != 0) {
+    throw std::runtime_error(absl::StrCat("command failed: ", command));
+  }
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  if (!out) throw std::runtime_error(absl::StrCat("cannot write ", path));
+}
+
+bool Accepts(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// Locations shared by every server block.
+std::string Locations(const std::string& dir) {
+  return absl::StrCat(R"(
+    root )", dir, R"(/www;
+    location /cl/ { }
+    location /close/ { keepalive_timeout 0; alias )", dir, R"(/www/cl/; }
+    location = /chunked/1k { echo_duplicate 1024 "c"; }
+    location = /chunked/300k { echo_duplicate 307200 "c"; }
+    location = /chunked/mixed {
+      echo_duplicate 3 "x"; echo_flush;
+      echo_duplicate 1021 "y"; echo_flush;
+      echo_duplicate 70001 "z";
+    }
+    location = /stall { echo_duplicate 1024 "a"; echo_flush; echo_sleep 0.08; echo_duplicate 1024 "b"; }
+    location = /slow-head { echo_sleep 3; echo "late"; }
+    location = /echo { echo "ok"; }
+)");
+}
+
+}  // namespace
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<std::pair<std::string, size_t>> NginxUpstream::FileSizes() {
+  return {{"1k", 1024},          {"4k", 4096},          {"100k", 102400},
+          {"262144", 262144},    {"262145", 262145}};
+}
+
+std::string NginxUpstream::FileContent(const std::string& name) {
+  for (const auto& [file, size] : FileSizes()) {
+    if (file != name) continue;
+    std::string content(size, '\0');
+    // Not periodic at any small size, so that an off-by-N slice is caught.
+    for (size_t i = 0; i < size; ++i) content[i] = static_cast<char>('!' + (i * 7 + i / 251) % 90);
+    return content;
+  }
+  throw std::runtime_error(absl::StrCat("no test file ", name));
+}
+
+std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
+  std::unique_ptr<NginxUpstream> nginx(new NginxUpstream());
+  nginx->dir_ = dir;
+  Run(absl::StrCat("mkdir -p ", dir, "/www/cl ", dir, "/tmp ", dir, "/logs"));
+
+  // Test PKI: a CA and a server certificate for localhost and 127.0.0.1.
+  const std::string pki = absl::StrCat(dir, "/pki");
+  Run(absl::StrCat("mkdir -p ", pki, " && cd ", pki,
+                   " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1"
+                   " -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=egress-test-ca"
+                   " 2>/dev/null"
+                   " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+                   " -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null"
+                   " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext"
+                   " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key"
+                   " -CAcreateserial -out server.pem -days 2 -extfile san.ext 2>/dev/null"));
+  nginx->ca_file_ = absl::StrCat(pki, "/ca.pem");
+
+  for (const auto& [name, size] : FileSizes()) {
+    WriteFile(absl::StrCat(dir, "/www/cl/", name), FileContent(name));
+  }
+
+  nginx->http_port_ = FreePort();
+  nginx->https_port_ = FreePort();
+  nginx->idle_close_port_ = FreePort();
+  const std::string tls = absl::StrCat("ssl_certificate ", pki, "/server.pem; ssl_certificate_key ",
+                                       pki, "/server.key; ssl_protocols TLSv1.2 TLSv1.3;");
+  const std::string config = absl::StrCat(R"(
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+daemon off;
+master_process off;
+worker_processes 1;
+pid )", dir, R"(/nginx.pid;
+error_log )", dir, R"(/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  log_format conn '$connection $connection_requests $request_method $request_uri';
+  access_log )", dir, R"(/logs/access.log conn;
+  client_body_temp_path )", dir, R"(/tmp/body;
+  proxy_temp_path )", dir, R"(/tmp/proxy;
+  fastcgi_temp_path )", dir, R"(/tmp/fastcgi;
+  uwsgi_temp_path )", dir, R"(/tmp/uwsgi;
+  scgi_temp_path )", dir, R"(/tmp/scgi;
+  default_type application/octet-stream;
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:)", nginx->http_port_, R"(;
+    listen 127.0.0.1:)", nginx->https_port_, R"( ssl;
+    )", tls, Locations(dir), R"(
+  }
+  server {
+    listen 127.0.0.1:)", nginx->idle_close_port_, R"( ssl;
+    keepalive_timeout 1s;
+    )", tls, Locations(dir), R"(
+  }
+}
+)");
+  const std::string config_path = absl::StrCat(dir, "/nginx.conf");
+  WriteFile(config_path, config);
+
+  nginx->pid_ = fork();
+  if (nginx->pid_ == 0) {
+    execlp("nginx", "nginx", "-c", config_path.c_str(), "-p", dir.c_str(), "-e",
+           (dir + "/logs/error.log").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 500; ++i) {
+    if (Accepts(nginx->http_port_) && Accepts(nginx->https_port_) &&
+        Accepts(nginx->idle_close_port_)) {
+      return nginx;
+    }
+    int status;
+    if (waitpid(nginx->pid_, &status, WNOHANG) == nginx->pid_) {
+      nginx->pid_ = -1;
+      std::ifstream log(dir + "/logs/error.log");
+      std::stringstream text;
+      text << log.rdbuf();
+      throw std::runtime_error("nginx exited at start: " + text.str());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  throw std::runtime_error("nginx did not start listening within 5 s");
+}
+
+NginxUpstream::~NginxUpstream() {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string NginxUpstream::HttpUrl(const std::string& path) const {
+  return absl::StrCat("http://127.0.0.1:", http_port_, path);
+}
+
+std::string NginxUpstream::HttpsUrl(const std::string& path) const {
+  return absl::StrCat("https://localhost:", https_port_, path);
+}
+
+std::vector<NginxUpstream::LogEntry> NginxUpstream::WaitForRequests(const std::string& uri,
+                                                                    size_t expected) const {
+  std::vector<LogEntry> entries;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    entries.clear();
+    std::ifstream log(dir_ + "/logs/access.log");
+    std::string line;
+    while (std::getline(log, line)) {
+      std::vector<std::string> fields = absl::StrSplit(line, ' ');
+      if (fields.size() != 4 || fields[3] != uri) continue;
+      LogEntry entry;
+      entry.connection = std::stoull(fields[0]);
+      entry.connection_requests = std::stoi(fields[1]);
+      entry.method = fields[2];
+      entry.uri = fields[3];
+      entries.push_back(entry);
+    }
+    if (entries.size() >= expected || std::chrono::steady_clock::now() > give_up) return entries;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int NginxUpstream::NewConnections(const std::string& uri, size_t expected) const {
+  int count = 0;
+  for (const LogEntry& entry : WaitForRequests(uri, expected)) {
+    if (entry.connection_requests == 1) ++count;
+  }
+  return count;
+}
+
+}  // namespace egress::testing

@@ -1,0 +1,70 @@
+#ifndef EGRESS_TESTS_SUPPORT_NGINX_UPSTREAM_H_
+#define EGRESS_TESTS_SUPPORT_NGINX_UPSTREAM_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace egress::testing {
+
+// A real nginx (with the echo module) on loopback, over HTTP and HTTPS with a test CA,
+// serving known content. Its access log tells which requests opened a new connection.
+//
+// Paths:
+//   /cl/<name>          static files with Content-Length (see FileSizes())
+//   /close/<name>       the same files with "Connection: close"
+//   /chunked/1k         1024 bytes, chunked         /chunked/300k  307200 bytes, chunked
+//   /chunked/mixed      chunks of 3, 1021 and 70001 bytes ("x", "y", "z")
+//   /stall              1024 "a", an 80 ms pause, 1024 "b"; chunked
+//   /slow-head          headers only after 3 s
+//   /echo               "ok\n" for any method
+// On idle_close_port (https) the same paths, with idle connections closed after 1 s.
+class NginxUpstream {
+ public:
+  struct LogEntry {
+    uint64_t connection = 0;
+    int connection_requests = 0;  // 1 = the first request on a new connection
+    std::string method;
+    std::string uri;
+  };
+
+  // Writes the PKI, the content and the config under dir, and starts nginx.
+  static std::unique_ptr<NginxUpstream> Start(const std::string& dir);
+  ~NginxUpstream();
+
+  int http_port() const { return http_port_; }
+  int https_port() const { return https_port_; }
+  int idle_close_port() const { return idle_close_port_; }
+  const std::string& ca_file() const { return ca_file_; }
+
+  std::string HttpUrl(const std::string& path) const;
+  std::string HttpsUrl(const std::string& path) const;
+  // The bytes nginx serves for /cl/<name>.
+  static std::string FileContent(const std::string& name);
+  static std::vector<std::pair<std::string, size_t>> FileSizes();
+
+  // Access-log entries whose request URI (path and query) is `uri`, waiting (up to 10 s) until there are `expected`.
+  std::vector<LogEntry> WaitForRequests(const std::string& uri, size_t expected) const;
+  // How many of `expected` requests for `uri` came on a new connection.
+  int NewConnections(const std::string& uri, size_t expected) const;
+
+ private:
+  NginxUpstream() = default;
+
+  std::string dir_;
+  std::string ca_file_;
+  pid_t pid_ = -1;
+  int http_port_ = 0;
+  int https_port_ = 0;
+  int idle_close_port_ = 0;
+};
+
+// A loopback port that nothing listens on right now.
+int FreePort();
+
+}  // namespace egress::testing
+
+#endif  // EGRESS_TESTS_SUPPORT_NGINX_UPSTREAM_H_

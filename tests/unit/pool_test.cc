@@ -1,0 +1,198 @@
+// The pool's decisions, with real (undialed) connections and a running io_context.
+#include "service/transport/pool.h"
+
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/executor_work_guard.hpp"
+#include "boost/asio/ssl/context.hpp"
+#include "boost/asio/strand.hpp"
+#include "gtest/gtest.h"
+#include "tests/support/counting_observer.h"
+
+namespace egress::transport {
+namespace {
+
+namespace net = boost::asio;
+using testing::CountingObserver;
+
+class PoolTest : public ::testing::Test {
+ protected:
+  PoolTest() : work_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+  ~PoolTest() override {
+    pool_.reset();
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+  void MakePool(PoolLimits limits) {
+    pool_ = std::make_unique<ConnectionPool>(
+        io_.get_executor(), limits,
+        [this](const Origin& origin) {
+          return std::make_shared<Connection>(net::make_strand(io_), tls_, origin, ++next_id_);
+        },
+        observer_);
+  }
+
+  // Acquires and returns the lease, or the error; waits up to `wait` for a queued one.
+  absl::StatusOr<ConnectionPool::Lease> Acquire(absl::Duration deadline_in = absl::Seconds(5)) {
+    absl::Notification done;
+    std::optional<absl::StatusOr<ConnectionPool::Lease>> result;
+    pool_->Acquire(origin_, false, absl::Now() + deadline_in,
+                   [&](absl::StatusOr<ConnectionPool::Lease> lease) {
+                     result = std::move(lease);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    return *std::move(result);
+  }
+
+  OriginStats Stats() {
+    auto all = pool_->Stats();
+    return all.empty() ? OriginStats{} : all.front();
+  }
+
+  net::io_context io_;
+  net::executor_work_guard<net::io_context::executor_type> work_;
+  std::thread thread_;
+  net::ssl::context tls_{net::ssl::context::tls_client};
+  CountingObserver observer_;
+  std::unique_ptr<ConnectionPool> pool_;
+  uint64_t next_id_ = 0;
+  Origin origin_{true, "example.test", 443};
+};
+
+TEST_F(PoolTest, EmptyPoolHandsOutANewConnection) {
+  MakePool({});
+  auto lease = Acquire();
+  ASSERT_TRUE(lease.ok());
+  EXPECT_FALSE(lease->reused);
+  EXPECT_EQ(Stats().connecting, 1);
+  EXPECT_EQ(Stats().opened, 1u);
+}
+
+TEST_F(PoolTest, ReturnedConnectionIsReusedMostRecentFirst) {
+  MakePool({});
+  auto a = Acquire();
+  auto b = Acquire();
+  pool_->Return(a->connection);
+  pool_->Return(b->connection);
+  EXPECT_EQ(Stats().idle, 2);
+  auto again = Acquire();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->reused);
+  EXPECT_EQ(again->connection, b->connection);
+  EXPECT_EQ(again->connection->state(), ConnectionState::kActive);
+  EXPECT_EQ(Stats().idle, 1);
+  EXPECT_EQ(Stats().active, 1);
+  EXPECT_EQ(Stats().reused, 1u);
+}
+
+TEST_F(PoolTest, IdleConnectionsOverTheLimitAreClosed) {
+  MakePool({/*max_idle_per_origin=*/1, 0, absl::Seconds(90)});
+  auto a = Acquire();
+  auto b = Acquire();
+  pool_->Return(a->connection);
+  pool_->Return(b->connection);
+  EXPECT_EQ(Stats().idle, 1);
+  EXPECT_EQ(observer_.Closed(CloseReason::kPoolFull), 1);
+  EXPECT_EQ(b->connection->state(), ConnectionState::kClosed);
+}
+
+TEST_F(PoolTest, RequestOverMaxConnsWaitsForAReturnedConnection) {
+  MakePool({100, /*max_conns_per_origin=*/1, absl::Seconds(90)});
+  auto first = Acquire();
+  absl::Notification served;
+  std::optional<absl::StatusOr<ConnectionPool::Lease>> second;
+  pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
+                 [&](absl::StatusOr<ConnectionPool::Lease> lease) {
+                   second = std::move(lease);
+                   served.Notify();
+                 });
+  EXPECT_FALSE(served.HasBeenNotified());
+  pool_->Return(first->connection);
+  served.WaitForNotification();
+  ASSERT_TRUE(second->ok());
+  EXPECT_EQ((*second)->connection, first->connection);
+  EXPECT_EQ(Stats().opened, 1u);
+}
+
+TEST_F(PoolTest, WaiterGetsANewConnectionWhenOneIsRetired) {
+  MakePool({100, 1, absl::Seconds(90)});
+  auto first = Acquire();
+  absl::Notification served;
+  std::optional<absl::StatusOr<ConnectionPool::Lease>> second;
+  pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
+                 [&](absl::StatusOr<ConnectionPool::Lease> lease) {
+                   second = std::move(lease);
+                   served.Notify();
+                 });
+  pool_->Retire(first->connection, CloseReason::kError);
+  served.WaitForNotification();
+  ASSERT_TRUE(second->ok());
+  EXPECT_FALSE((*second)->reused);
+  EXPECT_NE((*second)->connection, first->connection);
+}
+
+TEST_F(PoolTest, WaitingPastTheDeadlineIsDeadlineExceeded) {
+  MakePool({100, 1, absl::Seconds(90)});
+  auto first = Acquire();
+  auto second = Acquire(absl::Milliseconds(50));
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(second.status()));
+  EXPECT_NE(second.status().message().find("max_conns_per_origin"), absl::string_view::npos);
+}
+
+TEST_F(PoolTest, CancelledWaitIsCancelled) {
+  MakePool({100, 1, absl::Seconds(90)});
+  auto first = Acquire();
+  absl::Notification done;
+  absl::Status status;
+  const auto id = pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
+                                 [&](absl::StatusOr<ConnectionPool::Lease> lease) {
+                                   status = lease.status();
+                                   done.Notify();
+                                 });
+  ASSERT_NE(id, 0u);
+  pool_->CancelWait(id);
+  done.WaitForNotification();
+  EXPECT_TRUE(absl::IsCancelled(status));
+}
+
+TEST_F(PoolTest, IdleConnectionsPastTheIdleTimeoutAreClosed) {
+  MakePool({100, 0, absl::Milliseconds(50)});
+  auto a = Acquire();
+  pool_->Return(a->connection);
+  EXPECT_EQ(Stats().idle, 1);
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while (Stats().idle > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(Stats().idle, 0);
+  EXPECT_EQ(observer_.Closed(CloseReason::kIdleTimeout), 1);
+}
+
+TEST_F(PoolTest, RetiredConnectionLeavesEveryCount) {
+  MakePool({});
+  auto a = Acquire();
+  pool_->Retire(a->connection, CloseReason::kError);
+  pool_->Retire(a->connection, CloseReason::kError);  // twice: counted once
+  const OriginStats stats = Stats();
+  EXPECT_EQ(stats.connecting + stats.active + stats.draining + stats.idle, 0);
+  EXPECT_EQ(observer_.Closed(CloseReason::kError), 1);
+}
+
+TEST_F(PoolTest, ShutdownClosesIdleAndRefusesNewRequests) {
+  MakePool({});
+  auto a = Acquire();
+  pool_->Return(a->connection);
+  pool_->Shutdown();
+  EXPECT_EQ(Stats().idle, 0);
+  auto b = Acquire();
+  EXPECT_TRUE(absl::IsUnavailable(b.status()));
+}
+
+}  // namespace
+}  // namespace egress::transport

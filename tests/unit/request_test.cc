@@ -1,0 +1,95 @@
+#include "service/transport/request.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace egress::transport {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(MakeRequest, EmptyMethodMeansGetAndTargetKeepsPathAndQuery) {
+  auto request = MakeRequest("", "https://Example.com/a/b?c=d#frag", {}, "");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->method, "GET");
+  EXPECT_TRUE(request->origin.tls);
+  EXPECT_EQ(request->origin.host, "example.com");
+  EXPECT_EQ(request->origin.port, 443);
+  EXPECT_EQ(request->target, "/a/b?c=d");
+  EXPECT_EQ(request->origin.Key(), "https://example.com:443");
+  EXPECT_EQ(request->origin.HostHeader(), "example.com");
+}
+
+TEST(MakeRequest, ExplicitPortAndEmptyPath) {
+  auto request = MakeRequest("GET", "http://127.0.0.1:8080", {}, "");
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->target, "/");
+  EXPECT_EQ(request->origin.Key(), "http://127.0.0.1:8080");
+  EXPECT_EQ(request->origin.HostHeader(), "127.0.0.1:8080");
+}
+
+TEST(MakeRequest, Ipv6LiteralIsBracketedInKeyAndHostHeader) {
+  auto request = MakeRequest("GET", "http://[::1]:8080/x", {}, "");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->origin.host, "::1");
+  EXPECT_EQ(request->origin.Key(), "http://[::1]:8080");
+  EXPECT_EQ(request->origin.HostHeader(), "[::1]:8080");
+}
+
+TEST(MakeRequest, UserinfoIsNeverSent) {
+  auto request = MakeRequest("GET", "http://user:pw@example.com/p", {}, "");
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->origin.host, "example.com");
+  EXPECT_EQ(request->target, "/p");
+}
+
+struct BadCase {
+  const char* name;
+  const char* method;
+  const char* url;
+  HeaderList headers;
+  const char* words;
+};
+
+class BadRequestTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadRequestTest, IsInvalidArgumentNamingTheProblem) {
+  const BadCase& c = GetParam();
+  auto request = MakeRequest(c.method, c.url, c.headers, "");
+  ASSERT_FALSE(request.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(request.status()));
+  EXPECT_THAT(std::string(request.status().message()), HasSubstr(c.words));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadRequestTest,
+    ::testing::Values(
+        BadCase{"not_a_url", "GET", "not a url", {}, "not a valid absolute URL"},
+        BadCase{"relative", "GET", "/path", {}, "not a valid absolute URL"},
+        BadCase{"ftp", "GET", "ftp://h/x", {}, "only http and https"},
+        BadCase{"no_host", "GET", "http:///x", {}, "has no host"},
+        BadCase{"port_zero", "GET", "http://h:0/", {}, "invalid port"},
+        BadCase{"method_space", "GE T", "http://h/", {}, "method"},
+        BadCase{"header_cr", "GET", "http://h/", {{"X-A", "v\rX"}}, "(CR)"},
+        BadCase{"header_lf", "GET", "http://h/", {{"X-A", "v\nX-B: 1"}}, "(LF)"},
+        BadCase{"header_nul", "GET", "http://h/", {{"X-A", std::string("v\0", 2)}}, "(NUL)"},
+        BadCase{"header_name_space", "GET", "http://h/", {{"X A", "v"}}, "not a valid HTTP token"},
+        BadCase{"header_name_colon", "GET", "http://h/", {{"X:A", "v"}}, "not a valid HTTP token"},
+        BadCase{"header_name_empty", "GET", "http://h/", {{"", "v"}}, "not a valid HTTP token"},
+        BadCase{"host_header", "GET", "http://h/", {{"Host", "evil"}}, "set by egress"},
+        BadCase{"content_length", "GET", "http://h/", {{"content-length", "5"}}, "set by egress"},
+        BadCase{"transfer_encoding", "GET", "http://h/", {{"Transfer-Encoding", "chunked"}},
+                "set by egress"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+TEST(HttpRequest, IdempotentMethodsAreTheRfcOnes) {
+  for (const char* method : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
+    EXPECT_TRUE(MakeRequest(method, "http://h/", {}, "")->IsIdempotent()) << method;
+  }
+  for (const char* method : {"POST", "PATCH", "CONNECT", "get"}) {
+    EXPECT_FALSE(MakeRequest(method, "http://h/", {}, "")->IsIdempotent()) << method;
+  }
+}
+
+}  // namespace
+}  // namespace egress::transport
