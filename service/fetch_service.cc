@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
 
@@ -94,14 +94,14 @@ class ExchangeStarter {
     if (!http_request.ok()) return http_request.status();
     auto pending = transport.Fetch(*std::move(http_request), Deadline(context, request, limits),
                                    std::move(on_response));
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     pending_ = std::move(pending);
     if (cancelled_) pending_->Cancel();
     return absl::OkStatus();
   }
 
   void CancelExchange() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
     if (pending_) pending_->Cancel();
   }
@@ -110,7 +110,7 @@ class ExchangeStarter {
 
  private:
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
-  absl::Mutex mu_;
+  std::mutex mu_;
   std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };

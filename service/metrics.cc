@@ -93,7 +93,7 @@ Metrics::OriginMetrics Metrics::MakeOriginMetrics(const std::string& label) {
 
 Metrics::OriginMetrics& Metrics::For(const transport::Origin& origin) {
   const std::string key = origin.Key();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = origins_.find(key);
   if (it != origins_.end()) return *it->second;
   // Over the bound, a new origin shares the "other" children (made on first use).

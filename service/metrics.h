@@ -8,7 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -69,7 +69,7 @@ class Metrics final : public transport::TransportObserver {
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Histogram& drain_duration_;
 
-  absl::Mutex mu_;
+  std::mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<OriginMetrics>> origins_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -64,7 +64,7 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
   Deferred deferred;
   WaitId wait_id = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) {
       deferred.callbacks.emplace_back(std::move(done),
                                       absl::UnavailableError("egress is shutting down"));
@@ -108,7 +108,7 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
 void ConnectionPool::OnWaitExpired(WaitId id) {
   Deferred deferred;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, pool] : origins_) {
       auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
                              [id](const Waiter& w) { return w.id == id; });
@@ -129,7 +129,7 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
 void ConnectionPool::CancelWait(WaitId id) {
   Deferred deferred;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, pool] : origins_) {
       auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
                              [id](const Waiter& w) { return w.id == id; });
@@ -149,7 +149,7 @@ void ConnectionPool::CancelWait(WaitId id) {
 void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
   Deferred deferred;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
     if (shut_down_) {
       RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
@@ -167,7 +167,7 @@ void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
 void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, CloseReason reason) {
   Deferred deferred;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
     RetireLocked(pool, connection, reason, deferred);
     ServeWaiters(pool, deferred);
@@ -226,7 +226,7 @@ void ConnectionPool::ScheduleIdleSweep() {
 bool ConnectionPool::SweepIdle() {
   Deferred deferred;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return false;
     const absl::Time now = absl::Now();
     for (auto& [key, pool] : origins_) {
@@ -244,7 +244,7 @@ bool ConnectionPool::SweepIdle() {
 }
 
 std::vector<OriginStats> ConnectionPool::Stats() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<OriginStats> stats;
   for (const auto& [key, pool] : origins_) {
     OriginStats s;
@@ -268,10 +268,9 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
 void ConnectionPool::Shutdown() {
   Deferred deferred;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return;
-    shut_down_ = true;
-    net::post(sweep_timer_.get_executor(), [this] { sweep_timer_.cancel(); });
+    shut_down_ = true;  // the idle sweep sees it and stops
     for (auto& [key, pool] : origins_) {
       while (!pool.idle.empty()) {
         const std::shared_ptr<Connection> connection = pool.idle.back().connection;

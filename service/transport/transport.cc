@@ -14,7 +14,7 @@ struct ResponseBody::State {
   Transport* transport = nullptr;
   std::shared_ptr<Connection> connection;
   absl::Time deadline;
-  absl::Mutex mu;
+  std::mutex mu;
   bool reading ABSL_GUARDED_BY(mu) = false;
   bool closed ABSL_GUARDED_BY(mu) = false;    // the caller let go
   bool released ABSL_GUARDED_BY(mu) = false;  // the connection went back to the transport
@@ -38,7 +38,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     std::shared_ptr<Connection> connection;
     ConnectionPool::WaitId wait_id = 0;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_ || finished_) return;
       cancelled_ = true;
       connection = connection_;
@@ -57,7 +57,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         });
     bool cancelled;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (!connection_ && !finished_) wait_id_ = wait_id;
       cancelled = cancelled_;
     }
@@ -68,7 +68,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     if (!lease.ok()) return Finish(lease.status());
     bool cancelled;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       wait_id_ = 0;
       connection_ = lease->connection;
       cancelled = cancelled_;
@@ -110,7 +110,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     if (head.ok()) return Deliver(*std::move(head));
     bool cancelled;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       cancelled = cancelled_;
       connection_ = nullptr;
     }
@@ -160,7 +160,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void Finish(absl::StatusOr<Response> result) {
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       finished_ = true;
       connection_ = nullptr;
     }
@@ -175,7 +175,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   absl::Time send_start_;
   bool retried_ = false;
 
-  absl::Mutex mu_;
+  std::mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
@@ -189,7 +189,7 @@ ResponseBody::~ResponseBody() { Close(); }
 void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
   bool ended;
   {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     ended = state_->released || state_->closed;
     state_->reading = !ended;
   }
@@ -199,7 +199,7 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
       [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
         bool deliver, release;
         {
-          absl::MutexLock lock(&state->mu);
+          std::lock_guard<std::mutex> lock(state->mu);
           state->reading = false;
           deliver = !state->closed;
           // The body ended, failed, or was let go of while this read was under way.
@@ -213,7 +213,7 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
 
 void ResponseBody::Close() {
   {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->closed) return;
     state_->closed = true;
     if (state_->reading || state_->released) return;  // a pending read releases it

@@ -14,7 +14,7 @@ using transport::DrainSkipReason;
 
 class DrainTest : public EgressTest {
  protected:
-  // Ten head-only fetches 20 ms apart over HTTPS; returns the new connections nginx saw.
+  // Ten head-only fetches 20 ms apart (see Gap) over HTTPS; returns the new connections nginx saw.
   int TenSpacedHeadOnlyFetches(const std::string& path) {
     for (int i = 0; i < 10; ++i) {
       egress::v1::FetchResponse response;
@@ -23,7 +23,7 @@ class DrainTest : public EgressTest {
       EXPECT_TRUE(status.ok()) << status.error_message();
       EXPECT_EQ(response.status_code(), 200);
       EXPECT_TRUE(response.body().empty());
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(Gap(20));
     }
     WaitForQuietPool();
     return nginx().NewConnections(LoggedUri(path), 10);

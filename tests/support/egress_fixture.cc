@@ -1,5 +1,6 @@
 #include "tests/support/egress_fixture.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -17,6 +18,11 @@ void EgressTest::SetUpTestSuite() {
 }
 
 void EgressTest::TearDownTestSuite() { nginx_.reset(); }
+
+std::chrono::milliseconds EgressTest::Gap(int milliseconds) {
+  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
+  return std::chrono::milliseconds(milliseconds * (scale ? std::max(1, std::atoi(scale)) : 1));
+}
 
 void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& configure) {
   egress::v1::Config proto;

@@ -40,6 +40,10 @@ class EgressTest : public ::testing::Test {
 
   static NginxUpstream& nginx() { return *nginx_; }
 
+  // A pause between requests, stretched by EGRESS_TEST_TIME_SCALE (set by the sanitizer
+  // configs, whose builds run several times slower) so that scenarios keep their shape.
+  static std::chrono::milliseconds Gap(int milliseconds);
+
   CountingObserver observer_;
   std::unique_ptr<EgressServer> server_;
   std::unique_ptr<egress::v1::Egress::Stub> stub_;
