@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: a normal build, then ASan+UBSan, then TSan.
 # Installs what it needs first. Exits non-zero when any test fails.
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
-tools/install_deps.sh
+tools/install_deps.sh || exit 1
 
+log=$(mktemp)
 status=0
 for config in "" "--config=asan" "--config=tsan"; do
-  echo "=== bazel test ${config:-(default)} //..."
-  bazel test $config //... || status=1
+  echo "=== bazel test ${config:-(default config)} //..."
+  bazel test $config //... 2>&1 | tee -a "$log"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 done
 bazel shutdown
+
+passed=$(grep -cE '^//\S+\s+PASSED' "$log")
+failed=$(grep -cE '^//\S+\s+(FAILED|TIMEOUT|NO STATUS)' "$log")
+rm -f "$log"
+echo "$passed passed, $failed failed"
 exit $status
