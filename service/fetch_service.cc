@@ -76,28 +76,27 @@ void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
   ToProto(absl::Now() - start, timing->mutable_total());
 }
 
-// Shared by both reactors: starting the exchange and cancelling it before the head.
-// A reactor is deleted when gRPC is done with it and no transport callback is due,
+// What both reactors share: starting the exchange, cancelling it before the head, and
+// finishing. `Reactor` is the derived class (a gRPC reactor with OnResponse). A reactor
+// is deleted when gRPC is done with it (OnDone) and no transport callback is due,
 // whichever comes last.
-class ExchangeStarter {
+template <class Reactor>
+class ExchangeReactor {
  protected:
-  void Ref() { refs_.fetch_add(1); }
-  bool Unref() { return refs_.fetch_sub(1) == 1; }
-
-  // Starts the exchange; `on_response` runs once on an I/O thread.
-  absl::Status StartExchange(transport::Transport& transport, const FetchLimits& limits,
-                             const grpc::CallbackServerContext& context,
-                             const FetchRequest& request,
-                             transport::Transport::ResponseCallback on_response) {
+  // Starts the exchange; the reactor's OnResponse runs once, on an I/O thread. A
+  // request that cannot be sent finishes the RPC at once.
+  void Start(transport::Transport& transport, const FetchLimits& limits,
+             const grpc::CallbackServerContext& context, const FetchRequest& request) {
     start_ = absl::Now();
     auto http_request = ToHttpRequest(request, limits);
-    if (!http_request.ok()) return http_request.status();
-    auto pending = transport.Fetch(*std::move(http_request), Deadline(context, request, limits),
-                                   std::move(on_response));
+    if (!http_request.ok()) return self()->Finish(ToGrpcStatus(http_request.status()));
+    refs_.fetch_add(1);  // the transport callback's
+    auto pending = transport.Fetch(
+        *std::move(http_request), Deadline(context, request, limits),
+        [this](absl::StatusOr<Response> response) { self()->OnResponse(std::move(response)); });
     std::lock_guard<std::mutex> lock(mu_);
     pending_ = std::move(pending);
     if (cancelled_) pending_->Cancel();
-    return absl::OkStatus();
   }
 
   void CancelExchange() {
@@ -106,9 +105,23 @@ class ExchangeStarter {
     if (pending_) pending_->Cancel();
   }
 
+  // The end of the transport's part: finishes the RPC.
+  void Complete(grpc::Status status) {
+    self()->Finish(std::move(status));
+    Unref();
+  }
+
+  // gRPC's part is over.
+  void Done() { Unref(); }
+
   absl::Time start_;
 
  private:
+  Reactor* self() { return static_cast<Reactor*>(this); }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete self();
+  }
+
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;
   std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);
@@ -116,7 +129,8 @@ class ExchangeStarter {
 };
 
 // Fetch: reads the body per body_mode, then finishes; unread bytes are left to drain.
-class FetchReactor final : public grpc::ServerUnaryReactor, private ExchangeStarter {
+class FetchReactor final : public grpc::ServerUnaryReactor,
+                           private ExchangeReactor<FetchReactor> {
  public:
   FetchReactor(transport::Transport& transport, const FetchLimits& limits,
                grpc::CallbackServerContext* context, const FetchRequest* request,
@@ -128,21 +142,14 @@ class FetchReactor final : public grpc::ServerUnaryReactor, private ExchangeStar
       case egress::v1::BODY_MODE_PREFIX: body_limit_ = max; break;
       default: body_limit_ = max ? max : limits.default_max_body_bytes; break;
     }
-    Ref();  // the transport callback's
-    auto status = StartExchange(transport, limits, *context, *request,
-                                [this](absl::StatusOr<Response> r) { OnResponse(std::move(r)); });
-    if (!status.ok()) {
-      Unref();
-      Finish(ToGrpcStatus(status));
-    }
+    Start(transport, limits, *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
-  void OnDone() override {
-    if (Unref()) delete this;
-  }
+  void OnDone() override { Done(); }
 
  private:
+  friend class ExchangeReactor<FetchReactor>;
   void OnResponse(absl::StatusOr<Response> response) {
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, response_);
@@ -183,11 +190,6 @@ class FetchReactor final : public grpc::ServerUnaryReactor, private ExchangeStar
     Complete(grpc::Status::OK);
   }
 
-  void Complete(grpc::Status status) {
-    Finish(std::move(status));
-    if (Unref()) delete this;
-  }
-
   const FetchRequest& request_;
   FetchResponse* const response_;
   uint64_t body_limit_ = 0;
@@ -198,23 +200,15 @@ class FetchReactor final : public grpc::ServerUnaryReactor, private ExchangeStar
 // FetchStream: the head, then body chunks as fast as the caller takes them. A caller
 // that goes away leaves the rest of the body to auto-drain.
 class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
-                                 private ExchangeStarter {
+                                 private ExchangeReactor<FetchStreamReactor> {
  public:
   FetchStreamReactor(transport::Transport& transport, const FetchLimits& limits,
                      grpc::CallbackServerContext* context, const FetchRequest* request) {
-    Ref();  // the transport callback's
-    auto status = StartExchange(transport, limits, *context, *request,
-                                [this](absl::StatusOr<Response> r) { OnResponse(std::move(r)); });
-    if (!status.ok()) {
-      Unref();
-      Finish(ToGrpcStatus(status));
-    }
+    Start(transport, limits, *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
-  void OnDone() override {
-    if (Unref()) delete this;
-  }
+  void OnDone() override { Done(); }
 
   // ok is false when the caller has gone: the body is let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
@@ -227,6 +221,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   }
 
  private:
+  friend class ExchangeReactor<FetchStreamReactor>;
   void OnResponse(absl::StatusOr<Response> response) {
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, chunk_.mutable_head());
@@ -239,11 +234,6 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     if (bytes->empty()) return Complete(grpc::Status::OK);
     chunk_.set_body(*std::move(bytes));
     StartWrite(&chunk_);
-  }
-
-  void Complete(grpc::Status status) {
-    Finish(std::move(status));
-    if (Unref()) delete this;
   }
 
   FetchChunk chunk_;  // the message being written; one write at a time

@@ -105,22 +105,32 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
   return wait_id;
 }
 
+std::optional<ConnectionPool::Waiter> ConnectionPool::TakeWaiter(WaitId id,
+                                                                std::string* origin_key) {
+  for (auto& [key, pool] : origins_) {
+    auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
+                           [id](const Waiter& w) { return w.id == id; });
+    if (it == pool.waiters.end()) continue;
+    Waiter waiter = std::move(*it);
+    pool.waiters.erase(it);
+    *origin_key = key;
+    return waiter;
+  }
+  return std::nullopt;  // served, expired or cancelled already
+}
+
 void ConnectionPool::OnWaitExpired(WaitId id) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [key, pool] : origins_) {
-      auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
-                             [id](const Waiter& w) { return w.id == id; });
-      if (it == pool.waiters.end()) continue;
+    std::string key;
+    if (auto waiter = TakeWaiter(id, &key)) {
       deferred.callbacks.emplace_back(
-          std::move(it->done),
+          std::move(waiter->done),
           absl::DeadlineExceededError(absl::StrCat(
               "deadline expired while waiting for a connection to ", key, ": all ",
               limits_.max_conns_per_origin,
               " connections allowed by transport.max_conns_per_origin are busy")));
-      pool.waiters.erase(it);
-      break;
     }
   }
   Run(deferred);
@@ -130,17 +140,12 @@ void ConnectionPool::CancelWait(WaitId id) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [key, pool] : origins_) {
-      auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
-                             [id](const Waiter& w) { return w.id == id; });
-      if (it == pool.waiters.end()) continue;
-      CancelTimer(it->timer);
+    std::string key;
+    if (auto waiter = TakeWaiter(id, &key)) {
+      CancelTimer(waiter->timer);
       deferred.callbacks.emplace_back(
-          std::move(it->done),
-          absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ",
-                                            key)));
-      pool.waiters.erase(it);
-      break;
+          std::move(waiter->done),
+          absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ", key)));
     }
   }
   Run(deferred);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,9 @@ class ConnectionPool {
   void ServeWaiters(OriginPool& pool, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RetireLocked(OriginPool& pool, const std::shared_ptr<Connection>& connection,
                     CloseReason reason, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes a queued wait and says for which origin; none if it is no longer queued.
+  std::optional<Waiter> TakeWaiter(WaitId id, std::string* origin_key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run(Deferred& deferred);
   void OnWaitExpired(WaitId id);
