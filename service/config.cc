@@ -98,6 +98,10 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
     return status;
   }
 
+  auto* metrics = config.proto.mutable_metrics();
+  if (metrics->max_origin_labels() == 0) metrics->set_max_origin_labels(config.max_origin_labels);
+  config.max_origin_labels = metrics->max_origin_labels();
+
   auto* limits = config.proto.mutable_limits();
   FetchLimits& l = config.limits;
   if (limits->default_max_body_bytes() == 0) {

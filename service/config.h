@@ -22,6 +22,7 @@ struct ServiceConfig {
   egress::v1::Config proto;  // as GetConfig shows it: defaults filled in
   transport::TransportSettings transport;
   FetchLimits limits;
+  size_t max_origin_labels = 100;  // distinct origins in metrics before "other"
 };
 
 // Checks a config and fills in defaults for fields left at zero. Errors are

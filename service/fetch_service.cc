@@ -85,14 +85,15 @@ class ExchangeReactor {
  protected:
   // Starts the exchange; the reactor's OnResponse runs once, on an I/O thread. A
   // request that cannot be sent finishes the RPC at once.
-  void Start(transport::Transport& transport, const FetchLimits& limits,
-             const grpc::CallbackServerContext& context, const FetchRequest& request) {
+  void Start(const FetchService::Context& service, const grpc::CallbackServerContext& context,
+             const FetchRequest& request) {
     start_ = absl::Now();
-    auto http_request = ToHttpRequest(request, limits);
-    if (!http_request.ok()) return self()->Finish(ToGrpcStatus(http_request.status()));
+    observer_ = &service.observer;
+    auto http_request = ToHttpRequest(request, service.limits);
+    if (!http_request.ok()) return Report(ToGrpcStatus(http_request.status()));
     refs_.fetch_add(1);  // the transport callback's
-    auto pending = transport.Fetch(
-        *std::move(http_request), Deadline(context, request, limits),
+    auto pending = service.transport.Fetch(
+        *std::move(http_request), Deadline(context, request, service.limits),
         [this](absl::StatusOr<Response> response) { self()->OnResponse(std::move(response)); });
     std::lock_guard<std::mutex> lock(mu_);
     pending_ = std::move(pending);
@@ -107,7 +108,7 @@ class ExchangeReactor {
 
   // The end of the transport's part: finishes the RPC.
   void Complete(grpc::Status status) {
-    self()->Finish(std::move(status));
+    Report(std::move(status));
     Unref();
   }
 
@@ -118,10 +119,15 @@ class ExchangeReactor {
 
  private:
   Reactor* self() { return static_cast<Reactor*>(this); }
+  void Report(grpc::Status status) {
+    observer_->OnFetchDone(status.error_code(), absl::Now() - start_);
+    self()->Finish(std::move(status));
+  }
   void Unref() {
     if (refs_.fetch_sub(1) == 1) delete self();
   }
 
+  FetchObserver* observer_ = nullptr;
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;
   std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);
@@ -132,17 +138,16 @@ class ExchangeReactor {
 class FetchReactor final : public grpc::ServerUnaryReactor,
                            private ExchangeReactor<FetchReactor> {
  public:
-  FetchReactor(transport::Transport& transport, const FetchLimits& limits,
-               grpc::CallbackServerContext* context, const FetchRequest* request,
-               FetchResponse* response)
+  FetchReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
+               const FetchRequest* request, FetchResponse* response)
       : request_(*request), response_(response) {
     const uint64_t max = request->max_body_bytes();
     switch (request->body_mode()) {
       case egress::v1::BODY_MODE_NONE: body_limit_ = 0; break;
       case egress::v1::BODY_MODE_PREFIX: body_limit_ = max; break;
-      default: body_limit_ = max ? max : limits.default_max_body_bytes; break;
+      default: body_limit_ = max ? max : service.limits.default_max_body_bytes; break;
     }
-    Start(transport, limits, *context, *request);
+    Start(service, *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
@@ -202,9 +207,9 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
 class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
                                  private ExchangeReactor<FetchStreamReactor> {
  public:
-  FetchStreamReactor(transport::Transport& transport, const FetchLimits& limits,
-                     grpc::CallbackServerContext* context, const FetchRequest* request) {
-    Start(transport, limits, *context, *request);
+  FetchStreamReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
+                     const FetchRequest* request) {
+    Start(service, *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
@@ -245,12 +250,12 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
 grpc::ServerUnaryReactor* FetchService::Fetch(grpc::CallbackServerContext* context,
                                               const FetchRequest* request,
                                               FetchResponse* response) {
-  return new FetchReactor(transport_, limits_, context, request, response);
+  return new FetchReactor(context_, context, request, response);
 }
 
 grpc::ServerWriteReactor<FetchChunk>* FetchService::FetchStream(
     grpc::CallbackServerContext* context, const FetchRequest* request) {
-  return new FetchStreamReactor(transport_, limits_, context, request);
+  return new FetchStreamReactor(context_, context, request);
 }
 
 }  // namespace egress

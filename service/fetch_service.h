@@ -3,6 +3,7 @@
 
 #include "egress/v1/egress.grpc.pb.h"
 #include "service/config.h"
+#include "service/fetch_observer.h"
 #include "service/transport/transport.h"
 
 namespace egress {
@@ -11,8 +12,15 @@ namespace egress {
 // waits on upstream I/O; each RPC finishes from the transport's completion.
 class FetchService final : public egress::v1::Egress::CallbackService {
  public:
-  FetchService(transport::Transport& transport, FetchLimits limits)
-      : transport_(transport), limits_(limits) {}
+  // What every RPC's reactor works with.
+  struct Context {
+    transport::Transport& transport;
+    const FetchLimits limits;
+    FetchObserver& observer;
+  };
+
+  FetchService(transport::Transport& transport, FetchLimits limits, FetchObserver& observer)
+      : context_{transport, limits, observer} {}
 
   grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
                                   const egress::v1::FetchRequest* request,
@@ -22,8 +30,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
       grpc::CallbackServerContext* context, const egress::v1::FetchRequest* request) override;
 
  private:
-  transport::Transport& transport_;
-  const FetchLimits limits_;
+  const Context context_;
 };
 
 }  // namespace egress

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  egress::Metrics metrics;
+  auto metrics = std::make_shared<egress::Metrics>(config->max_origin_labels);
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     exposer = std::make_unique<prometheus::Exposer>(absl::GetFlag(FLAGS_metrics_listen));
@@ -48,8 +48,9 @@ int main(int argc, char** argv) {
               << ": " << e.what() << "\n";
     return 1;
   }
-  exposer->RegisterCollectable(metrics.registry());
-  auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), metrics);
+  exposer->RegisterCollectable(metrics);
+  auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
+                                           *metrics);
   if (!server.ok()) {
     std::cerr << "egressd: " << server.status().message() << "\n";
     return 1;

@@ -1,151 +1,242 @@
 #include "service/metrics.h"
 
-#include <string>
+#include <utility>
 
+#include "prometheus/client_metric.h"
 #include "prometheus/family.h"
+#include "prometheus/metric_family.h"
 
 namespace egress {
 namespace {
 
-using prometheus::BuildCounter;
-using prometheus::BuildHistogram;
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
 using transport::CloseReason;
+using transport::ConnectionState;
 using transport::DrainAbandonReason;
 using transport::DrainSkipReason;
 
-// Drains are capped at tens of milliseconds by default; the buckets resolve that range.
-const prometheus::Histogram::BucketBoundaries kDrainBuckets = {
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-
 constexpr const char* kOther = "other";
+
+// gRPC code names, indexed by code, as egress_fetches_total's `code` label.
+constexpr std::array<const char*, 17> kCodeNames = {
+    "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",   "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+    "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",      "DATA_LOSS",
+    "UNAUTHENTICATED"};
+
+// Drains are capped at tens of milliseconds by default; fetches and dials span more.
+const prometheus::Histogram::BucketBoundaries kDrainBuckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+
+prometheus::Histogram& MakeHistogram(prometheus::Registry& registry, const std::string& name,
+                                     const std::string& help,
+                                     const prometheus::Histogram::BucketBoundaries& buckets) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
+}
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  return MetricFamily{std::move(name), std::move(help), type, {}};
+}
+
+void AddSample(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  if (family.type == MetricType::Gauge) {
+    metric.gauge.value = value;
+  } else {
+    metric.counter.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+}
 
 }  // namespace
 
 Metrics::Metrics(size_t max_origins)
     : max_origins_(max_origins),
-      registry_(std::make_shared<prometheus::Registry>()),
-      requests_(BuildCounter()
-                    .Name("egress_upstream_requests_total")
-                    .Help("Requests sent upstream, by whether the connection was new or reused.")
-                    .Register(*registry_)),
-      opened_(BuildCounter()
-                  .Name("egress_upstream_connections_opened_total")
-                  .Help("Upstream connections opened (TCP connected and TLS done).")
-                  .Register(*registry_)),
-      closed_(BuildCounter()
-                  .Name("egress_upstream_connections_closed_total")
-                  .Help("Upstream connections closed, by reason.")
-                  .Register(*registry_)),
-      drains_started_(BuildCounter()
-                          .Name("egress_drains_started_total")
-                          .Help("Background drains of unread response bodies started.")
-                          .Register(*registry_)),
-      drains_completed_(BuildCounter()
-                            .Name("egress_drains_completed_total")
-                            .Help("Drains that reached the end of the body within the caps.")
-                            .Register(*registry_)),
-      drains_abandoned_(BuildCounter()
-                            .Name("egress_drains_abandoned_total")
-                            .Help("Drains given up, by reason; the connection was closed.")
-                            .Register(*registry_)),
-      drains_skipped_(BuildCounter()
-                          .Name("egress_drains_skipped_total")
-                          .Help("Unread bodies not drained, by reason; the connection was closed.")
-                          .Register(*registry_)),
-      drain_bytes_(BuildCounter()
-                       .Name("egress_drain_bytes_total")
-                       .Help("Bytes read and discarded by drains.")
-                       .Register(*registry_)),
-      retries_(BuildCounter()
-                   .Name("egress_upstream_retries_total")
-                   .Help("Idempotent requests sent again because a pooled connection was dead.")
-                   .Register(*registry_)),
-      drain_duration_(BuildHistogram()
-                          .Name("egress_drain_duration_seconds")
-                          .Help("How long drains took, completed or abandoned.")
-                          .Register(*registry_)
-                          .Add({}, kDrainBuckets)) {}
+      histograms_(std::make_shared<prometheus::Registry>()),
+      drain_duration_(MakeHistogram(*histograms_, "egress_drain_duration_seconds",
+                                    "How long drains took, completed or abandoned.",
+                                    kDrainBuckets)),
+      fetch_duration_(MakeHistogram(*histograms_, "egress_fetch_duration_seconds",
+                                    "Fetch and FetchStream RPCs from start to finish.",
+                                    kLatencyBuckets)),
+      dial_duration_(prometheus::BuildHistogram()
+                         .Name("egress_upstream_dial_duration_seconds")
+                         .Help("Phases of opening an upstream connection: dns, connect, tls.")
+                         .Register(*histograms_)),
+      dial_dns_(dial_duration_.Add({{"phase", "dns"}}, kLatencyBuckets)),
+      dial_connect_(dial_duration_.Add({{"phase", "connect"}}, kLatencyBuckets)),
+      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, kLatencyBuckets)) {}
 
-Metrics::OriginMetrics Metrics::MakeOriginMetrics(const std::string& label) {
-  OriginMetrics m;
-  m.requests_new = &requests_.Add({{"origin", label}, {"connection", "new"}});
-  m.requests_reused = &requests_.Add({{"origin", label}, {"connection", "reused"}});
-  m.opened = &opened_.Add({{"origin", label}});
-  for (size_t i = 0; i < m.closed.size(); ++i) {
-    m.closed[i] = &closed_.Add(
-        {{"origin", label}, {"reason", std::string(ToString(static_cast<CloseReason>(i)))}});
-  }
-  m.drains_started = &drains_started_.Add({{"origin", label}});
-  m.drains_completed = &drains_completed_.Add({{"origin", label}});
-  for (size_t i = 0; i < m.abandoned.size(); ++i) {
-    m.abandoned[i] = &drains_abandoned_.Add(
-        {{"origin", label},
-         {"reason", std::string(ToString(static_cast<DrainAbandonReason>(i)))}});
-  }
-  for (size_t i = 0; i < m.skipped.size(); ++i) {
-    m.skipped[i] = &drains_skipped_.Add(
-        {{"origin", label}, {"reason", std::string(ToString(static_cast<DrainSkipReason>(i)))}});
-  }
-  m.drain_bytes = &drain_bytes_.Add({{"origin", label}});
-  m.retries = &retries_.Add({{"origin", label}});
-  return m;
+Metrics::OriginCounts& Metrics::For(const transport::Origin& origin) {
+  std::string key = origin.Key();
+  auto it = origins_.find(key);
+  if (it != origins_.end()) return it->second;
+  if (origins_.size() >= max_origins_) key = kOther;
+  return origins_[key];
 }
 
-Metrics::OriginMetrics& Metrics::For(const transport::Origin& origin) {
-  const std::string key = origin.Key();
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = origins_.find(key);
-  if (it != origins_.end()) return *it->second;
-  // Over the bound, a new origin shares the "other" children (made on first use).
-  const bool bounded = origins_.size() >= max_origins_ && key != kOther;
-  if (bounded) {
-    auto other = origins_.find(kOther);
-    if (other == origins_.end()) {
-      other = origins_
-                  .emplace(kOther, std::make_unique<OriginMetrics>(MakeOriginMetrics(kOther)))
-                  .first;
-    }
-    return *other->second;
+int64_t& Metrics::Gauge(OriginCounts& counts, ConnectionState state) {
+  switch (state) {
+    case ConnectionState::kIdle: return counts.idle;
+    case ConnectionState::kDraining: return counts.draining;
+    default: return counts.active;
   }
-  return *origins_.emplace(key, std::make_unique<OriginMetrics>(MakeOriginMetrics(key)))
-              .first->second;
 }
 
 void Metrics::OnUpstreamRequest(const transport::Origin& origin, bool reused) {
-  OriginMetrics& m = For(origin);
-  (reused ? m.requests_reused : m.requests_new)->Increment();
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  ++(reused ? c.requests_reused : c.requests_new);
 }
 
-void Metrics::OnConnectionOpened(const transport::Origin& origin) { For(origin).opened->Increment(); }
+void Metrics::OnConnectionOpened(const transport::Origin& origin,
+                                 const transport::DialTiming& timing) {
+  dial_dns_.Observe(absl::ToDoubleSeconds(timing.dns));
+  dial_connect_.Observe(absl::ToDoubleSeconds(timing.connect));
+  if (origin.tls) dial_tls_.Observe(absl::ToDoubleSeconds(timing.tls_handshake));
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  ++c.opened;
+  ++c.active;
+}
 
-void Metrics::OnConnectionClosed(const transport::Origin& origin, CloseReason reason) {
-  For(origin).closed[static_cast<size_t>(reason)]->Increment();
+void Metrics::OnConnectionStateChanged(const transport::Origin& origin, ConnectionState from,
+                                       ConnectionState to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  --Gauge(c, from);
+  ++Gauge(c, to);
+}
+
+void Metrics::OnConnectionClosed(const transport::Origin& origin, CloseReason reason,
+                                 ConnectionState from) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  ++c.closed[static_cast<size_t>(reason)];
+  --Gauge(c, from);
 }
 
 void Metrics::OnDrainStarted(const transport::Origin& origin) {
-  For(origin).drains_started->Increment();
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  ++c.drains_started;
+  --c.active;
+  ++c.draining;
 }
 
 void Metrics::OnDrainCompleted(const transport::Origin& origin, uint64_t bytes,
                                absl::Duration duration) {
-  OriginMetrics& m = For(origin);
-  m.drains_completed->Increment();
-  m.drain_bytes->Increment(static_cast<double>(bytes));
   drain_duration_.Observe(absl::ToDoubleSeconds(duration));
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  ++c.drains_completed;
+  c.drain_bytes += bytes;
+  --c.draining;
+  ++c.active;
 }
 
 void Metrics::OnDrainAbandoned(const transport::Origin& origin, DrainAbandonReason reason,
                                uint64_t bytes, absl::Duration duration) {
-  OriginMetrics& m = For(origin);
-  m.abandoned[static_cast<size_t>(reason)]->Increment();
-  m.drain_bytes->Increment(static_cast<double>(bytes));
   drain_duration_.Observe(absl::ToDoubleSeconds(duration));
+  std::lock_guard<std::mutex> lock(mu_);
+  OriginCounts& c = For(origin);
+  ++c.abandoned[static_cast<size_t>(reason)];
+  c.drain_bytes += bytes;
+  --c.draining;
+  ++c.active;
 }
 
 void Metrics::OnDrainSkipped(const transport::Origin& origin, DrainSkipReason reason) {
-  For(origin).skipped[static_cast<size_t>(reason)]->Increment();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).skipped[static_cast<size_t>(reason)];
 }
 
-void Metrics::OnRetry(const transport::Origin& origin) { For(origin).retries->Increment(); }
+void Metrics::OnRetry(const transport::Origin& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).retries;
+}
+
+void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
+  fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
+  const auto index = static_cast<size_t>(code);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < fetches_by_code_.size()) ++fetches_by_code_[index];
+}
+
+std::vector<MetricFamily> Metrics::Collect() const {
+  MetricFamily requests = Family("egress_upstream_requests_total",
+                                 "Requests sent upstream, on a new or a reused connection.",
+                                 MetricType::Counter);
+  MetricFamily opened = Family("egress_upstream_connections_opened_total",
+                               "Upstream connections opened (TCP connected, TLS done).",
+                               MetricType::Counter);
+  MetricFamily closed = Family("egress_upstream_connections_closed_total",
+                               "Opened upstream connections closed, by reason.",
+                               MetricType::Counter);
+  MetricFamily started = Family("egress_drains_started_total",
+                                "Background drains of unread response bodies started.",
+                                MetricType::Counter);
+  MetricFamily completed = Family("egress_drains_completed_total",
+                                  "Drains that reached the end of the body within the caps.",
+                                  MetricType::Counter);
+  MetricFamily abandoned = Family("egress_drains_abandoned_total",
+                                  "Drains given up, by reason; the connection was closed.",
+                                  MetricType::Counter);
+  MetricFamily skipped = Family("egress_drains_skipped_total",
+                                "Unread bodies not drained, by reason; the connection was closed.",
+                                MetricType::Counter);
+  MetricFamily bytes = Family("egress_drain_bytes_total", "Bytes read and discarded by drains.",
+                              MetricType::Counter);
+  MetricFamily retries = Family("egress_upstream_retries_total",
+                                "Idempotent requests resent because a pooled connection was dead.",
+                                MetricType::Counter);
+  MetricFamily pool = Family("egress_pool_connections",
+                             "Opened upstream connections by state.", MetricType::Gauge);
+  MetricFamily fetches = Family("egress_fetches_total", "Fetch and FetchStream RPCs by gRPC code.",
+                                MetricType::Counter);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, c] : origins_) {
+      const ClientMetric::Label origin{"origin", key};
+      AddSample(requests, {origin, {"connection", "new"}}, c.requests_new);
+      AddSample(requests, {origin, {"connection", "reused"}}, c.requests_reused);
+      AddSample(opened, {origin}, c.opened);
+      for (size_t i = 0; i < c.closed.size(); ++i) {
+        AddSample(closed, {origin, {"reason", std::string(ToString(static_cast<CloseReason>(i)))}},
+                  c.closed[i]);
+      }
+      AddSample(started, {origin}, c.drains_started);
+      AddSample(completed, {origin}, c.drains_completed);
+      for (size_t i = 0; i < c.abandoned.size(); ++i) {
+        AddSample(abandoned,
+                  {origin, {"reason", std::string(ToString(static_cast<DrainAbandonReason>(i)))}},
+                  c.abandoned[i]);
+      }
+      for (size_t i = 0; i < c.skipped.size(); ++i) {
+        AddSample(skipped,
+                  {origin, {"reason", std::string(ToString(static_cast<DrainSkipReason>(i)))}},
+                  c.skipped[i]);
+      }
+      AddSample(bytes, {origin}, c.drain_bytes);
+      AddSample(retries, {origin}, c.retries);
+      AddSample(pool, {origin, {"state", "idle"}}, c.idle);
+      AddSample(pool, {origin, {"state", "active"}}, c.active);
+      AddSample(pool, {origin, {"state", "draining"}}, c.draining);
+    }
+    for (size_t i = 0; i < fetches_by_code_.size(); ++i) {
+      AddSample(fetches, {{"code", kCodeNames[i]}}, fetches_by_code_[i]);
+    }
+  }
+  std::vector<MetricFamily> families = {requests, opened, closed, started,  completed, abandoned,
+                                        skipped,  bytes,  retries, pool,    fetches};
+  for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
+  return families;
+}
 
 }  // namespace egress

@@ -4,31 +4,41 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include <mutex>
-#include "prometheus/counter.h"
+#include "prometheus/collectable.h"
+#include "prometheus/family.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "service/fetch_observer.h"
 #include "service/transport/observer.h"
 
 namespace egress {
 
-// The transport's decision points as Prometheus metrics (names in shared/design.md).
-// Families are built once; each origin's label children are created on its first
-// event and cached. Past max_origins distinct origins, new ones count as "other".
-class Metrics final : public transport::TransportObserver {
+// The transport's and the front end's events as Prometheus metrics (names fixed in
+// shared/design.md). Per-origin counts and gauges live in one table under one lock and
+// are exported as a consistent snapshot, so that on every scrape
+//   drains started = completed + abandoned + draining now, and
+//   connections opened - closed = idle + active + draining.
+// Past max_origins distinct origins, new ones are counted as origin="other".
+class Metrics final : public transport::TransportObserver,
+                      public FetchObserver,
+                      public prometheus::Collectable {
  public:
-  explicit Metrics(size_t max_origins = 100);
+  explicit Metrics(size_t max_origins);
 
-  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
-
+  // TransportObserver
   void OnUpstreamRequest(const transport::Origin& origin, bool reused) override;
-  void OnConnectionOpened(const transport::Origin& origin) override;
-  void OnConnectionClosed(const transport::Origin& origin,
-                          transport::CloseReason reason) override;
+  void OnConnectionOpened(const transport::Origin& origin,
+                          const transport::DialTiming& timing) override;
+  void OnConnectionStateChanged(const transport::Origin& origin, transport::ConnectionState from,
+                                transport::ConnectionState to) override;
+  void OnConnectionClosed(const transport::Origin& origin, transport::CloseReason reason,
+                          transport::ConnectionState from) override;
   void OnDrainStarted(const transport::Origin& origin) override;
   void OnDrainCompleted(const transport::Origin& origin, uint64_t bytes,
                         absl::Duration duration) override;
@@ -38,39 +48,46 @@ class Metrics final : public transport::TransportObserver {
                       transport::DrainSkipReason reason) override;
   void OnRetry(const transport::Origin& origin) override;
 
+  // FetchObserver
+  void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
+
+  // prometheus::Collectable
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
  private:
-  // Every child of one origin label value.
-  struct OriginMetrics {
-    prometheus::Counter* requests_new;
-    prometheus::Counter* requests_reused;
-    prometheus::Counter* opened;
-    std::array<prometheus::Counter*, transport::kCloseReasonCount> closed;
-    prometheus::Counter* drains_started;
-    prometheus::Counter* drains_completed;
-    std::array<prometheus::Counter*, transport::kDrainAbandonReasonCount> abandoned;
-    std::array<prometheus::Counter*, transport::kDrainSkipReasonCount> skipped;
-    prometheus::Counter* drain_bytes;
-    prometheus::Counter* retries;
+  struct OriginCounts {
+    uint64_t requests_new = 0;
+    uint64_t requests_reused = 0;
+    uint64_t opened = 0;
+    std::array<uint64_t, transport::kCloseReasonCount> closed{};
+    uint64_t drains_started = 0;
+    uint64_t drains_completed = 0;
+    std::array<uint64_t, transport::kDrainAbandonReasonCount> abandoned{};
+    std::array<uint64_t, transport::kDrainSkipReasonCount> skipped{};
+    uint64_t drain_bytes = 0;
+    uint64_t retries = 0;
+    int64_t idle = 0;
+    int64_t active = 0;
+    int64_t draining = 0;
   };
 
-  OriginMetrics& For(const transport::Origin& origin);
-  OriginMetrics MakeOriginMetrics(const std::string& label);
+  // The row for an origin's label; creates it, or falls back to "other".
+  OriginCounts& For(const transport::Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t& Gauge(OriginCounts& counts, transport::ConnectionState state);
 
   const size_t max_origins_;
-  std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Family<prometheus::Counter>& requests_;
-  prometheus::Family<prometheus::Counter>& opened_;
-  prometheus::Family<prometheus::Counter>& closed_;
-  prometheus::Family<prometheus::Counter>& drains_started_;
-  prometheus::Family<prometheus::Counter>& drains_completed_;
-  prometheus::Family<prometheus::Counter>& drains_abandoned_;
-  prometheus::Family<prometheus::Counter>& drains_skipped_;
-  prometheus::Family<prometheus::Counter>& drain_bytes_;
-  prometheus::Family<prometheus::Counter>& retries_;
+  // Histograms are thread-safe on their own; families built once.
+  std::shared_ptr<prometheus::Registry> histograms_;
   prometheus::Histogram& drain_duration_;
+  prometheus::Histogram& fetch_duration_;
+  prometheus::Family<prometheus::Histogram>& dial_duration_;
+  prometheus::Histogram& dial_dns_;
+  prometheus::Histogram& dial_connect_;
+  prometheus::Histogram& dial_tls_;
 
-  std::mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<OriginMetrics>> origins_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, OriginCounts> origins_ ABSL_GUARDED_BY(mu_);
+  std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
 };
 
 }  // namespace egress

@@ -10,12 +10,13 @@ namespace egress {
 
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
-    transport::TransportObserver& observer) {
+    transport::TransportObserver& transport_observer, FetchObserver& fetch_observer) {
   std::unique_ptr<EgressServer> server(new EgressServer());
-  auto transport = transport::Transport::Create(config.transport, observer);
+  auto transport = transport::Transport::Create(config.transport, transport_observer);
   if (!transport.ok()) return transport.status();
   server->transport_ = *std::move(transport);
-  server->fetch_service_ = std::make_unique<FetchService>(*server->transport_, config.limits);
+  server->fetch_service_ =
+      std::make_unique<FetchService>(*server->transport_, config.limits, fetch_observer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

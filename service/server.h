@@ -19,7 +19,7 @@ class EgressServer {
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving.
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
-      transport::TransportObserver& observer);
+      transport::TransportObserver& transport_observer, FetchObserver& fetch_observer);
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }

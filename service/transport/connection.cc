@@ -34,23 +34,26 @@ bool IsTlsError(beast::error_code ec) {
 
 }  // namespace
 
-absl::string_view ToString(ConnectionState state) {
-  switch (state) {
-    case ConnectionState::kConnecting: return "connecting";
-    case ConnectionState::kActive: return "active";
-    case ConnectionState::kDraining: return "draining";
-    case ConnectionState::kIdle: return "idle";
-    case ConnectionState::kClosed: return "closed";
-  }
-  return "unknown";
-}
-
 Connection::Connection(Executor executor, net::ssl::context& tls_context, Origin origin,
-                       uint64_t id)
+                       uint64_t id, TransportObserver& observer)
     : id_(id),
       origin_(std::move(origin)),
+      observer_(observer),
       stream_(executor, tls_context, origin_.tls),
       resolver_(executor) {}
+
+void Connection::SetPooled(bool idle) {
+  const ConnectionState to = idle ? ConnectionState::kIdle : ConnectionState::kActive;
+  const ConnectionState from = state_.exchange(to);
+  if (from != to) observer_.OnConnectionStateChanged(origin_, from, to);
+}
+
+void Connection::MarkClosed(CloseReason reason) {
+  const ConnectionState from = state_.exchange(ConnectionState::kClosed);
+  if (from != ConnectionState::kClosed && opened_) {
+    observer_.OnConnectionClosed(origin_, reason, from);
+  }
+}
 
 std::string Connection::remote_address() const {
   const auto address = remote_endpoint_.address();
@@ -143,7 +146,7 @@ void Connection::OnConnect(beast::error_code ec, const tcp::endpoint& endpoint) 
   stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
   if (!stream_.use_tls()) {
     stream_.tcp().expires_never();
-    return std::exchange(status_done_, nullptr)(absl::OkStatus());
+    return OnDialed();
   }
 
   SSL* ssl = stream_.tls().native_handle();
@@ -168,6 +171,13 @@ void Connection::OnHandshake(beast::error_code ec) {
   dial_timing_.tls_handshake = absl::Now() - phase_start_;
   if (ec) return std::exchange(status_done_, nullptr)(Fail("TLS handshake with", ec));
   stream_.tcp().expires_never();
+  OnDialed();
+}
+
+void Connection::OnDialed() {
+  state_ = ConnectionState::kActive;
+  opened_ = true;
+  observer_.OnConnectionOpened(origin_, dial_timing_);
   std::exchange(status_done_, nullptr)(absl::OkStatus());
 }
 
@@ -189,7 +199,6 @@ void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
                   self->deadline_ = deadline;
                   self->max_header_bytes_ = max_header_bytes;
                   self->head_done_ = std::move(done);
-                  self->state_ = ConnectionState::kActive;
                   ++self->requests_;
                   self->ExpireAfter(header_timeout);
                   http::async_write(self->stream_, self->request_,
@@ -288,9 +297,10 @@ UnreadBody Connection::unread_body() const {
 }
 
 void Connection::DrainBody(const Drain& caps, DrainCallback done) {
+  state_ = ConnectionState::kDraining;
+  observer_.OnDrainStarted(origin_);
   net::dispatch(stream_.get_executor(),
                 [self = shared_from_this(), caps, done = std::move(done)]() mutable {
-                  self->state_ = ConnectionState::kDraining;
                   self->drain_caps_ = caps;
                   self->drain_done_ = std::move(done);
                   self->drain_outcome_ = DrainOutcome{};
@@ -307,10 +317,7 @@ void Connection::DrainStep() {
   const bool over_cap = drain_outcome_.bytes > drain_caps_.max_bytes;
   if (over_cap || parser_->is_done()) {
     if (over_cap) drain_outcome_.abandoned = DrainAbandonReason::kByteCap;
-    drain_outcome_.duration = absl::Now() - drain_start_;
-    drain_scratch_ = {};
-    if (!over_cap) stream_.tcp().expires_never();
-    return std::exchange(drain_done_, nullptr)(drain_outcome_);
+    return FinishDrain();
   }
   // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
   const size_t want = static_cast<size_t>(std::min<uint64_t>(
@@ -329,12 +336,24 @@ void Connection::DrainStep() {
           self->drain_outcome_.abandoned = ec == beast::error::timeout
                                                ? DrainAbandonReason::kTimeCap
                                                : DrainAbandonReason::kError;
-          self->drain_outcome_.duration = absl::Now() - self->drain_start_;
-          self->drain_scratch_ = {};
-          return std::exchange(self->drain_done_, nullptr)(self->drain_outcome_);
+          return self->FinishDrain();
         }
         self->DrainStep();
       });
+}
+
+void Connection::FinishDrain() {
+  drain_outcome_.duration = absl::Now() - drain_start_;
+  drain_scratch_ = {};
+  if (!broken_) stream_.tcp().expires_never();
+  state_ = ConnectionState::kActive;
+  if (drain_outcome_.abandoned) {
+    observer_.OnDrainAbandoned(origin_, *drain_outcome_.abandoned, drain_outcome_.bytes,
+                               drain_outcome_.duration);
+  } else {
+    observer_.OnDrainCompleted(origin_, drain_outcome_.bytes, drain_outcome_.duration);
+  }
+  std::exchange(drain_done_, nullptr)(drain_outcome_);
 }
 
 std::optional<CloseReason> Connection::ReuseVerdict() const {
@@ -349,7 +368,6 @@ void Connection::Close() {
 }
 
 void Connection::CloseOnStrand() {
-  state_ = ConnectionState::kClosed;
   resolver_.cancel();
   // No TLS close_notify: the peer learns of the close from TCP, as with most clients,
   // and waiting for a slow peer's answer would hold the connection open.

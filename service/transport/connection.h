@@ -24,23 +24,6 @@
 
 namespace egress::transport {
 
-enum class ConnectionState {
-  kConnecting,  // resolving, connecting or in the TLS handshake
-  kActive,      // carrying a request, or its response body for a caller
-  kDraining,    // reading a body its caller left unread, in the background
-  kIdle,        // in the pool, ready for the next request
-  kClosed,      // retired; the socket is closed
-};
-
-absl::string_view ToString(ConnectionState state);
-
-// How long each part of a dial took; zero for a phase that did not happen.
-struct DialTiming {
-  absl::Duration dns;
-  absl::Duration connect;
-  absl::Duration tls_handshake;
-};
-
 // The status line and header block of a response.
 struct ResponseHead {
   int status_code = 0;
@@ -74,12 +57,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using DrainCallback = std::function<void(const DrainOutcome&)>;
 
   Connection(Executor executor, boost::asio::ssl::context& tls_context, Origin origin,
-             uint64_t id);
+             uint64_t id, TransportObserver& observer);
 
   uint64_t id() const { return id_; }
   const Origin& origin() const { return origin_; }
   ConnectionState state() const { return state_.load(); }
-  void set_state(ConnectionState state) { state_.store(state); }
+  // Moves an opened connection between the pool (idle) and a request (active).
+  void SetPooled(bool idle);
+  // Marks the connection closed (the socket closes with Close()), reporting why.
+  void MarkClosed(CloseReason reason);
   // Requests this connection has carried, the current one included.
   int requests() const { return requests_.load(); }
   const DialTiming& dial_timing() const { return dial_timing_; }
@@ -96,7 +82,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Reads up to max_bytes of the body (at least one unless the body has ended).
   void ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done);
 
-  // Reads and discards the rest of the body within the given caps.
+  // Reads and discards the rest of the body within the given caps. The connection is
+  // draining from the call until `done`, when it is active again.
   void DrainBody(const Drain& caps, DrainCallback done);
 
   // What is left of the body, for the drain decision.
@@ -116,6 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                  boost::asio::ip::tcp::resolver::results_type results);
   void OnConnect(boost::beast::error_code ec, const boost::asio::ip::tcp::endpoint& endpoint);
   void OnHandshake(boost::beast::error_code ec);
+  void OnDialed();
   void OnWrite(boost::beast::error_code ec, size_t bytes_transferred);
   void ReadHead();
   void OnReadHead(boost::beast::error_code ec, size_t bytes_transferred);
@@ -127,10 +115,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Maps an I/O error in a phase to a status a caller can act on.
   absl::Status Fail(absl::string_view phase, boost::beast::error_code ec);
   void CloseOnStrand();
+  void FinishDrain();
 
   const uint64_t id_;
   const Origin origin_;
+  TransportObserver& observer_;
   std::atomic<ConnectionState> state_{ConnectionState::kConnecting};
+  std::atomic<bool> opened_{false};  // the dial succeeded
   std::atomic<int> requests_{0};
 
   UpstreamStream stream_;

@@ -3,6 +3,17 @@
 namespace egress::transport {
 
 // These strings are Prometheus label values: keep them stable.
+absl::string_view ToString(ConnectionState state) {
+  switch (state) {
+    case ConnectionState::kConnecting: return "connecting";
+    case ConnectionState::kActive: return "active";
+    case ConnectionState::kDraining: return "draining";
+    case ConnectionState::kIdle: return "idle";
+    case ConnectionState::kClosed: return "closed";
+  }
+  return "unknown";
+}
+
 absl::string_view ToString(CloseReason reason) {
   switch (reason) {
     case CloseReason::kDialFailed: return "dial_failed";

@@ -10,6 +10,21 @@
 
 namespace egress::transport {
 
+enum class ConnectionState {
+  kConnecting,  // resolving, connecting or in the TLS handshake
+  kActive,      // carrying a request, or its response body for a caller
+  kDraining,    // reading a body its caller left unread, in the background
+  kIdle,        // in the pool, ready for the next request
+  kClosed,      // retired; the socket is closed
+};
+
+// How long each part of a dial took; zero for a phase that did not happen.
+struct DialTiming {
+  absl::Duration dns;
+  absl::Duration connect;
+  absl::Duration tls_handshake;
+};
+
 // Why a connection was retired.
 enum class CloseReason {
   kDialFailed,       // DNS, TCP connect or TLS handshake failed
@@ -47,19 +62,32 @@ absl::string_view ToString(DrainAbandonReason reason);
 // with Prometheus types and tests with plain counters; the transport links neither.
 // Calls come from I/O threads, concurrently: implementations must be thread-safe and
 // must not block.
+//
+// Every state change of an opened connection is reported exactly once, so that an
+// implementation can keep per-state gauges that agree with the counters at all times:
+// opened (-> active), state changed (active <-> idle), drain started (active ->
+// draining), drain completed or abandoned (draining -> active), closed (any -> gone).
 class TransportObserver {
  public:
   virtual ~TransportObserver() = default;
 
   // A request went out on a new (reused = false) or a pooled connection.
   virtual void OnUpstreamRequest(const Origin& origin, bool reused) = 0;
-  // A dial succeeded: TCP connected and, for https, the TLS handshake completed.
-  virtual void OnConnectionOpened(const Origin& origin) = 0;
-  // An opened connection was retired.
-  virtual void OnConnectionClosed(const Origin& origin, CloseReason reason) = 0;
+  // A dial succeeded: TCP connected and, for https, the TLS handshake completed. The
+  // connection is now active.
+  virtual void OnConnectionOpened(const Origin& origin, const DialTiming& timing) = 0;
+  // An opened connection went from active to idle (pooled) or from idle to active.
+  virtual void OnConnectionStateChanged(const Origin& origin, ConnectionState from,
+                                        ConnectionState to) = 0;
+  // An opened connection was retired from state `from`.
+  virtual void OnConnectionClosed(const Origin& origin, CloseReason reason,
+                                  ConnectionState from) = 0;
+  // The connection went from active to draining.
   virtual void OnDrainStarted(const Origin& origin) = 0;
+  // The body ended within the caps; the connection is active again, to be pooled.
   virtual void OnDrainCompleted(const Origin& origin, uint64_t bytes,
                                 absl::Duration duration) = 0;
+  // The drain gave up; the connection is active again, to be closed.
   virtual void OnDrainAbandoned(const Origin& origin, DrainAbandonReason reason,
                                 uint64_t bytes, absl::Duration duration) = 0;
   virtual void OnDrainSkipped(const Origin& origin, DrainSkipReason reason) = 0;

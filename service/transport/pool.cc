@@ -22,11 +22,10 @@ void CancelTimer(const std::shared_ptr<net::steady_timer>& timer) {
 }  // namespace
 
 ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimits limits,
-                               ConnectionFactory factory, TransportObserver& observer)
+                               ConnectionFactory factory)
     : executor_(std::move(executor)),
       limits_(limits),
       factory_(std::move(factory)),
-      observer_(observer),
       sweep_timer_(net::make_strand(executor_)) {
   ScheduleIdleSweep();
 }
@@ -80,7 +79,7 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
           RetireLocked(pool, entry.connection, CloseReason::kIdleTimeout, deferred);
           continue;
         }
-        entry.connection->set_state(ConnectionState::kActive);
+        entry.connection->SetPooled(false);
         ++pool.reused;
         deferred.callbacks.emplace_back(std::move(done),
                                         Lease{entry.connection, true, now - entry.since});
@@ -161,7 +160,7 @@ void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
     } else if (pool.idle.size() >= limits_.max_idle_per_origin) {
       RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
     } else {
-      connection->set_state(ConnectionState::kIdle);
+      connection->SetPooled(true);
       pool.idle.push_back(IdleEntry{std::move(connection), absl::Now()});
     }
     ServeWaiters(pool, deferred);
@@ -185,8 +184,8 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
   if (pool.live.erase(connection->id()) == 0) return;  // retired already
-  connection->set_state(ConnectionState::kClosed);
-  deferred.closes.emplace_back(connection, reason);
+  connection->MarkClosed(reason);
+  deferred.closes.push_back(connection);
 }
 
 void ConnectionPool::ServeWaiters(OriginPool& pool, Deferred& deferred) {
@@ -195,7 +194,7 @@ void ConnectionPool::ServeWaiters(OriginPool& pool, Deferred& deferred) {
     if (!waiter.fresh && !pool.idle.empty()) {
       IdleEntry entry = std::move(pool.idle.back());
       pool.idle.pop_back();
-      entry.connection->set_state(ConnectionState::kActive);
+      entry.connection->SetPooled(false);
       ++pool.reused;
       deferred.callbacks.emplace_back(
           std::move(waiter.done), Lease{entry.connection, true, absl::Now() - entry.since});
@@ -210,11 +209,7 @@ void ConnectionPool::ServeWaiters(OriginPool& pool, Deferred& deferred) {
 }
 
 void ConnectionPool::Run(Deferred& deferred) {
-  for (auto& [connection, reason] : deferred.closes) {
-    connection->Close();
-    // A connection whose dial failed was never opened, so it is not counted as closed.
-    if (reason != CloseReason::kDialFailed) observer_.OnConnectionClosed(connection->origin(), reason);
-  }
+  for (auto& connection : deferred.closes) connection->Close();
   for (auto& [done, lease] : deferred.callbacks) done(std::move(lease));
 }
 

@@ -60,7 +60,7 @@ class ConnectionPool {
 
   // Timers run on `executor`; destroy the pool only once it has stopped running.
   ConnectionPool(boost::asio::any_io_executor executor, PoolLimits limits,
-                 ConnectionFactory factory, TransportObserver& observer);
+                 ConnectionFactory factory);
   ~ConnectionPool();
 
   // Hands out the most recently used idle connection, or a new one while the origin is
@@ -102,7 +102,7 @@ class ConnectionPool {
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
     std::vector<std::pair<LeaseCallback, absl::StatusOr<Lease>>> callbacks;
-    std::vector<std::pair<std::shared_ptr<Connection>, CloseReason>> closes;
+    std::vector<std::shared_ptr<Connection>> closes;
   };
 
   OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -127,7 +127,6 @@ class ConnectionPool {
   boost::asio::any_io_executor executor_;
   const PoolLimits limits_;
   const ConnectionFactory factory_;
-  TransportObserver& observer_;
   boost::asio::steady_timer sweep_timer_;
 
   mutable std::mutex mu_;

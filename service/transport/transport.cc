@@ -90,7 +90,6 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       transport_.pool_.Retire(lease_.connection, CloseReason::kDialFailed);
       return Finish(std::move(status));
     }
-    transport_.observer_.OnConnectionOpened(request_.origin);
     Send();
   }
 
@@ -239,7 +238,7 @@ Transport::Transport(TransportSettings settings, TransportObserver& observer,
       pool_(io_context_.get_executor(),
             PoolLimits{settings_.max_idle_per_origin, settings_.max_conns_per_origin,
                        settings_.idle_timeout},
-            [this](const Origin& origin) { return MakeConnection(origin); }, observer) {
+            [this](const Origin& origin) { return MakeConnection(origin); }) {
   unsigned threads = settings_.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_context_.run(); });
@@ -254,7 +253,7 @@ Transport::~Transport() {
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
   return std::make_shared<Connection>(net::make_strand(io_context_), *tls_context_, origin,
-                                      next_connection_id_++);
+                                      next_connection_id_++, observer_);
 }
 
 std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time deadline,
@@ -278,7 +277,6 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
                                         ? CloseReason::kConnectionClose
                                         : CloseReason::kUnreadBody);
   }
-  observer_.OnDrainStarted(origin);
   connection->DrainBody(std::get<Drain>(decision),
                         [this, connection](const DrainOutcome& outcome) {
                           AfterDrain(connection, outcome);
@@ -287,12 +285,7 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
 
 void Transport::AfterDrain(const std::shared_ptr<Connection>& connection,
                            const DrainOutcome& outcome) {
-  const Origin& origin = connection->origin();
-  if (outcome.abandoned) {
-    observer_.OnDrainAbandoned(origin, *outcome.abandoned, outcome.bytes, outcome.duration);
-    return pool_.Retire(connection, CloseReason::kDrainAbandoned);
-  }
-  observer_.OnDrainCompleted(origin, outcome.bytes, outcome.duration);
+  if (outcome.abandoned) return pool_.Retire(connection, CloseReason::kDrainAbandoned);
   const std::optional<CloseReason> verdict = connection->ReuseVerdict();
   if (verdict) return pool_.Retire(connection, *verdict);
   pool_.Return(connection);

@@ -106,7 +106,7 @@ TEST_F(ErrorsTest, UntrustedCertificateIsUnavailable) {
   CountingObserver observer;
   auto config = BuildConfig(egress::v1::Config());
   ASSERT_TRUE(config.ok());
-  auto untrusting = EgressServer::Start(*config, "127.0.0.1:0", observer);
+  auto untrusting = EgressServer::Start(*config, "127.0.0.1:0", observer, observer);
   ASSERT_TRUE(untrusting.ok());
   auto stub = egress::v1::Egress::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string((*untrusting)->grpc_port()), grpc::InsecureChannelCredentials()));

@@ -5,18 +5,24 @@
 #include <atomic>
 #include <cstdint>
 
+#include "service/fetch_observer.h"
 #include "service/transport/observer.h"
 
 namespace egress::testing {
 
-// Counts the transport's events in plain atomics, across all origins.
-class CountingObserver final : public transport::TransportObserver {
+// Counts the transport's and the front end's events in plain atomics, across origins.
+class CountingObserver final : public transport::TransportObserver, public FetchObserver {
  public:
   void OnUpstreamRequest(const transport::Origin&, bool reused) override {
     ++(reused ? requests_reused : requests_new);
   }
-  void OnConnectionOpened(const transport::Origin&) override { ++opened; }
-  void OnConnectionClosed(const transport::Origin&, transport::CloseReason reason) override {
+  void OnConnectionOpened(const transport::Origin&, const transport::DialTiming&) override {
+    ++opened;
+  }
+  void OnConnectionStateChanged(const transport::Origin&, transport::ConnectionState,
+                                transport::ConnectionState) override {}
+  void OnConnectionClosed(const transport::Origin&, transport::CloseReason reason,
+                          transport::ConnectionState) override {
     ++closed[static_cast<size_t>(reason)];
   }
   void OnDrainStarted(const transport::Origin&) override { ++drains_started; }
@@ -33,12 +39,16 @@ class CountingObserver final : public transport::TransportObserver {
     ++skipped[static_cast<size_t>(reason)];
   }
   void OnRetry(const transport::Origin&) override { ++retries; }
+  void OnFetchDone(grpc::StatusCode code, absl::Duration) override {
+    if (static_cast<size_t>(code) < fetches.size()) ++fetches[static_cast<size_t>(code)];
+  }
 
   int Closed(transport::CloseReason r) const { return closed[static_cast<size_t>(r)]; }
   int Abandoned(transport::DrainAbandonReason r) const {
     return abandoned[static_cast<size_t>(r)];
   }
   int Skipped(transport::DrainSkipReason r) const { return skipped[static_cast<size_t>(r)]; }
+  int Fetches(grpc::StatusCode code) const { return fetches[static_cast<size_t>(code)]; }
   int AllClosed() const {
     int total = 0;
     for (const auto& c : closed) total += c;
@@ -55,6 +65,7 @@ class CountingObserver final : public transport::TransportObserver {
   std::array<std::atomic<int>, transport::kDrainSkipReasonCount> skipped{};
   std::atomic<uint64_t> drain_bytes{0};
   std::atomic<int> retries{0};
+  std::array<std::atomic<int>, 17> fetches{};
 };
 
 }  // namespace egress::testing

@@ -30,7 +30,7 @@ void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& con
   if (configure) configure(proto);
   auto config = BuildConfig(proto);
   ASSERT_TRUE(config.ok()) << config.status();
-  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_);
+  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_);
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = *std::move(server);
   stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(

@@ -49,9 +49,9 @@ class PoolTest : public ::testing::Test {
     pool_ = std::make_unique<ConnectionPool>(
         io_.get_executor(), limits,
         [this](const Origin& origin) {
-          return std::make_shared<Connection>(net::make_strand(io_), tls_, origin, ++next_id_);
-        },
-        observer_);
+          return std::make_shared<Connection>(net::make_strand(io_), tls_, origin, ++next_id_,
+                                              observer_);
+        });
   }
 
   // Acquires and returns the lease, or the error; waits up to `wait` for a queued one.
@@ -115,7 +115,7 @@ TEST_F(PoolTest, IdleConnectionsOverTheLimitAreClosed) {
   pool_->Return(a->connection);
   pool_->Return(b->connection);
   EXPECT_EQ(Stats().idle, 1);
-  EXPECT_EQ(observer_.Closed(CloseReason::kPoolFull), 1);
+  EXPECT_EQ(a->connection->state(), ConnectionState::kIdle);
   EXPECT_EQ(b->connection->state(), ConnectionState::kClosed);
 }
 
@@ -187,17 +187,19 @@ TEST_F(PoolTest, IdleConnectionsPastTheIdleTimeoutAreClosed) {
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
   while (Stats().idle > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(Stats().idle, 0);
-  EXPECT_EQ(observer_.Closed(CloseReason::kIdleTimeout), 1);
+  EXPECT_EQ(a->connection->state(), ConnectionState::kClosed);
 }
 
-TEST_F(PoolTest, RetiredConnectionLeavesEveryCount) {
-  MakePool({});
+TEST_F(PoolTest, RetiredConnectionLeavesEveryCountAndFreesItsPlace) {
+  MakePool({100, /*max_conns_per_origin=*/1, absl::Seconds(90)});
   auto a = Acquire();
   pool_->Retire(a->connection, CloseReason::kError);
-  pool_->Retire(a->connection, CloseReason::kError);  // twice: counted once
+  pool_->Retire(a->connection, CloseReason::kError);  // twice: harmless
   const OriginStats stats = Stats();
   EXPECT_EQ(stats.connecting + stats.active + stats.draining + stats.idle, 0);
-  EXPECT_EQ(observer_.Closed(CloseReason::kError), 1);
+  EXPECT_EQ(a->connection->state(), ConnectionState::kClosed);
+  auto b = Acquire();  // the place it held is free again
+  EXPECT_EQ(Stats().connecting, 1);
 }
 
 TEST_F(PoolTest, ShutdownClosesIdleAndRefusesNewRequests) {
