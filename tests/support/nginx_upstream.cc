@@ -1,10 +1,7 @@
 #include "tests/support/nginx_upstream.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tests/support/child_process.h"
 
 namespace egress::testing {
 namespace {
@@ -30,17 +28,6 @@ void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary);
   out << content;
   if (!out) throw std::runtime_error(absl::StrCat("cannot write ", path));
-}
-
-bool Accepts(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
 }
 
 // Locations shared by every server block.
@@ -153,36 +140,22 @@ http {
   const std::string config_path = absl::StrCat(dir, "/nginx.conf");
   WriteFile(config_path, config);
 
-  nginx->pid_ = fork();
-  if (nginx->pid_ == 0) {
-    execlp("nginx", "nginx", "-c", config_path.c_str(), "-p", dir.c_str(), "-e",
-           (dir + "/logs/error.log").c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  for (int i = 0; i < 500; ++i) {
-    if (Accepts(nginx->http_port_) && Accepts(nginx->https_port_) &&
-        Accepts(nginx->idle_close_port_)) {
-      return nginx;
-    }
-    int status;
-    if (waitpid(nginx->pid_, &status, WNOHANG) == nginx->pid_) {
-      nginx->pid_ = -1;
+  nginx->process_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{"nginx", "-c", config_path, "-p", dir, "-e",
+                               dir + "/logs/error.log"},
+      dir + "/logs/stderr.log");
+  for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_}) {
+    if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;
       text << log.rdbuf();
-      throw std::runtime_error("nginx exited at start: " + text.str());
+      throw std::runtime_error("nginx did not start: " + text.str());
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  throw std::runtime_error("nginx did not start listening within 5 s");
+  return nginx;
 }
 
-NginxUpstream::~NginxUpstream() {
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
-  }
-}
+NginxUpstream::~NginxUpstream() = default;
 
 std::string NginxUpstream::HttpUrl(const std::string& path) const {
   return absl::StrCat("http://127.0.0.1:", http_port_, path);

@@ -1,12 +1,12 @@
 #ifndef EGRESS_TESTS_SUPPORT_NGINX_UPSTREAM_H_
 #define EGRESS_TESTS_SUPPORT_NGINX_UPSTREAM_H_
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/support/child_process.h"
 
 namespace egress::testing {
 
@@ -56,7 +56,7 @@ class NginxUpstream {
 
   std::string dir_;
   std::string ca_file_;
-  pid_t pid_ = -1;
+  std::unique_ptr<ChildProcess> process_;
   int http_port_ = 0;
   int https_port_ = 0;
   int idle_close_port_ = 0;

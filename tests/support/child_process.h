@@ -1,0 +1,32 @@
+#ifndef EGRESS_TESTS_SUPPORT_CHILD_PROCESS_H_
+#define EGRESS_TESTS_SUPPORT_CHILD_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace egress::testing {
+
+// A helper server (nginx, prometheus) run by a test; stopped with SIGTERM on destruction.
+class ChildProcess {
+ public:
+  // Starts argv[0] (looked up on PATH) with stdout and stderr appended to log_file.
+  ChildProcess(const std::vector<std::string>& argv, const std::string& log_file);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // False once the process has exited.
+  bool Running();
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Polls until a TCP connection to 127.0.0.1:port succeeds, up to `seconds`.
+bool WaitForPort(int port, int seconds);
+
+}  // namespace egress::testing
+
+#endif  // EGRESS_TESTS_SUPPORT_CHILD_PROCESS_H_
