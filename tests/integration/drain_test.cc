@@ -85,6 +85,23 @@ TEST_F(DrainTest, ModeOffClosesEveryConnectionWithUnreadBytes) {
   EXPECT_EQ(observer_.Skipped(DrainSkipReason::kDisabled), 10);
 }
 
+TEST_F(DrainTest, CallerSayingConnectionCloseRetiresTheConnection) {
+  StartEgress();
+  for (int i = 0; i < 3; ++i) {
+    egress::v1::FetchRequest request = Request(nginx().HttpsUrl("/cl/1k"));
+    auto* header = request.add_headers();
+    header->set_name("Connection");
+    header->set_value("close");
+    egress::v1::FetchResponse response;
+    ASSERT_TRUE(Fetch(request, &response).ok());
+    EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  }
+  WaitForQuietPool();
+  EXPECT_EQ(nginx().NewConnections(LoggedUri("/cl/1k"), 3), 3);
+  EXPECT_EQ(observer_.Closed(CloseReason::kConnectionClose), 3);
+  EXPECT_EQ(IdleConnections(), 0);
+}
+
 TEST_F(DrainTest, BackToBackFetchesOfSmallBodiesNeedAtMostThreeConnections) {
   StartEgress();
   int new_connections_seen_by_callers = 0;
