@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
 
   egress::v1::Config proto;
   proto.mutable_transport()->set_extra_ca_file(nginx->ca_file());
+  proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");  // the local nginx
   auto config = egress::BuildConfig(proto);
   auto metrics = std::make_shared<egress::Metrics>(config->max_origin_labels);
   const int metrics_port = egress::testing::FreePort();

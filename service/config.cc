@@ -3,7 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "service/proto_time.h"
@@ -13,31 +15,89 @@ namespace {
 
 using google::protobuf::Duration;
 
-// Collects the first parse error with its position.
+// Collects the first parse error with its position and the line it is on, so that
+// the message names the field even when the parser's own words do not.
 class ParseErrors : public google::protobuf::io::ErrorCollector {
  public:
+  explicit ParseErrors(const std::string& text) : lines_(absl::StrSplit(text, '\n')) {}
   void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
+    if (!first_.empty()) return;
+    first_ = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
+    if (line >= 0 && static_cast<size_t>(line) < lines_.size()) {
+      absl::StrAppend(&first_, " (in \"", absl::StripAsciiWhitespace(lines_[line]), "\")");
+    }
   }
   const std::string& first() const { return first_; }
 
  private:
+  std::vector<std::string> lines_;
   std::string first_;
 };
 
-// Fills a zero duration with its default, or rejects a negative one.
-absl::Status DurationField(absl::string_view name, Duration* field, absl::Duration fallback,
-                           absl::Duration* out) {
+// Fills an unset duration with its default; rejects a negative or explicitly zero one.
+absl::Status DurationField(absl::string_view name, bool set, Duration* field,
+                           absl::Duration fallback, absl::Duration* out) {
   absl::Duration value = FromProto(*field);
   if (value < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": must not be negative (got ",
                                                    absl::FormatDuration(value), ")"));
   }
-  if (value == absl::ZeroDuration()) {
+  if (set && value == absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": must be positive; leave it out for the default (",
+                     absl::FormatDuration(fallback), ")"));
+  }
+  if (!set) {
     value = fallback;
     ToProto(value, field);
   }
   *out = value;
+  return absl::OkStatus();
+}
+
+// Parses every entry of a repeated field, naming the entry in errors.
+template <typename T>
+absl::Status ParseList(absl::string_view name,
+                       const google::protobuf::RepeatedPtrField<std::string>& texts,
+                       std::vector<T>* out) {
+  for (int i = 0; i < texts.size(); ++i) {
+    auto parsed = T::Parse(texts[i]);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "[", i, "]: ", parsed.status().message()));
+    }
+    out->push_back(*std::move(parsed));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config) {
+  transport::PolicyRules rules;
+  rules.enabled = !policy->disabled();
+  for (auto status : {ParseList("policy.allow_cidrs", policy->allow_cidrs(), &rules.allow_cidrs),
+                      ParseList("policy.deny_cidrs", policy->deny_cidrs(), &rules.deny_cidrs),
+                      ParseList("policy.allow_hosts", policy->allow_hosts(), &rules.allow_hosts),
+                      ParseList("policy.deny_hosts", policy->deny_hosts(), &rules.deny_hosts)}) {
+    if (!status.ok()) return status;
+  }
+  config->transport.policy = std::make_shared<transport::AddressPolicy>(std::move(rules));
+
+  CallerPolicy& callers = config->callers;
+  callers.caller_header = absl::AsciiStrToLower(policy->caller_header());
+  for (int i = 0; i < policy->callers_size(); ++i) {
+    const auto& rule = policy->callers(i);
+    const std::string name = absl::StrCat("policy.callers[", i, "]");
+    if (rule.identity().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".identity: must not be empty"));
+    }
+    auto& hosts = callers.allowed_hosts[rule.identity()];
+    if (auto status = ParseList(name + ".allowed_hosts", rule.allowed_hosts(), &hosts);
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (policy->max_redirects() == 0) policy->set_max_redirects(callers.max_redirects);
+  callers.max_redirects = policy->max_redirects();
   return absl::OkStatus();
 }
 
@@ -62,16 +122,21 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   }
   t.io_threads = tp->io_threads();
   t.extra_ca_file = tp->extra_ca_file();
-  for (auto [name, field, out] : {
-           std::make_tuple("transport.idle_timeout", tp->mutable_idle_timeout(), &t.idle_timeout),
-           std::make_tuple("transport.connect_timeout", tp->mutable_connect_timeout(),
-                           &t.connect_timeout),
-           std::make_tuple("transport.tls_handshake_timeout",
+  // has_*() is read before mutable_*() creates the field.
+  const bool idle_set = tp->has_idle_timeout(), connect_set = tp->has_connect_timeout(),
+             tls_set = tp->has_tls_handshake_timeout(),
+             header_set = tp->has_response_header_timeout();
+  for (auto [name, set, field, out] : {
+           std::make_tuple("transport.idle_timeout", idle_set, tp->mutable_idle_timeout(),
+                           &t.idle_timeout),
+           std::make_tuple("transport.connect_timeout", connect_set,
+                           tp->mutable_connect_timeout(), &t.connect_timeout),
+           std::make_tuple("transport.tls_handshake_timeout", tls_set,
                            tp->mutable_tls_handshake_timeout(), &t.tls_handshake_timeout),
-           std::make_tuple("transport.response_header_timeout",
+           std::make_tuple("transport.response_header_timeout", header_set,
                            tp->mutable_response_header_timeout(), &t.response_header_timeout),
        }) {
-    if (auto status = DurationField(name, field, *out, out); !status.ok()) return status;
+    if (auto status = DurationField(name, set, field, *out, out); !status.ok()) return status;
   }
 
   auto* drain = config.proto.mutable_drain();
@@ -92,8 +157,10 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   }
   if (drain->max_bytes() == 0) drain->set_max_bytes(t.drain.max_bytes);
   t.drain.max_bytes = drain->max_bytes();
-  if (auto status = DurationField("drain.max_duration", drain->mutable_max_duration(),
-                                  t.drain.max_duration, &t.drain.max_duration);
+  const bool drain_duration_set = drain->has_max_duration();
+  if (auto status = DurationField("drain.max_duration", drain_duration_set,
+                                  drain->mutable_max_duration(), t.drain.max_duration,
+                                  &t.drain.max_duration);
       !status.ok()) {
     return status;
   }
@@ -112,9 +179,14 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
     limits->set_max_request_body_bytes(l.max_request_body_bytes);
   }
   l.max_request_body_bytes = limits->max_request_body_bytes();
-  if (auto status = DurationField("limits.default_timeout", limits->mutable_default_timeout(),
-                                  l.default_timeout, &l.default_timeout);
+  const bool timeout_set = limits->has_default_timeout();
+  if (auto status = DurationField("limits.default_timeout", timeout_set,
+                                  limits->mutable_default_timeout(), l.default_timeout,
+                                  &l.default_timeout);
       !status.ok()) {
+    return status;
+  }
+  if (auto status = BuildPolicy(config.proto.mutable_policy(), &config); !status.ok()) {
     return status;
   }
   return config;
@@ -130,7 +202,7 @@ absl::StatusOr<ServiceConfig> LoadConfigFile(const std::string& path) {
   text << file.rdbuf();
 
   egress::v1::Config proto;
-  ParseErrors errors;
+  ParseErrors errors(text.str());
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text.str(), &proto)) {

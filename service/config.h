@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "egress/v1/egress.pb.h"
 #include "service/transport/settings.h"
@@ -16,17 +17,26 @@ struct FetchLimits {
   absl::Duration default_timeout = absl::Seconds(60);
 };
 
+// Who may reach what, beyond the transport's address policy.
+struct CallerPolicy {
+  std::string caller_header;  // metadata key naming the caller; empty: not used
+  absl::flat_hash_map<std::string, std::vector<transport::HostPattern>> allowed_hosts;
+  uint32_t max_redirects = 5;
+};
+
 // The config in force: validated, with every default filled in, never changed after
 // it is built (a new config is a new object).
 struct ServiceConfig {
   egress::v1::Config proto;  // as GetConfig shows it: defaults filled in
   transport::TransportSettings transport;
   FetchLimits limits;
+  CallerPolicy callers;
   size_t max_origin_labels = 100;  // distinct origins in metrics before "other"
 };
 
-// Checks a config and fills in defaults for fields left at zero. Errors are
-// INVALID_ARGUMENT and name the field, e.g. "drain.max_bytes: must be positive".
+// Checks a config and fills in defaults for fields left unset (zero for numbers).
+// Errors are INVALID_ARGUMENT and name the field, e.g. "transport.connect_timeout: must
+// be positive" for an explicit zero timeout.
 absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto);
 
 // Reads a text-format egress.v1.Config file and builds it; unknown fields are errors.

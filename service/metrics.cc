@@ -162,6 +162,11 @@ void Metrics::OnRetry(const transport::Origin& origin) {
   ++For(origin).retries;
 }
 
+void Metrics::OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++policy_denied_[static_cast<size_t>(reason)];
+}
+
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
   const auto index = static_cast<size_t>(code);
@@ -200,6 +205,9 @@ std::vector<MetricFamily> Metrics::Collect() const {
                              "Opened upstream connections by state.", MetricType::Gauge);
   MetricFamily fetches = Family("egress_fetches_total", "Fetch and FetchStream RPCs by gRPC code.",
                                 MetricType::Counter);
+  MetricFamily denied = Family("egress_policy_denied_total",
+                               "Destinations refused by the egress policy, by reason.",
+                               MetricType::Counter);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, c] : origins_) {
@@ -232,9 +240,15 @@ std::vector<MetricFamily> Metrics::Collect() const {
     for (size_t i = 0; i < fetches_by_code_.size(); ++i) {
       AddSample(fetches, {{"code", kCodeNames[i]}}, fetches_by_code_[i]);
     }
+    for (size_t i = 0; i < policy_denied_.size(); ++i) {
+      AddSample(denied,
+                {{"reason", std::string(ToString(static_cast<transport::DenyReason>(i)))}},
+                policy_denied_[i]);
+    }
   }
   std::vector<MetricFamily> families = {requests, opened, closed, started,  completed, abandoned,
-                                        skipped,  bytes,  retries, pool,    fetches};
+                                        skipped,  bytes,  retries, pool,    fetches,
+                                        denied};
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

@@ -47,6 +47,7 @@ class Metrics final : public transport::TransportObserver,
   void OnDrainSkipped(const transport::Origin& origin,
                       transport::DrainSkipReason reason) override;
   void OnRetry(const transport::Origin& origin) override;
+  void OnPolicyDenied(const transport::Origin& origin, transport::DenyReason reason) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -88,6 +89,8 @@ class Metrics final : public transport::TransportObserver,
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, OriginCounts> origins_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
+  // Not by origin: a caller probing many internal names must not explode the label.
+  std::array<uint64_t, transport::kDenyReasonCount> policy_denied_ ABSL_GUARDED_BY(mu_){};
 };
 
 }  // namespace egress

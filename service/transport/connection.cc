@@ -34,6 +34,26 @@ bool IsTlsError(beast::error_code ec) {
 
 }  // namespace
 
+absl::Status PolicyDenial(const Origin& origin, const net::ip::address& address,
+                          DenyReason reason) {
+  std::string why;
+  switch (reason) {
+    case DenyReason::kHostDenied:
+      why = absl::StrCat("host \"", origin.host, "\" matches policy.deny_hosts");
+      break;
+    case DenyReason::kCidrDenied:
+      why = absl::StrCat(address.to_string(), " is in policy.deny_cidrs");
+      break;
+    default:
+      why = absl::StrCat("\"", origin.host, "\" resolves to ", address.to_string(), ", a ",
+                         ToString(reason),
+                         " address, denied by default (allow it with policy.allow_cidrs or "
+                         "policy.allow_hosts)");
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("egress policy denies ", origin.Key(), ": ", why));
+}
+
 Connection::Connection(Executor executor, net::ssl::context& tls_context, Origin origin,
                        uint64_t id, TransportObserver& observer)
     : id_(id),
@@ -133,9 +153,26 @@ void Connection::OnResolve(beast::error_code ec, tcp::resolver::results_type res
     const std::string phase = absl::StrCat("resolving host \"", origin_.host, "\" for");
     return std::exchange(status_done_, nullptr)(Fail(phase, ec));
   }
+  // The policy sees the resolved addresses and only those it allows are connected to:
+  // no second lookup, so a name cannot resolve differently after the check.
+  std::vector<tcp::endpoint> allowed;
+  std::optional<std::pair<net::ip::address, DenyReason>> denied;
+  for (const auto& entry : results) {
+    const auto address = entry.endpoint().address();
+    if (auto reason = dial_settings_.policy->Check(origin_.host, address)) {
+      if (!denied) denied.emplace(address, *reason);
+    } else {
+      allowed.push_back(entry.endpoint());
+    }
+  }
+  if (allowed.empty() && denied) {
+    observer_.OnPolicyDenied(origin_, denied->second);
+    return std::exchange(status_done_, nullptr)(
+        PolicyDenial(origin_, denied->first, denied->second));
+  }
   phase_start_ = absl::Now();
   ExpireAfter(dial_settings_.connect_timeout);
-  stream_.tcp().async_connect(results, beast::bind_front_handler(&Connection::OnConnect,
+  stream_.tcp().async_connect(allowed, beast::bind_front_handler(&Connection::OnConnect,
                                                                  shared_from_this()));
 }
 

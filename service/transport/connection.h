@@ -44,6 +44,10 @@ struct DrainOutcome {
   absl::Duration duration;
 };
 
+// The PERMISSION_DENIED a caller gets when the policy refuses `address` for `origin`.
+absl::Status PolicyDenial(const Origin& origin, const boost::asio::ip::address& address,
+                          DenyReason reason);
+
 // One upstream HTTP/1.1 connection, plain or TLS. Every I/O step runs on the
 // connection's strand; the public methods may be called from any thread, one
 // operation at a time. Kept alive by shared_from_this while I/O is pending.

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/time/time.h"
+#include "service/transport/address_policy.h"
 #include "service/transport/origin.h"
 
 namespace egress::transport {
@@ -93,6 +94,8 @@ class TransportObserver {
   virtual void OnDrainSkipped(const Origin& origin, DrainSkipReason reason) = 0;
   // A dead pooled connection was replaced by a fresh one for an idempotent request.
   virtual void OnRetry(const Origin& origin) = 0;
+  // The egress policy refused a destination; nothing was sent.
+  virtual void OnPolicyDenied(const Origin& origin, DenyReason reason) = 0;
 };
 
 }  // namespace egress::transport

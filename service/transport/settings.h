@@ -2,9 +2,11 @@
 #define EGRESS_SERVICE_TRANSPORT_SETTINGS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
+#include "service/transport/address_policy.h"
 
 namespace egress::transport {
 
@@ -32,6 +34,7 @@ struct TransportSettings {
   uint32_t max_response_header_bytes = 64 * 1024;
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
+  std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
 };
 
 }  // namespace egress::transport

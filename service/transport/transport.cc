@@ -1,5 +1,6 @@
 #include "service/transport/transport.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,7 +33,19 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         deadline_(deadline),
         done_(std::move(done)) {}
 
-  void Start() { Acquire(/*fresh=*/false); }
+  void Start() {
+    // A per-caller rule is about names, so it is checked before any connection is picked.
+    const auto& allowed = request_.caller_allowed_hosts;
+    if (!allowed.empty() &&
+        std::none_of(allowed.begin(), allowed.end(),
+                     [&](const HostPattern& p) { return p.Matches(request_.origin.host); })) {
+      transport_.observer_.OnPolicyDenied(request_.origin, DenyReason::kCallerNotAllowed);
+      return Finish(absl::PermissionDeniedError(absl::StrCat(
+          "egress policy denies ", request_.origin.Key(), ": caller \"", request_.caller,
+          "\" may reach only the hosts its policy.callers rule lists")));
+    }
+    Acquire(/*fresh=*/false);
+  }
 
   void Cancel() override {
     std::shared_ptr<Connection> connection;

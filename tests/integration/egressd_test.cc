@@ -31,7 +31,7 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsAndStopsOnSigterm) {
+TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsDeniesLoopbackAndStopsOnSigterm) {
   const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/egressd");
   auto nginx = NginxUpstream::Start(dir + "/nginx");
   const std::string binary =
@@ -40,7 +40,7 @@ TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsAndStopsOnSigterm) {
 
   const pid_t pid = fork();
   if (pid == 0) {
-    freopen(log.c_str(), "w", stdout);
+    if (!freopen(log.c_str(), "w", stdout)) _exit(126);
     execl(binary.c_str(), "egressd", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -49,22 +49,25 @@ TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsAndStopsOnSigterm) {
 
   auto stub = egress::v1::Egress::NewStub(
       grpc::CreateChannel("127.0.0.1:50051", grpc::InsecureChannelCredentials()));
+  // The default egress policy keeps callers out of loopback (where nginx is).
   egress::v1::FetchRequest request;
   request.set_url(nginx->HttpUrl("/cl/1k"));
   egress::v1::FetchResponse response;
   grpc::ClientContext context;
-  ASSERT_TRUE(stub->Fetch(&context, request, &response).ok());
-  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  const grpc::Status status = stub->Fetch(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("a loopback address, denied by default"));
 
   auto metrics = HttpGet(9464, "/metrics");
   ASSERT_TRUE(metrics.ok());
-  EXPECT_THAT(metrics->body, HasSubstr("egress_fetches_total{code=\"OK\"} 1"));
+  EXPECT_THAT(metrics->body, HasSubstr("egress_fetches_total{code=\"PERMISSION_DENIED\"} 1"));
+  EXPECT_THAT(metrics->body, HasSubstr("egress_policy_denied_total{reason=\"loopback\"} 1"));
 
   kill(pid, SIGTERM);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  int exit_status = 0;
+  ASSERT_EQ(waitpid(pid, &exit_status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(exit_status));
+  EXPECT_EQ(WEXITSTATUS(exit_status), 0);
   const std::string output = ReadFile(log);
   EXPECT_THAT(output, HasSubstr("serving Egress on 127.0.0.1:50051"));
   EXPECT_THAT(output, HasSubstr("drain { mode: DRAIN_MODE_FIXED max_bytes: 262144"));
@@ -72,7 +75,7 @@ TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsAndStopsOnSigterm) {
 
 TEST(EgressdTest, InvalidConfigFileStopsItWithTheFieldNamed) {
   const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/egressd-bad");
-  std::system(("mkdir -p " + dir).c_str());
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   std::ofstream(dir + "/bad.textproto") << "drain { max_duration { seconds: -1 } }\n";
   const std::string binary =
       absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/service/egressd");

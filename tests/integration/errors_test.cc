@@ -104,7 +104,9 @@ TEST_F(ErrorsTest, UntrustedCertificateIsUnavailable) {
   StartEgress();
   // A second egress that does not trust the test CA.
   CountingObserver observer;
-  auto config = BuildConfig(egress::v1::Config());
+  egress::v1::Config proto;
+  proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");
+  auto config = BuildConfig(proto);
   ASSERT_TRUE(config.ok());
   auto untrusting = EgressServer::Start(*config, "127.0.0.1:0", observer, observer);
   ASSERT_TRUE(untrusting.ok());

@@ -33,6 +33,9 @@ class TransportTest : public ::testing::Test {
     TransportSettings settings;
     settings.extra_ca_file = nginx_->ca_file();
     settings.io_threads = 2;
+    PolicyRules open_policy;
+    open_policy.enabled = false;  // the test upstream is on loopback
+    settings.policy = std::make_shared<AddressPolicy>(open_policy);
     auto transport = Transport::Create(settings, observer_);
     ASSERT_TRUE(transport.ok()) << transport.status();
     transport_ = *std::move(transport);

@@ -47,6 +47,7 @@ class PrometheusTest : public ::testing::Test {
 
     egress::v1::Config proto;
     proto.mutable_transport()->set_extra_ca_file(nginx_->ca_file());
+    proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");  // the test upstream
     auto config = BuildConfig(proto);
     ASSERT_TRUE(config.ok());
     metrics_ = std::make_shared<Metrics>(config->max_origin_labels);

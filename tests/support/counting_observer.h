@@ -39,6 +39,15 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
     ++skipped[static_cast<size_t>(reason)];
   }
   void OnRetry(const transport::Origin&) override { ++retries; }
+  void OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) override {
+    ++policy_denied[static_cast<size_t>(reason)];
+  }
+  int Denied(transport::DenyReason r) const { return policy_denied[static_cast<size_t>(r)]; }
+  int AllDenied() const {
+    int total = 0;
+    for (const auto& d : policy_denied) total += d;
+    return total;
+  }
   void OnFetchDone(grpc::StatusCode code, absl::Duration) override {
     if (static_cast<size_t>(code) < fetches.size()) ++fetches[static_cast<size_t>(code)];
   }
@@ -66,6 +75,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<uint64_t> drain_bytes{0};
   std::atomic<int> retries{0};
   std::array<std::atomic<int>, 17> fetches{};
+  std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};
 };
 
 }  // namespace egress::testing

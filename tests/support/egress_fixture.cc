@@ -27,6 +27,7 @@ std::chrono::milliseconds EgressTest::Gap(int milliseconds) {
 void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& configure) {
   egress::v1::Config proto;
   proto.mutable_transport()->set_extra_ca_file(nginx_->ca_file());
+  proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");  // the test upstream
   if (configure) configure(proto);
   auto config = BuildConfig(proto);
   ASSERT_TRUE(config.ok()) << config.status();

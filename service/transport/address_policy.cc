@@ -1,0 +1,183 @@
+#include "service/transport/address_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace egress::transport {
+namespace {
+
+namespace ip = boost::asio::ip;
+
+// Built-in special-purpose ranges (RFC 6890 and friends), most specific first where
+// they overlap.
+struct SpecialCidr {
+  const char* cidr;
+  DenyReason reason;
+};
+constexpr SpecialCidr kSpecialRanges[] = {
+    {"0.0.0.0/8", DenyReason::kUnspecified},
+    {"10.0.0.0/8", DenyReason::kPrivate},
+    {"100.64.0.0/10", DenyReason::kCgnat},
+    {"127.0.0.0/8", DenyReason::kLoopback},
+    {"169.254.0.0/16", DenyReason::kLinkLocal},
+    {"172.16.0.0/12", DenyReason::kPrivate},
+    {"192.0.0.0/24", DenyReason::kReserved},
+    {"192.0.2.0/24", DenyReason::kReserved},
+    {"192.168.0.0/16", DenyReason::kPrivate},
+    {"198.18.0.0/15", DenyReason::kReserved},
+    {"198.51.100.0/24", DenyReason::kReserved},
+    {"203.0.113.0/24", DenyReason::kReserved},
+    {"224.0.0.0/4", DenyReason::kMulticast},
+    {"255.255.255.255/32", DenyReason::kBroadcast},
+    {"240.0.0.0/4", DenyReason::kReserved},
+    {"::/128", DenyReason::kUnspecified},
+    {"::1/128", DenyReason::kLoopback},
+    {"::ffff:0:0/96", DenyReason::kIpv4Embedded},
+    {"::/96", DenyReason::kIpv4Embedded},
+    {"64:ff9b::/96", DenyReason::kIpv4Embedded},
+    {"64:ff9b:1::/48", DenyReason::kIpv4Embedded},
+    {"100::/64", DenyReason::kReserved},
+    {"2001::/32", DenyReason::kIpv4Embedded},
+    {"2001:db8::/32", DenyReason::kReserved},
+    {"2002::/16", DenyReason::kIpv4Embedded},
+    {"fc00::/7", DenyReason::kUniqueLocal},
+    {"fe80::/10", DenyReason::kLinkLocal},
+    {"fec0::/10", DenyReason::kPrivate},
+    {"ff00::/8", DenyReason::kMulticast},
+};
+
+const std::vector<std::pair<Cidr, DenyReason>>& SpecialRanges() {
+  static const auto* ranges = [] {
+    auto* list = new std::vector<std::pair<Cidr, DenyReason>>();
+    for (const auto& special : kSpecialRanges) {
+      list->emplace_back(*Cidr::Parse(special.cidr), special.reason);
+    }
+    return list;
+  }();
+  return *ranges;
+}
+
+template <size_t N>
+bool PrefixEqual(const std::array<unsigned char, N>& a, const std::array<unsigned char, N>& b,
+                 int bits) {
+  for (int i = 0; i < bits / 8; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  if (bits % 8 == 0) return true;
+  const unsigned char mask = static_cast<unsigned char>(0xff << (8 - bits % 8));
+  return (a[bits / 8] & mask) == (b[bits / 8] & mask);
+}
+
+std::string Normalize(absl::string_view host) {
+  return absl::AsciiStrToLower(absl::StripSuffix(host, "."));
+}
+
+}  // namespace
+
+absl::StatusOr<Cidr> Cidr::Parse(absl::string_view text) {
+  const auto slash = text.find('/');
+  const std::string address_text(text.substr(0, slash));
+  boost::system::error_code ec;
+  Cidr cidr;
+  cidr.network = ip::make_address(address_text, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\" is not a CIDR: \"", address_text, "\" is not an IP address"));
+  }
+  const int max_length = cidr.network.is_v4() ? 32 : 128;
+  cidr.prefix_length = max_length;
+  if (slash != absl::string_view::npos &&
+      (!absl::SimpleAtoi(text.substr(slash + 1), &cidr.prefix_length) ||
+       cidr.prefix_length < 0 || cidr.prefix_length > max_length)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is not a CIDR: the prefix length must be 0 to ",
+                                                   max_length));
+  }
+  return cidr;
+}
+
+bool Cidr::Contains(const ip::address& address) const {
+  if (network.is_v4() != address.is_v4()) return false;
+  if (address.is_v4()) {
+    return PrefixEqual(network.to_v4().to_bytes(), address.to_v4().to_bytes(), prefix_length);
+  }
+  return PrefixEqual(network.to_v6().to_bytes(), address.to_v6().to_bytes(), prefix_length);
+}
+
+std::string Cidr::ToString() const {
+  return absl::StrCat(network.to_string(), "/", prefix_length);
+}
+
+absl::StatusOr<HostPattern> HostPattern::Parse(absl::string_view text) {
+  std::string pattern = Normalize(text);
+  absl::string_view name = absl::StripPrefix(pattern, "*.");
+  const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+  });
+  if (!valid) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text, "\" is not a host pattern: use a name (api.example.com) or *.suffix"));
+  }
+  return HostPattern{std::move(pattern)};
+}
+
+bool HostPattern::Matches(absl::string_view host) const {
+  const std::string name = Normalize(host);
+  if (absl::StartsWith(pattern, "*.")) {
+    return absl::EndsWith(name, absl::string_view(pattern).substr(1));
+  }
+  return name == pattern;
+}
+
+absl::string_view ToString(DenyReason reason) {
+  switch (reason) {
+    case DenyReason::kHostDenied: return "host_denied";
+    case DenyReason::kCidrDenied: return "cidr_denied";
+    case DenyReason::kLoopback: return "loopback";
+    case DenyReason::kPrivate: return "private";
+    case DenyReason::kLinkLocal: return "link_local";
+    case DenyReason::kCgnat: return "cgnat";
+    case DenyReason::kUnspecified: return "unspecified";
+    case DenyReason::kMulticast: return "multicast";
+    case DenyReason::kBroadcast: return "broadcast";
+    case DenyReason::kReserved: return "reserved";
+    case DenyReason::kUniqueLocal: return "unique_local";
+    case DenyReason::kIpv4Embedded: return "ipv4_embedded";
+    case DenyReason::kCallerNotAllowed: return "caller_not_allowed";
+  }
+  return "unknown";
+}
+
+std::optional<DenyReason> AddressPolicy::SpecialRange(const ip::address& address) {
+  for (const auto& [cidr, reason] : SpecialRanges()) {
+    if (cidr.Contains(address)) return reason;
+  }
+  return std::nullopt;
+}
+
+std::optional<DenyReason> AddressPolicy::Check(absl::string_view host,
+                                               const ip::address& address) const {
+  if (!rules_.enabled) return std::nullopt;
+  auto any = [](const auto& list, auto&& match) {
+    return std::any_of(list.begin(), list.end(), match);
+  };
+  if (any(rules_.deny_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
+    return DenyReason::kHostDenied;
+  }
+  if (any(rules_.deny_cidrs, [&](const Cidr& c) { return c.Contains(address); })) {
+    return DenyReason::kCidrDenied;
+  }
+  if (any(rules_.allow_cidrs, [&](const Cidr& c) { return c.Contains(address); })) {
+    return std::nullopt;
+  }
+  if (any(rules_.allow_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
+    return std::nullopt;
+  }
+  return SpecialRange(address);
+}
+
+}  // namespace egress::transport

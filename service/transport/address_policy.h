@@ -1,0 +1,91 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_ADDRESS_POLICY_H_
+#define EGRESS_SERVICE_TRANSPORT_ADDRESS_POLICY_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "boost/asio/ip/address.hpp"
+
+namespace egress::transport {
+
+// An IPv4 or IPv6 network. IPv4 networks match IPv4 addresses only.
+struct Cidr {
+  boost::asio::ip::address network;
+  int prefix_length = 0;
+
+  // "10.0.0.0/8", "fc00::/7", or a single address ("192.0.2.1" means /32).
+  static absl::StatusOr<Cidr> Parse(absl::string_view text);
+  bool Contains(const boost::asio::ip::address& address) const;
+  std::string ToString() const;
+};
+
+// "api.example.com" matches that name only; "*.example.com" matches every name below
+// example.com (not example.com itself). Case-insensitive.
+struct HostPattern {
+  std::string pattern;  // lower case, no trailing dot
+
+  static absl::StatusOr<HostPattern> Parse(absl::string_view text);
+  bool Matches(absl::string_view host) const;
+};
+
+// What the operator configured on top of the built-in denials.
+struct PolicyRules {
+  bool enabled = true;  // false: every destination is allowed (for trusted test setups)
+  std::vector<Cidr> allow_cidrs;
+  std::vector<Cidr> deny_cidrs;
+  std::vector<HostPattern> allow_hosts;
+  std::vector<HostPattern> deny_hosts;
+};
+
+// Why a destination was denied; these strings are the `reason` label of
+// egress_policy_denied_total.
+enum class DenyReason {
+  kHostDenied,     // the host matches policy.deny_hosts
+  kCidrDenied,     // the address is in policy.deny_cidrs
+  kLoopback,       // 127.0.0.0/8, ::1
+  kPrivate,        // RFC 1918, fec0::/10
+  kLinkLocal,      // 169.254.0.0/16 (cloud metadata), fe80::/10
+  kCgnat,          // 100.64.0.0/10
+  kUnspecified,    // 0.0.0.0/8, ::
+  kMulticast,      // 224.0.0.0/4, ff00::/8
+  kBroadcast,      // 255.255.255.255
+  kReserved,       // 240.0.0.0/4, documentation and benchmark ranges
+  kUniqueLocal,    // fc00::/7
+  kIpv4Embedded,   // ::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32
+  kCallerNotAllowed,  // the caller's rule does not list the host
+};
+inline constexpr size_t kDenyReasonCount = 13;
+absl::string_view ToString(DenyReason reason);
+
+// Decides which destinations egress may connect to. Checked on resolved addresses, so
+// every spelling of an address (decimal, octal, hex, short IPv4 forms, names that
+// resolve inward) meets the same rule. Precedence, first match wins:
+//   1. deny_hosts matches the host            -> denied
+//   2. deny_cidrs contains the address        -> denied
+//   3. allow_cidrs contains the address       -> allowed
+//   4. allow_hosts matches the host           -> allowed
+//   5. a built-in special-purpose range       -> denied
+//   6. otherwise                              -> allowed
+class AddressPolicy {
+ public:
+  explicit AddressPolicy(PolicyRules rules) : rules_(std::move(rules)) {}
+
+  // None when `address` (resolved for `host`) may be connected to.
+  std::optional<DenyReason> Check(absl::string_view host,
+                                  const boost::asio::ip::address& address) const;
+
+  // The built-in special-purpose range holding `address`, if any.
+  static std::optional<DenyReason> SpecialRange(const boost::asio::ip::address& address);
+
+ private:
+  PolicyRules rules_;
+};
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_ADDRESS_POLICY_H_
