@@ -4,10 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "boost/url/parse.hpp"
+#include "boost/url/url.hpp"
 #include <mutex>
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
@@ -53,6 +57,61 @@ absl::Time Deadline(const grpc::CallbackServerContext& context, const FetchReque
   return deadline;
 }
 
+// The caller's identity: the name in its mTLS client certificate when egress serves
+// gRPC over TLS, else the trusted metadata header; empty when neither says.
+std::string CallerIdentity(const grpc::CallbackServerContext& context,
+                           const CallerPolicy& callers) {
+  const auto auth = context.auth_context();
+  if (auth && auth->IsPeerAuthenticated()) {
+    for (const auto& identity : auth->GetPeerIdentity()) {
+      return std::string(identity.data(), identity.size());
+    }
+  }
+  if (callers.caller_header.empty()) return "";
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(callers.caller_header);
+  return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+// The absolute URL a redirect response points to, if it is one.
+std::optional<std::string> RedirectLocation(const Response& response) {
+  const int code = response.head.status_code;
+  if (code != 301 && code != 302 && code != 303 && code != 307 && code != 308) {
+    return std::nullopt;
+  }
+  for (const auto& [name, value] : response.head.headers) {
+    if (absl::EqualsIgnoreCase(name, "location")) return value;
+  }
+  return std::nullopt;
+}
+
+// The request for the next hop: Location resolved against the current URL; 303, and
+// 301/302 after a POST, become a GET without a body (as browsers and Go do).
+absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& current,
+                                               const std::string& current_url,
+                                               std::string& location, int status_code) {
+  auto base = boost::urls::parse_uri(current_url);
+  auto reference = boost::urls::parse_uri_reference(location);
+  if (!base || !reference) {
+    return absl::UnavailableError(
+        absl::StrCat("upstream redirected to an invalid Location \"", location, "\""));
+  }
+  boost::urls::url resolved;
+  if (auto result = boost::urls::resolve(*base, *reference, resolved); !result) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve redirect Location \"", location, "\""));
+  }
+  location = std::string(resolved.buffer());
+  const bool to_get = status_code == 303 || ((status_code == 301 || status_code == 302) &&
+                                             current.method == "POST");
+  auto next = transport::MakeRequest(to_get ? "GET" : current.method, location,
+                                     current.headers, to_get ? "" : current.body);
+  if (!next.ok()) return next.status();
+  next->caller = current.caller;
+  next->caller_allowed_hosts = current.caller_allowed_hosts;
+  return next;
+}
+
 // Status, headers, connection info and timing: everything but the body.
 void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
   out->set_status_code(response.head.status_code);
@@ -83,21 +142,25 @@ void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
 template <class Reactor>
 class ExchangeReactor {
  protected:
-  // Starts the exchange; the reactor's OnResponse runs once, on an I/O thread. A
-  // request that cannot be sent finishes the RPC at once.
+  // Starts the exchange; the reactor's OnResponse runs once, on an I/O thread, with the
+  // final response (after any redirects followed). A request that cannot be sent
+  // finishes the RPC at once.
   void Start(const FetchService::Context& service, const grpc::CallbackServerContext& context,
              const FetchRequest& request) {
     start_ = absl::Now();
-    observer_ = &service.observer;
+    service_ = &service;
+    follow_redirects_ = request.follow_redirects();
+    deadline_ = Deadline(context, request, service.limits);
     auto http_request = ToHttpRequest(request, service.limits);
     if (!http_request.ok()) return Report(ToGrpcStatus(http_request.status()));
+    http_request->caller = CallerIdentity(context, service.callers);
+    if (auto rule = service.callers.allowed_hosts.find(http_request->caller);
+        rule != service.callers.allowed_hosts.end()) {
+      http_request->caller_allowed_hosts = rule->second;
+    }
+    url_ = request.url();
     refs_.fetch_add(1);  // the transport callback's
-    auto pending = service.transport.Fetch(
-        *std::move(http_request), Deadline(context, request, service.limits),
-        [this](absl::StatusOr<Response> response) { self()->OnResponse(std::move(response)); });
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ = std::move(pending);
-    if (cancelled_) pending_->Cancel();
+    Send(*std::move(http_request));
   }
 
   void CancelExchange() {
@@ -119,15 +182,51 @@ class ExchangeReactor {
 
  private:
   Reactor* self() { return static_cast<Reactor*>(this); }
+
+  void Send(transport::HttpRequest request) {
+    request_ = request;
+    auto pending = service_->transport.Fetch(
+        std::move(request), deadline_,
+        [this](absl::StatusOr<Response> response) { OnTransportResponse(std::move(response)); });
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = std::move(pending);
+    if (cancelled_) pending_->Cancel();
+  }
+
+  // Follows a redirect when the caller asked for it; every hop goes through the
+  // transport, and so through the egress policy, again.
+  void OnTransportResponse(absl::StatusOr<Response> response) {
+    const auto location = response.ok() ? RedirectLocation(*response) : std::nullopt;
+    if (!follow_redirects_ || !location) return self()->OnResponse(std::move(response));
+    response->body->Close();  // the redirect's own body drains
+    if (redirects_ == service_->callers.max_redirects) {
+      return Complete(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("stopped after ", redirects_, " redirects (policy.max_redirects) at ",
+                       url_)));
+    }
+    ++redirects_;
+    std::string next_url = *location;
+    auto next = NextHop(request_, url_, next_url, response->head.status_code);
+    if (!next.ok()) return Complete(ToGrpcStatus(next.status()));
+    url_ = std::move(next_url);
+    Send(*std::move(next));
+  }
+
   void Report(grpc::Status status) {
-    observer_->OnFetchDone(status.error_code(), absl::Now() - start_);
+    service_->observer.OnFetchDone(status.error_code(), absl::Now() - start_);
     self()->Finish(std::move(status));
   }
   void Unref() {
     if (refs_.fetch_sub(1) == 1) delete self();
   }
 
-  FetchObserver* observer_ = nullptr;
+  const FetchService::Context* service_ = nullptr;
+  absl::Time deadline_;
+  bool follow_redirects_ = false;
+  uint32_t redirects_ = 0;
+  transport::HttpRequest request_;  // the current hop
+  std::string url_;                 // the current hop's URL
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;
   std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);

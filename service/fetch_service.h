@@ -16,11 +16,13 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   struct Context {
     transport::Transport& transport;
     const FetchLimits limits;
+    const CallerPolicy callers;
     FetchObserver& observer;
   };
 
-  FetchService(transport::Transport& transport, FetchLimits limits, FetchObserver& observer)
-      : context_{transport, limits, observer} {}
+  FetchService(transport::Transport& transport, FetchLimits limits, CallerPolicy callers,
+               FetchObserver& observer)
+      : context_{transport, limits, std::move(callers), observer} {}
 
   grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
                                   const egress::v1::FetchRequest* request,

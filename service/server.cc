@@ -16,7 +16,8 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   if (!transport.ok()) return transport.status();
   server->transport_ = *std::move(transport);
   server->fetch_service_ =
-      std::make_unique<FetchService>(*server->transport_, config.limits, fetch_observer);
+      std::make_unique<FetchService>(*server->transport_, config.limits, config.callers,
+                                     fetch_observer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -46,6 +46,9 @@ std::string Locations(const std::string& dir) {
     location = /stall { echo_duplicate 1024 "a"; echo_flush; echo_sleep 0.08; echo_duplicate 1024 "b"; }
     location = /slow-head { echo_sleep 3; echo "late"; }
     location = /echo { echo "ok"; }
+    location = /redirect-internal { return 302 http://127.0.0.1:$server_port/cl/1k; }
+    location = /redirect-relative { return 302 /cl/1k; }
+    location = /redirect-loop { return 302 /redirect-loop; }
 )");
 }
 
@@ -127,6 +130,7 @@ http {
   keepalive_timeout 300s;
   server {
     listen 127.0.0.1:)", nginx->http_port_, R"(;
+    listen 127.0.0.2:)", nginx->http_port_, R"(;
     listen 127.0.0.1:)", nginx->https_port_, R"( ssl;
     )", tls, Locations(dir), R"(
   }

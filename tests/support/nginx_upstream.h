@@ -21,6 +21,9 @@ namespace egress::testing {
 //   /stall              1024 "a", an 80 ms pause, 1024 "b"; chunked
 //   /slow-head          headers only after 3 s
 //   /echo               "ok\n" for any method
+//   /redirect-internal  302 to http://127.0.0.1:<port>/cl/1k
+//   /redirect-relative  302 to /cl/1k          /redirect-loop   302 to itself
+// HTTP also listens on 127.0.0.2 (redirector.test in the tests' /etc/hosts).
 // On idle_close_port (https) the same paths, with idle connections closed after 1 s.
 class NginxUpstream {
  public:

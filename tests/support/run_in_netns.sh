@@ -1,5 +1,19 @@
 #!/usr/bin/env bash
-# Runs a test in a network namespace of its own with only loopback up, so that nothing
-# it sends can leave the machine, whatever the code under test does.
+# Runs a test in network and mount namespaces of its own: only loopback is up, so nothing
+# it sends can leave the machine whatever the code under test does, and /etc/hosts is a
+# test file naming a few hosts that resolve inward (for the egress policy tests).
 set -euo pipefail
-exec unshare --net -- bash -c 'ip link set lo up && exec "$@"' run_in_netns "$@"
+exec unshare --net --mount -- bash -c '
+  set -euo pipefail
+  ip link set lo up
+  hosts=$(mktemp)
+  cat > "$hosts" <<HOSTS
+127.0.0.1 localhost
+::1 localhost ip6-localhost
+127.0.0.1 loop.test
+10.1.2.3 internal.test
+169.254.169.254 metadata.test
+127.0.0.2 redirector.test
+HOSTS
+  mount --bind "$hosts" /etc/hosts
+  exec "$@"' run_in_netns "$@"
