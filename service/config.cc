@@ -192,27 +192,25 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   return config;
 }
 
-absl::StatusOr<ServiceConfig> LoadConfigFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat("config file \"", path,
-                                                   "\" cannot be read"));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-
+absl::StatusOr<egress::v1::Config> ParseConfigText(const std::string& text,
+                                                   const std::string& source) {
   egress::v1::Config proto;
-  ParseErrors errors(text.str());
+  ParseErrors errors(text);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &proto)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config file \"", path, "\": ", errors.first()));
+  if (!parser.ParseFromString(text, &proto)) {
+    return absl::InvalidArgumentError(absl::StrCat("config \"", source, "\": ", errors.first()));
   }
-  auto config = BuildConfig(proto);
+  return proto;
+}
+
+absl::StatusOr<ServiceConfig> LoadConfigText(const std::string& text, const std::string& source) {
+  auto proto = ParseConfigText(text, source);
+  if (!proto.ok()) return proto.status();
+  auto config = BuildConfig(*proto);
   if (!config.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config file \"", path, "\": ", config.status().message()));
+        absl::StrCat("config \"", source, "\": ", config.status().message()));
   }
   return config;
 }

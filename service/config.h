@@ -39,8 +39,13 @@ struct ServiceConfig {
 // be positive" for an explicit zero timeout.
 absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto);
 
-// Reads a text-format egress.v1.Config file and builds it; unknown fields are errors.
-absl::StatusOr<ServiceConfig> LoadConfigFile(const std::string& path);
+// Parses text-format egress.v1.Config and builds it; unknown fields are errors.
+// `source` (the file name) prefixes error messages.
+absl::StatusOr<ServiceConfig> LoadConfigText(const std::string& text, const std::string& source);
+
+// Parses text-format egress.v1.Config (`source` names it in errors); no validation.
+absl::StatusOr<egress::v1::Config> ParseConfigText(const std::string& text,
+                                                   const std::string& source);
 
 // The config as one line of text, for the start-up log.
 std::string DescribeConfig(const ServiceConfig& config);

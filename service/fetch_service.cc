@@ -149,13 +149,14 @@ class ExchangeReactor {
              const FetchRequest& request) {
     start_ = absl::Now();
     service_ = &service;
+    config_ = service.config.Get();
     follow_redirects_ = request.follow_redirects();
-    deadline_ = Deadline(context, request, service.limits);
-    auto http_request = ToHttpRequest(request, service.limits);
+    deadline_ = Deadline(context, request, config_->limits);
+    auto http_request = ToHttpRequest(request, config_->limits);
     if (!http_request.ok()) return Report(ToGrpcStatus(http_request.status()));
-    http_request->caller = CallerIdentity(context, service.callers);
-    if (auto rule = service.callers.allowed_hosts.find(http_request->caller);
-        rule != service.callers.allowed_hosts.end()) {
+    http_request->caller = CallerIdentity(context, config_->callers);
+    if (auto rule = config_->callers.allowed_hosts.find(http_request->caller);
+        rule != config_->callers.allowed_hosts.end()) {
       http_request->caller_allowed_hosts = rule->second;
     }
     url_ = request.url();
@@ -179,6 +180,7 @@ class ExchangeReactor {
   void Done() { Unref(); }
 
   absl::Time start_;
+  std::shared_ptr<const ServiceConfig> config_;  // the config this RPC started under
 
  private:
   Reactor* self() { return static_cast<Reactor*>(this); }
@@ -199,7 +201,7 @@ class ExchangeReactor {
     const auto location = response.ok() ? RedirectLocation(*response) : std::nullopt;
     if (!follow_redirects_ || !location) return self()->OnResponse(std::move(response));
     response->body->Close();  // the redirect's own body drains
-    if (redirects_ == service_->callers.max_redirects) {
+    if (redirects_ == config_->callers.max_redirects) {
       return Complete(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
           absl::StrCat("stopped after ", redirects_, " redirects (policy.max_redirects) at ",
@@ -244,7 +246,7 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
     switch (request->body_mode()) {
       case egress::v1::BODY_MODE_NONE: body_limit_ = 0; break;
       case egress::v1::BODY_MODE_PREFIX: body_limit_ = max; break;
-      default: body_limit_ = max ? max : service.limits.default_max_body_bytes; break;
+      default: body_limit_ = max ? max : service.config.Get()->limits.default_max_body_bytes; break;
     }
     Start(service, *context, *request);
   }

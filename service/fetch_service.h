@@ -3,6 +3,7 @@
 
 #include "egress/v1/egress.grpc.pb.h"
 #include "service/config.h"
+#include "service/config_store.h"
 #include "service/fetch_observer.h"
 #include "service/transport/transport.h"
 
@@ -15,14 +16,13 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   // What every RPC's reactor works with.
   struct Context {
     transport::Transport& transport;
-    const FetchLimits limits;
-    const CallerPolicy callers;
+    const ConfigStore& config;  // limits and caller rules; each RPC takes a snapshot
     FetchObserver& observer;
   };
 
-  FetchService(transport::Transport& transport, FetchLimits limits, CallerPolicy callers,
+  FetchService(transport::Transport& transport, const ConfigStore& config,
                FetchObserver& observer)
-      : context_{transport, limits, std::move(callers), observer} {}
+      : context_{transport, config, observer} {}
 
   grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
                                   const egress::v1::FetchRequest* request,

@@ -2,41 +2,78 @@
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "prometheus/exposer.h"
+#include "service/admin_server.h"
 #include "service/config.h"
+#include "service/config_reloader.h"
 #include "service/metrics.h"
 #include "service/server.h"
 
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50051", "address:port for the Egress gRPC service");
+ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
+          "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
+          "--admin_token_file or the --admin_tls_* flags");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding a bearer token the admin service requires (authorization: Bearer ...)");
+ABSL_FLAG(std::string, admin_tls_cert, "", "PEM certificate of the admin listener (mTLS)");
+ABSL_FLAG(std::string, admin_tls_key, "", "PEM private key of the admin listener (mTLS)");
+ABSL_FLAG(std::string, admin_client_ca, "",
+          "PEM CA that admin clients' certificates must chain to (mTLS)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "address:port serving Prometheus metrics at /metrics");
 ABSL_FLAG(std::string, config, "",
-          "text-format egress.v1.Config file; built-in defaults serve when empty");
+          "text-format egress.v1.Config file, applied again when it changes and on SIGHUP; "
+          "built-in defaults serve when empty");
+ABSL_FLAG(absl::Duration, config_poll, absl::Seconds(1),
+          "how often the --config file is checked for changes");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "how long in-flight fetches may take to finish after SIGTERM or SIGINT");
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::cerr << "egressd: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("egressd: fetches URLs for gRPC callers over one pooled transport");
   absl::ParseCommandLine(argc, argv);
 
-  // Block the stop signals before any thread starts, so that only sigwait sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Block the signals before any thread starts, so that only sigwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, signal);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  std::string config_text;
+  if (!config_path.empty()) {
+    auto text = egress::ReadWholeFile(config_path);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    config_text = *std::move(text);
+  }
   absl::StatusOr<egress::ServiceConfig> config =
-      absl::GetFlag(FLAGS_config).empty() ? egress::BuildConfig(egress::v1::Config())
-                                          : egress::LoadConfigFile(absl::GetFlag(FLAGS_config));
-  if (!config.ok()) {
-    std::cerr << "egressd: invalid config: " << config.status().message() << "\n";
-    return 2;
+      config_path.empty() ? egress::BuildConfig(egress::v1::Config())
+                          : egress::LoadConfigText(config_text, config_path);
+  if (!config.ok()) return Fail(absl::StrCat("invalid config: ", config.status().message()));
+
+  std::string admin_token;
+  if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {
+    auto token = egress::ReadWholeFile(absl::GetFlag(FLAGS_admin_token_file));
+    if (!token.ok()) return Fail(absl::StrCat("--admin_token_file: ", token.status().message()));
+    admin_token = std::string(absl::StripAsciiWhitespace(*token));
+    if (admin_token.empty()) return Fail("--admin_token_file: the file is empty");
   }
 
   auto metrics = std::make_shared<egress::Metrics>(config->max_origin_labels);
@@ -44,24 +81,39 @@ int main(int argc, char** argv) {
   try {
     exposer = std::make_unique<prometheus::Exposer>(absl::GetFlag(FLAGS_metrics_listen));
   } catch (const std::exception& e) {
-    std::cerr << "egressd: cannot serve metrics on " << absl::GetFlag(FLAGS_metrics_listen)
-              << ": " << e.what() << "\n";
-    return 1;
+    return Fail(absl::StrCat("cannot serve metrics on ", absl::GetFlag(FLAGS_metrics_listen),
+                             ": ", e.what()));
   }
   exposer->RegisterCollectable(metrics);
+
   auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
                                            *metrics);
-  if (!server.ok()) {
-    std::cerr << "egressd: " << server.status().message() << "\n";
-    return 1;
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  auto admin = egress::AdminServer::Start(
+      **server, {absl::GetFlag(FLAGS_admin_listen), admin_token, absl::GetFlag(FLAGS_admin_tls_cert),
+                 absl::GetFlag(FLAGS_admin_tls_key), absl::GetFlag(FLAGS_admin_client_ca)});
+  if (!admin.ok()) return Fail(std::string(admin.status().message()));
+  std::optional<egress::ConfigReloader> reloader;
+  if (!config_path.empty()) {
+    reloader.emplace(**server, config_path, config_text, absl::GetFlag(FLAGS_config_poll));
   }
   std::cout << "egressd: serving Egress on " << absl::GetFlag(FLAGS_grpc_listen)
+            << ", TransportAdmin on " << absl::GetFlag(FLAGS_admin_listen)
             << ", metrics on http://" << absl::GetFlag(FLAGS_metrics_listen)
             << "/metrics; config: " << egress::DescribeConfig(*config) << std::endl;
 
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  std::cout << "egressd: signal " << signal << ", shutting down" << std::endl;
+  while (true) {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (signal == SIGHUP) {
+      if (reloader) reloader->Reload().IgnoreError();  // logged; the old config stays
+      continue;
+    }
+    std::cout << "egressd: signal " << signal << ", shutting down" << std::endl;
+    break;
+  }
+  reloader.reset();
+  admin->reset();
   (*server)->Shutdown(absl::GetFlag(FLAGS_shutdown_grace));
   return 0;
 }

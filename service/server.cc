@@ -15,9 +15,9 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   auto transport = transport::Transport::Create(config.transport, transport_observer);
   if (!transport.ok()) return transport.status();
   server->transport_ = *std::move(transport);
+  server->config_ = std::make_unique<ConfigStore>(config);
   server->fetch_service_ =
-      std::make_unique<FetchService>(*server->transport_, config.limits, config.callers,
-                                     fetch_observer);
+      std::make_unique<FetchService>(*server->transport_, *server->config_, fetch_observer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -29,6 +29,20 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", grpc_listen));
   }
   return server;
+}
+
+absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::Config& proto) {
+  auto config = BuildConfig(proto);
+  if (!config.ok()) return config.status();
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  if (config->max_origin_labels != config_->Get()->max_origin_labels) {
+    return absl::InvalidArgumentError(
+        "metrics.max_origin_labels: cannot change while egressd runs; restart it instead");
+  }
+  if (auto status = transport_->UpdateSettings(config->transport); !status.ok()) return status;
+  egress::v1::Config in_force = config->proto;
+  config_->Set(*std::move(config));
+  return in_force;
 }
 
 void EgressServer::Shutdown(absl::Duration grace) {

@@ -2,11 +2,13 @@
 #define EGRESS_SERVICE_SERVER_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/server.h"
 #include "service/config.h"
+#include "service/config_store.h"
 #include "service/fetch_service.h"
 #include "service/transport/transport.h"
 
@@ -24,6 +26,11 @@ class EgressServer {
 
   int grpc_port() const { return grpc_port_; }
   transport::Transport& transport() { return *transport_; }
+  const ConfigStore& config() const { return *config_; }
+
+  // Validates a whole new config and swaps it in atomically; returns the config now in
+  // force (defaults filled in). On error nothing changes.
+  absl::StatusOr<egress::v1::Config> ApplyConfig(const egress::v1::Config& proto);
   // Stops accepting RPCs, lets those in flight finish (up to the deadline), then returns.
   void Shutdown(absl::Duration grace);
   void Wait() { server_->Wait(); }
@@ -31,6 +38,8 @@ class EgressServer {
  private:
   EgressServer() = default;
 
+  std::unique_ptr<ConfigStore> config_;
+  std::mutex apply_mu_;  // one ApplyConfig at a time
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<FetchService> fetch_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -54,12 +54,13 @@ absl::Status PolicyDenial(const Origin& origin, const net::ip::address& address,
       absl::StrCat("egress policy denies ", origin.Key(), ": ", why));
 }
 
-Connection::Connection(Executor executor, net::ssl::context& tls_context, Origin origin,
-                       uint64_t id, TransportObserver& observer)
+Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls_context,
+                       Origin origin, uint64_t id, TransportObserver& observer)
     : id_(id),
       origin_(std::move(origin)),
       observer_(observer),
-      stream_(executor, tls_context, origin_.tls),
+      tls_context_(std::move(tls_context)),
+      stream_(executor, *tls_context_, origin_.tls),
       resolver_(executor) {}
 
 void Connection::SetPooled(bool idle) {

@@ -60,8 +60,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using ReadCallback = std::function<void(absl::StatusOr<std::string>)>;
   using DrainCallback = std::function<void(const DrainOutcome&)>;
 
-  Connection(Executor executor, boost::asio::ssl::context& tls_context, Origin origin,
-             uint64_t id, TransportObserver& observer);
+  Connection(Executor executor, std::shared_ptr<boost::asio::ssl::context> tls_context,
+             Origin origin, uint64_t id, TransportObserver& observer);
 
   uint64_t id() const { return id_; }
   const Origin& origin() const { return origin_; }
@@ -128,6 +128,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<bool> opened_{false};  // the dial succeeded
   std::atomic<int> requests_{0};
 
+  std::shared_ptr<boost::asio::ssl::context> tls_context_;  // outlives stream_
   UpstreamStream stream_;
   boost::asio::ip::tcp::resolver resolver_;
   boost::asio::ip::tcp::endpoint remote_endpoint_;

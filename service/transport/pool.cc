@@ -24,9 +24,9 @@ void CancelTimer(const std::shared_ptr<net::steady_timer>& timer) {
 ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimits limits,
                                ConnectionFactory factory)
     : executor_(std::move(executor)),
-      limits_(limits),
       factory_(std::move(factory)),
-      sweep_timer_(net::make_strand(executor_)) {
+      sweep_timer_(net::make_strand(executor_)),
+      limits_(limits) {
   ScheduleIdleSweep();
 }
 
@@ -213,9 +213,30 @@ void ConnectionPool::Run(Deferred& deferred) {
   for (auto& [done, lease] : deferred.callbacks) done(std::move(lease));
 }
 
+void ConnectionPool::SetLimits(PoolLimits limits) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limits_ = limits;
+    for (auto& [key, pool] : origins_) {
+      while (pool.idle.size() > limits_.max_idle_per_origin) {
+        const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
+        RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
+      }
+      ServeWaiters(pool, deferred);
+    }
+  }
+  Run(deferred);
+}
+
 void ConnectionPool::ScheduleIdleSweep() {
+  absl::Duration idle_timeout;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_timeout = limits_.idle_timeout;
+  }
   const absl::Duration period =
-      std::clamp(limits_.idle_timeout / 4, absl::Milliseconds(10), absl::Seconds(1));
+      std::clamp(idle_timeout / 4, absl::Milliseconds(10), absl::Seconds(1));
   sweep_timer_.expires_after(absl::ToChronoNanoseconds(period));
   sweep_timer_.async_wait([this](boost::system::error_code ec) {
     if (ec) return;  // cancelled: the pool is shutting down

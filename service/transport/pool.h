@@ -77,6 +77,9 @@ class ConnectionPool {
   void Retire(const std::shared_ptr<Connection>& connection, CloseReason reason);
 
   std::vector<OriginStats> Stats() const;
+  // New limits for every origin: surplus idle connections are retired at once, and
+  // queued requests get any room that opened up.
+  void SetLimits(PoolLimits limits);
   // Closes every idle connection and refuses new requests.
   void Shutdown();
 
@@ -125,11 +128,11 @@ class ConnectionPool {
   bool SweepIdle();
 
   boost::asio::any_io_executor executor_;
-  const PoolLimits limits_;
   const ConnectionFactory factory_;
   boost::asio::steady_timer sweep_timer_;
 
   mutable std::mutex mu_;
+  PoolLimits limits_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

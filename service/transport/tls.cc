@@ -8,9 +8,9 @@ namespace egress::transport {
 
 namespace ssl = boost::asio::ssl;
 
-absl::StatusOr<std::unique_ptr<ssl::context>> MakeClientTlsContext(
+absl::StatusOr<std::shared_ptr<ssl::context>> MakeClientTlsContext(
     const std::string& extra_ca_file) {
-  auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
   boost::system::error_code ec;
   context->set_default_verify_paths(ec);
   if (ec) {

@@ -11,7 +11,7 @@ namespace egress::transport {
 
 // A client TLS context: TLS 1.2 and 1.3, peer verification on, the system trust store
 // plus the PEM file extra_ca_file when it is not empty.
-absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeClientTlsContext(
+absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeClientTlsContext(
     const std::string& extra_ca_file);
 
 }  // namespace egress::transport

@@ -29,6 +29,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   Exchange(Transport& transport, HttpRequest request, absl::Time deadline,
            Transport::ResponseCallback done)
       : transport_(transport),
+        snapshot_(transport.Current()),
         request_(std::move(request)),
         deadline_(deadline),
         done_(std::move(done)) {}
@@ -92,7 +93,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     if (lease_.reused) return Send();
-    lease_.connection->Dial(transport_.settings_, deadline_,
+    lease_.connection->Dial(snapshot_->settings, deadline_,
                             [self = shared_from_this()](absl::Status status) {
                               self->OnDial(std::move(status));
                             });
@@ -109,7 +110,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   void Send() {
     transport_.observer_.OnUpstreamRequest(request_.origin, lease_.reused);
     send_start_ = absl::Now();
-    const TransportSettings& settings = transport_.settings_;
+    const TransportSettings& settings = snapshot_->settings;
     lease_.connection->Send(
         request_, settings.response_header_timeout, settings.max_response_header_bytes,
         deadline_,
@@ -180,6 +181,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   }
 
   Transport& transport_;
+  const std::shared_ptr<const Transport::Snapshot> snapshot_;  // the config it started with
   const HttpRequest request_;
   const absl::Time deadline_;
   Transport::ResponseCallback done_;
@@ -242,17 +244,40 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(TransportSettings s
       new Transport(std::move(settings), observer, *std::move(tls_context)));
 }
 
+std::shared_ptr<const Transport::Snapshot> Transport::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+absl::Status Transport::UpdateSettings(TransportSettings settings) {
+  const auto current = Current();
+  if (settings.io_threads != current->settings.io_threads) {
+    return absl::InvalidArgumentError(
+        "transport.io_threads: cannot change while egressd runs; restart it instead");
+  }
+  std::shared_ptr<net::ssl::context> tls_context = current->tls_context;
+  if (settings.extra_ca_file != current->settings.extra_ca_file) {
+    auto fresh = MakeClientTlsContext(settings.extra_ca_file);
+    if (!fresh.ok()) return fresh.status();
+    tls_context = *std::move(fresh);
+  }
+  pool_.SetLimits(PoolLimits{settings.max_idle_per_origin, settings.max_conns_per_origin,
+                             settings.idle_timeout});
+  std::lock_guard<std::mutex> lock(mu_);
+  current_ = std::make_shared<const Snapshot>(Snapshot{std::move(settings), std::move(tls_context)});
+  return absl::OkStatus();
+}
+
 Transport::Transport(TransportSettings settings, TransportObserver& observer,
-                     std::unique_ptr<net::ssl::context> tls_context)
-    : settings_(std::move(settings)),
-      observer_(observer),
-      tls_context_(std::move(tls_context)),
+                     std::shared_ptr<net::ssl::context> tls_context)
+    : observer_(observer),
+      current_(std::make_shared<const Snapshot>(Snapshot{settings, std::move(tls_context)})),
       work_(io_context_.get_executor()),
       pool_(io_context_.get_executor(),
-            PoolLimits{settings_.max_idle_per_origin, settings_.max_conns_per_origin,
-                       settings_.idle_timeout},
+            PoolLimits{settings.max_idle_per_origin, settings.max_conns_per_origin,
+                       settings.idle_timeout},
             [this](const Origin& origin) { return MakeConnection(origin); }) {
-  unsigned threads = settings_.io_threads;
+  unsigned threads = settings.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_context_.run(); });
 }
@@ -265,8 +290,8 @@ Transport::~Transport() {
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
-  return std::make_shared<Connection>(net::make_strand(io_context_), *tls_context_, origin,
-                                      next_connection_id_++, observer_);
+  return std::make_shared<Connection>(net::make_strand(io_context_), Current()->tls_context,
+                                      origin, next_connection_id_++, observer_);
 }
 
 std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time deadline,
@@ -283,7 +308,9 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
   if (*verdict != CloseReason::kUnreadBody) return pool_.Retire(connection, *verdict);
 
   const Origin& origin = connection->origin();
-  const DrainDecision decision = DecideDrain(settings_.drain, connection->unread_body());
+  // The policy in force when the drain starts, not when the request did.
+  const DrainDecision decision =
+      DecideDrain(Current()->settings.drain, connection->unread_body());
   if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
     observer_.OnDrainSkipped(origin, *skip);
     return pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose

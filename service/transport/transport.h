@@ -94,23 +94,34 @@ class Transport {
                                       ResponseCallback done);
 
   std::vector<OriginStats> PoolStats() const { return pool_.Stats(); }
-  const TransportSettings& settings() const { return settings_; }
+
+  // The settings new requests get, and the TLS context built from them.
+  struct Snapshot {
+    TransportSettings settings;
+    std::shared_ptr<boost::asio::ssl::context> tls_context;
+  };
+  std::shared_ptr<const Snapshot> Current() const;
+
+  // Swaps in new settings: requests under way finish with the ones they started with,
+  // new requests and drains that start afterwards use these; lowered pool limits retire
+  // surplus idle connections at once. io_threads cannot change (restart egressd).
+  absl::Status UpdateSettings(TransportSettings settings);
 
  private:
   friend class Exchange;
   friend class ResponseBody;
 
   Transport(TransportSettings settings, TransportObserver& observer,
-            std::unique_ptr<boost::asio::ssl::context> tls_context);
+            std::shared_ptr<boost::asio::ssl::context> tls_context);
   std::shared_ptr<Connection> MakeConnection(const Origin& origin);
   // The end of an exchange whose body the caller is done with: back to the pool,
   // drained first, or closed.
   void FinishResponse(const std::shared_ptr<Connection>& connection);
   void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome);
 
-  const TransportSettings settings_;
   TransportObserver& observer_;
-  std::unique_ptr<boost::asio::ssl::context> tls_context_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Snapshot> current_ ABSL_GUARDED_BY(mu_);
   boost::asio::io_context io_context_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::atomic<uint64_t> next_connection_id_{1};

@@ -75,7 +75,8 @@ class PoolTest : public ::testing::Test {
   net::io_context io_;
   net::executor_work_guard<net::io_context::executor_type> work_;
   std::thread thread_;
-  net::ssl::context tls_{net::ssl::context::tls_client};
+  std::shared_ptr<net::ssl::context> tls_ =
+      std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
   CountingObserver observer_;
   std::unique_ptr<ConnectionPool> pool_;
   uint64_t next_id_ = 0;

@@ -1,0 +1,45 @@
+#ifndef EGRESS_SERVICE_ADMIN_SERVER_H_
+#define EGRESS_SERVICE_ADMIN_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/server.h"
+#include "service/admin_service.h"
+#include "service/server.h"
+
+namespace egress {
+
+struct AdminOptions {
+  std::string listen;        // host:port
+  std::string bearer_token;  // empty: no token required
+  // mTLS: all three set, or none.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string client_ca_file;  // client certificates must chain to it
+};
+
+// The TransportAdmin listener. It refuses to listen on a non-loopback address unless a
+// bearer token or mTLS guards it.
+class AdminServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<AdminServer>> Start(EgressServer& egress,
+                                                            const AdminOptions& options);
+  ~AdminServer();
+  int port() const { return port_; }
+
+ private:
+  AdminServer() = default;
+
+  std::unique_ptr<AdminService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// Whether host:port names a loopback address ("127.x.y.z", "[::1]", "localhost").
+bool IsLoopbackListenAddress(const std::string& listen);
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_ADMIN_SERVER_H_

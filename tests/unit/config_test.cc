@@ -1,0 +1,82 @@
+#include "service/config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace egress {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Config, EmptyTextGivesTheBuiltInDefaults) {
+  auto config = LoadConfigText("", "empty");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->transport.drain.max_bytes, 256u * 1024);
+  EXPECT_EQ(config->transport.drain.max_duration, absl::Milliseconds(50));
+  EXPECT_EQ(config->transport.idle_timeout, absl::Seconds(90));
+  EXPECT_EQ(config->proto.drain().mode(), egress::v1::DRAIN_MODE_FIXED);
+  EXPECT_EQ(config->callers.max_redirects, 5u);
+  // The default policy denies loopback.
+  auto loopback = boost::asio::ip::make_address("127.0.0.1");
+  EXPECT_TRUE(config->transport.policy->Check("localhost", loopback).has_value());
+}
+
+TEST(Config, ValuesGivenAreKept) {
+  auto config = LoadConfigText(
+      "transport { max_conns_per_origin: 4 connect_timeout { seconds: 3 } }\n"
+      "drain { mode: DRAIN_MODE_OFF max_bytes: 1000 }\n"
+      "policy { allow_cidrs: \"127.0.0.0/8\" caller_header: \"X-Caller\" }\n",
+      "given");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->transport.max_conns_per_origin, 4u);
+  EXPECT_EQ(config->transport.connect_timeout, absl::Seconds(3));
+  EXPECT_EQ(config->transport.drain.mode, transport::DrainMode::kOff);
+  EXPECT_EQ(config->transport.drain.max_bytes, 1000u);
+  EXPECT_EQ(config->callers.caller_header, "x-caller");
+  EXPECT_FALSE(config->transport.policy->Check("h", boost::asio::ip::make_address("127.0.0.1")));
+}
+
+struct Bad {
+  const char* name;
+  const char* text;
+  const char* words;  // what the message must say, naming the field
+};
+
+class BadConfigTest : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(BadConfigTest, IsRejectedWithTheFieldNamed) {
+  auto config = LoadConfigText(GetParam().text, "egress.conf");
+  ASSERT_FALSE(config.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(config.status()));
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("egress.conf"));
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr(GetParam().words));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadConfigTest,
+    ::testing::Values(
+        Bad{"unknown_field", "transport { max_idle: 3 }", "no field named \"max_idle\""},
+        Bad{"unknown_section", "pool { }", "no field named \"pool\""},
+        Bad{"negative_cap", "drain { max_bytes: -1 }", "max_bytes: -1"},
+        Bad{"negative_duration", "drain { max_duration { seconds: -1 } }",
+            "drain.max_duration: must not be negative"},
+        Bad{"zero_timeout", "transport { connect_timeout { } }",
+            "transport.connect_timeout: must be positive"},
+        Bad{"zero_header_timeout", "transport { response_header_timeout { seconds: 0 } }",
+            "transport.response_header_timeout: must be positive"},
+        Bad{"malformed_cidr", "policy { allow_cidrs: \"10.0.0/8\" }",
+            "policy.allow_cidrs[0]: \"10.0.0/8\" is not a CIDR"},
+        Bad{"cidr_prefix_too_long", "policy { deny_cidrs: \"10.0.0.0/33\" }",
+            "policy.deny_cidrs[0]"},
+        Bad{"bad_host_pattern", "policy { deny_hosts: \"exa mple.com\" }",
+            "policy.deny_hosts[0]"},
+        Bad{"caller_without_identity", "policy { callers { allowed_hosts: \"a.com\" } }",
+            "policy.callers[0].identity: must not be empty"},
+        Bad{"small_header_limit", "transport { max_response_header_bytes: 10 }",
+            "transport.max_response_header_bytes"},
+        Bad{"adaptive_not_yet", "drain { mode: DRAIN_MODE_ADAPTIVE }", "drain.mode"},
+        Bad{"not_text_format", "transport {", "line 1"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace egress
