@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -73,21 +74,117 @@ TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsDeniesLoopbackAndStopsOnSigt
   EXPECT_THAT(output, HasSubstr("drain { mode: DRAIN_MODE_FIXED max_bytes: 262144"));
 }
 
-TEST(EgressdTest, InvalidConfigFileStopsItWithTheFieldNamed) {
-  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/egressd-bad");
-  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
-  std::ofstream(dir + "/bad.textproto") << "drain { max_duration { seconds: -1 } }\n";
-  const std::string binary =
-      absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/service/egressd");
-  const std::string command =
-      absl::StrCat(binary, " --config=", dir, "/bad.textproto 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  char line[1024];
-  std::string output;
-  while (fgets(line, sizeof(line), pipe)) output += line;
-  const int status = pclose(pipe);
-  EXPECT_NE(WEXITSTATUS(status), 0);
-  EXPECT_THAT(output, HasSubstr("drain.max_duration: must not be negative"));
+std::string Binary() {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
+                      "/service/egressd");
+}
+
+std::string TestDir(const std::string& name) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  EXPECT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  return dir;
+}
+
+// Each kind of invalid config stops egressd at start with the field named.
+TEST(EgressdTest, InvalidConfigFilesStopItWithTheFieldNamed) {
+  const std::string dir = TestDir("egressd-bad");
+  const std::pair<const char*, const char*> cases[] = {
+      {"transport { max_idle: 3 }", "no field named \"max_idle\""},
+      {"drain { max_bytes: -5 }", "max_bytes: -5"},
+      {"drain { max_duration { seconds: -1 } }", "drain.max_duration: must not be negative"},
+      {"transport { connect_timeout { } }", "transport.connect_timeout: must be positive"},
+      {"policy { allow_cidrs: \"10.0.0.0/40\" }", "policy.allow_cidrs[0]"},
+  };
+  for (const auto& [text, words] : cases) {
+    std::ofstream(dir + "/bad.textproto") << text << "\n";
+    const std::string command = absl::StrCat(Binary(), " --config=", dir, "/bad.textproto 2>&1");
+    FILE* pipe = popen(command.c_str(), "r");
+    char line[1024];
+    std::string output;
+    while (fgets(line, sizeof(line), pipe)) output += line;
+    const int status = pclose(pipe);
+    EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+    EXPECT_THAT(output, HasSubstr(words)) << text;
+  }
+}
+
+class ReloadTest : public ::testing::Test {
+ protected:
+  void WriteConfig(const std::string& body) {
+    std::ofstream(path_ + ".tmp") << body;
+    ASSERT_EQ(std::rename((path_ + ".tmp").c_str(), path_.c_str()), 0);
+  }
+  uint64_t MaxBytesInForce() {
+    egress::v1::Config config;
+    grpc::ClientContext context;
+    EXPECT_TRUE(admin_->GetConfig(&context, egress::v1::GetConfigRequest(), &config).ok());
+    return config.drain().max_bytes();
+  }
+  bool WaitForMaxBytes(uint64_t expected) {
+    for (int i = 0; i < 100 && MaxBytesInForce() != expected; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return MaxBytesInForce() == expected;
+  }
+  void Update(uint64_t max_bytes) {
+    egress::v1::UpdateConfigRequest request;
+    request.mutable_config()->mutable_drain()->set_max_bytes(max_bytes);
+    egress::v1::Config in_force;
+    grpc::ClientContext context;
+    ASSERT_TRUE(admin_->UpdateConfig(&context, request, &in_force).ok());
+    EXPECT_EQ(in_force.drain().max_bytes(), max_bytes);
+  }
+
+  std::string path_;
+  std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_;
+};
+
+// The most recent change wins: UpdateConfig over the file, then a changed file (or
+// SIGHUP) over UpdateConfig. A bad file is rejected and the config in force stays.
+TEST_F(ReloadTest, FileChangesAndUpdateConfigTakeTurnsAndABadFileChangesNothing) {
+  const std::string dir = TestDir("egressd-reload");
+  path_ = dir + "/egress.textproto";
+  const std::string log = dir + "/egressd.log";
+  WriteConfig("drain { max_bytes: 1000 }\n");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(log.c_str(), "w", stdout)) _exit(126);
+    execl(Binary().c_str(), "egressd", ("--config=" + path_).c_str(), "--config_poll=50ms",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(WaitForPort(50052, 30)) << ReadFile(log);
+  admin_ = egress::v1::TransportAdmin::NewStub(
+      grpc::CreateChannel("127.0.0.1:50052", grpc::InsecureChannelCredentials()));
+
+  EXPECT_EQ(MaxBytesInForce(), 1000u);
+  Update(2000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // an unchanged file does not win
+  EXPECT_EQ(MaxBytesInForce(), 2000u);
+
+  WriteConfig("drain { max_bytes: 3000 }\n");
+  EXPECT_TRUE(WaitForMaxBytes(3000));
+
+  WriteConfig("drain { max_bytes: -1 }\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(MaxBytesInForce(), 3000u);
+  EXPECT_THAT(ReadFile(log), HasSubstr("rejected config file"));
+
+  Update(4000);
+  kill(pid, SIGHUP);  // the file is still bad: nothing changes
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(MaxBytesInForce(), 4000u);
+
+  WriteConfig("drain { max_bytes: 5000 }\n");
+  EXPECT_TRUE(WaitForMaxBytes(5000));
+  Update(6000);
+  kill(pid, SIGHUP);  // SIGHUP re-applies the file even though it did not change
+  EXPECT_TRUE(WaitForMaxBytes(5000));
+
+  kill(pid, SIGTERM);
+  int exit_status = 0;
+  ASSERT_EQ(waitpid(pid, &exit_status, 0), pid);
+  EXPECT_EQ(WEXITSTATUS(exit_status), 0);
 }
 
 }  // namespace
