@@ -9,6 +9,8 @@ log=$(mktemp)
 status=0
 for config in "" "--config=asan" "--config=tsan"; do
   echo "=== bazel test ${config:-(default config)} //..."
+  # Build everything first, so that compiling does not compete with running tests.
+  bazel build $config //... || { status=1; continue; }
   bazel test $config //... 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 done
