@@ -71,6 +71,82 @@ absl::Status ParseList(absl::string_view name,
   return absl::OkStatus();
 }
 
+// The drain policy a DrainPolicy message asks for, defaults from `fallback`.
+absl::StatusOr<transport::DrainSettings> BuildDrain(absl::string_view name,
+                                                    egress::v1::DrainPolicy* drain,
+                                                    transport::DrainSettings fallback) {
+  transport::DrainSettings settings = fallback;
+  switch (drain->mode()) {
+    case egress::v1::DRAIN_MODE_UNSPECIFIED:
+      drain->set_mode(fallback.mode == transport::DrainMode::kOff ? egress::v1::DRAIN_MODE_OFF
+                                                                 : egress::v1::DRAIN_MODE_FIXED);
+      break;
+    case egress::v1::DRAIN_MODE_FIXED:
+      settings.mode = transport::DrainMode::kFixed;
+      break;
+    case egress::v1::DRAIN_MODE_OFF:
+      settings.mode = transport::DrainMode::kOff;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".mode: ", egress::v1::DrainMode_Name(drain->mode()),
+                       " is not supported yet; use DRAIN_MODE_FIXED or DRAIN_MODE_OFF"));
+  }
+  if (drain->max_bytes() == 0) drain->set_max_bytes(fallback.max_bytes);
+  settings.max_bytes = drain->max_bytes();
+  const bool duration_set = drain->has_max_duration();
+  if (auto status = DurationField(absl::StrCat(name, ".max_duration"), duration_set,
+                                  drain->mutable_max_duration(), fallback.max_duration,
+                                  &settings.max_duration);
+      !status.ok()) {
+    return status;
+  }
+  return settings;
+}
+
+// One transport.origins entry over the transport's settings.
+absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
+                                                        egress::v1::OriginOverride* proto,
+                                                        const transport::TransportSettings& base) {
+  const std::string name = absl::StrCat("transport.origins[", index, "]");
+  transport::OriginOverride o;
+  auto host = transport::HostPattern::Parse(proto->host());
+  if (!host.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ".host: ", host.status().message()));
+  }
+  o.host = *std::move(host);
+  if (proto->max_idle_per_origin()) o.max_idle_per_origin = proto->max_idle_per_origin();
+  if (proto->max_conns_per_origin()) o.max_conns_per_origin = proto->max_conns_per_origin();
+  for (auto [field, set, value, out] : {
+           std::make_tuple("idle_timeout", proto->has_idle_timeout(), proto->idle_timeout(),
+                           &o.idle_timeout),
+           std::make_tuple("connect_timeout", proto->has_connect_timeout(),
+                           proto->connect_timeout(), &o.connect_timeout),
+           std::make_tuple("tls_handshake_timeout", proto->has_tls_handshake_timeout(),
+                           proto->tls_handshake_timeout(), &o.tls_handshake_timeout),
+           std::make_tuple("response_header_timeout", proto->has_response_header_timeout(),
+                           proto->response_header_timeout(), &o.response_header_timeout)}) {
+    if (!set) continue;
+    if (FromProto(value) <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".", field, ": must be positive"));
+    }
+    *out = FromProto(value);
+  }
+  if (proto->has_drain()) {
+    auto drain = BuildDrain(name + ".drain", proto->mutable_drain(), base.drain);
+    if (!drain.ok()) return drain.status();
+    o.drain = *drain;
+  }
+  o.extra_ca_file = proto->extra_ca_file();
+  o.client_cert_file = proto->client_cert_file();
+  o.client_key_file = proto->client_key_file();
+  if (o.client_cert_file.empty() != o.client_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": set client_cert_file and client_key_file together"));
+  }
+  return o;
+}
+
 absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config) {
   transport::PolicyRules rules;
   rules.enabled = !policy->disabled();
@@ -139,30 +215,14 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
     if (auto status = DurationField(name, set, field, *out, out); !status.ok()) return status;
   }
 
-  auto* drain = config.proto.mutable_drain();
-  switch (drain->mode()) {
-    case egress::v1::DRAIN_MODE_UNSPECIFIED:
-      drain->set_mode(egress::v1::DRAIN_MODE_FIXED);
-      [[fallthrough]];
-    case egress::v1::DRAIN_MODE_FIXED:
-      t.drain.mode = transport::DrainMode::kFixed;
-      break;
-    case egress::v1::DRAIN_MODE_OFF:
-      t.drain.mode = transport::DrainMode::kOff;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("drain.mode: ", egress::v1::DrainMode_Name(drain->mode()),
-                       " is not supported yet; use DRAIN_MODE_FIXED or DRAIN_MODE_OFF"));
-  }
-  if (drain->max_bytes() == 0) drain->set_max_bytes(t.drain.max_bytes);
-  t.drain.max_bytes = drain->max_bytes();
-  const bool drain_duration_set = drain->has_max_duration();
-  if (auto status = DurationField("drain.max_duration", drain_duration_set,
-                                  drain->mutable_max_duration(), t.drain.max_duration,
-                                  &t.drain.max_duration);
-      !status.ok()) {
-    return status;
+  auto drain = BuildDrain("drain", config.proto.mutable_drain(), t.drain);
+  if (!drain.ok()) return drain.status();
+  t.drain = *drain;
+
+  for (int i = 0; i < tp->origins_size(); ++i) {
+    auto o = BuildOverride(i, tp->mutable_origins(i), t);
+    if (!o.ok()) return o.status();
+    t.origin_overrides.push_back(*std::move(o));
   }
 
   auto* metrics = config.proto.mutable_metrics();

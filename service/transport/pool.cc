@@ -21,7 +21,7 @@ void CancelTimer(const std::shared_ptr<net::steady_timer>& timer) {
 
 }  // namespace
 
-ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimits limits,
+ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimitsByHost limits,
                                ConnectionFactory factory)
     : executor_(std::move(executor)),
       factory_(std::move(factory)),
@@ -39,8 +39,8 @@ ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
 }
 
 bool ConnectionPool::HasRoom(const OriginPool& pool) const {
-  return limits_.max_conns_per_origin == 0 ||
-         pool.live.size() < limits_.max_conns_per_origin;
+  const PoolLimits& limits = LimitsOf(pool);
+  return limits.max_conns_per_origin == 0 || pool.live.size() < limits.max_conns_per_origin;
 }
 
 ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
@@ -75,7 +75,7 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
       while (!fresh && !served && !pool.idle.empty()) {
         IdleEntry entry = std::move(pool.idle.back());
         pool.idle.pop_back();
-        if (now - entry.since > limits_.idle_timeout) {
+        if (now - entry.since > LimitsOf(pool).idle_timeout) {
           RetireLocked(pool, entry.connection, CloseReason::kIdleTimeout, deferred);
           continue;
         }
@@ -128,7 +128,7 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
           std::move(waiter->done),
           absl::DeadlineExceededError(absl::StrCat(
               "deadline expired while waiting for a connection to ", key, ": all ",
-              limits_.max_conns_per_origin,
+              LimitsOf(origins_.at(key)).max_conns_per_origin,
               " connections allowed by transport.max_conns_per_origin are busy")));
     }
   }
@@ -157,7 +157,7 @@ void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
     OriginPool& pool = PoolFor(connection->origin());
     if (shut_down_) {
       RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
-    } else if (pool.idle.size() >= limits_.max_idle_per_origin) {
+    } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin) {
       RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
     } else {
       connection->SetPooled(true);
@@ -213,13 +213,13 @@ void ConnectionPool::Run(Deferred& deferred) {
   for (auto& [done, lease] : deferred.callbacks) done(std::move(lease));
 }
 
-void ConnectionPool::SetLimits(PoolLimits limits) {
+void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
     limits_ = limits;
     for (auto& [key, pool] : origins_) {
-      while (pool.idle.size() > limits_.max_idle_per_origin) {
+      while (pool.idle.size() > LimitsOf(pool).max_idle_per_origin) {
         const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
         RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
       }
@@ -233,7 +233,10 @@ void ConnectionPool::ScheduleIdleSweep() {
   absl::Duration idle_timeout;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    idle_timeout = limits_.idle_timeout;
+    idle_timeout = limits_.defaults.idle_timeout;
+    for (const auto& [pattern, limits] : limits_.overrides) {
+      idle_timeout = std::min(idle_timeout, limits.idle_timeout);
+    }
   }
   const absl::Duration period =
       std::clamp(idle_timeout / 4, absl::Milliseconds(10), absl::Seconds(1));
@@ -253,7 +256,7 @@ bool ConnectionPool::SweepIdle() {
     for (auto& [key, pool] : origins_) {
       std::vector<std::shared_ptr<Connection>> expired;
       for (const IdleEntry& entry : pool.idle) {
-        if (now - entry.since > limits_.idle_timeout) expired.push_back(entry.connection);
+        if (now - entry.since > LimitsOf(pool).idle_timeout) expired.push_back(entry.connection);
       }
       for (const auto& connection : expired) {
         RetireLocked(pool, connection, CloseReason::kIdleTimeout, deferred);

@@ -39,6 +39,19 @@ struct PoolLimits {
   absl::Duration idle_timeout = absl::Seconds(90);
 };
 
+// The limits of each origin: the defaults, or those of the first matching host pattern.
+struct PoolLimitsByHost {
+  PoolLimits defaults;
+  std::vector<std::pair<HostPattern, PoolLimits>> overrides;
+
+  const PoolLimits& For(absl::string_view host) const {
+    for (const auto& [pattern, limits] : overrides) {
+      if (pattern.Matches(host)) return limits;
+    }
+    return defaults;
+  }
+};
+
 // The one pool of upstream connections shared by all callers, keyed by origin.
 // It decides which connection a request gets and keeps the per-origin limits; it does
 // no I/O of its own beyond closing connections. Thread-safe.
@@ -59,7 +72,7 @@ class ConnectionPool {
   using WaitId = uint64_t;
 
   // Timers run on `executor`; destroy the pool only once it has stopped running.
-  ConnectionPool(boost::asio::any_io_executor executor, PoolLimits limits,
+  ConnectionPool(boost::asio::any_io_executor executor, PoolLimitsByHost limits,
                  ConnectionFactory factory);
   ~ConnectionPool();
 
@@ -79,7 +92,7 @@ class ConnectionPool {
   std::vector<OriginStats> Stats() const;
   // New limits for every origin: surplus idle connections are retired at once, and
   // queued requests get any room that opened up.
-  void SetLimits(PoolLimits limits);
+  void SetLimits(PoolLimitsByHost limits);
   // Closes every idle connection and refuses new requests.
   void Shutdown();
 
@@ -110,6 +123,9 @@ class ConnectionPool {
 
   OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRoom(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const PoolLimits& LimitsOf(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return limits_.For(pool.origin.host);
+  }
   Lease NewConnection(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveIdle(OriginPool& pool, const Connection& connection)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -132,7 +148,7 @@ class ConnectionPool {
   boost::asio::steady_timer sweep_timer_;
 
   mutable std::mutex mu_;
-  PoolLimits limits_ ABSL_GUARDED_BY(mu_);
+  PoolLimitsByHost limits_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "absl/time/time.h"
@@ -22,6 +24,28 @@ struct DrainSettings {
   absl::Duration max_duration = absl::Milliseconds(50);
 };
 
+struct TransportSettings;
+
+// Settings for the origins whose host matches, over the defaults. Unset fields keep the
+// default; any TLS field set gives the matching origins a TLS context of their own.
+struct OriginOverride {
+  HostPattern host;
+  std::optional<uint32_t> max_idle_per_origin;
+  std::optional<uint32_t> max_conns_per_origin;
+  std::optional<absl::Duration> idle_timeout;
+  std::optional<absl::Duration> connect_timeout;
+  std::optional<absl::Duration> tls_handshake_timeout;
+  std::optional<absl::Duration> response_header_timeout;
+  std::optional<DrainSettings> drain;
+  std::string extra_ca_file;
+  std::string client_cert_file;  // PEM, presented to upstreams that ask (mTLS)
+  std::string client_key_file;
+
+  bool HasTls() const {
+    return !extra_ca_file.empty() || !client_cert_file.empty() || !client_key_file.empty();
+  }
+};
+
 // Everything the shared transport is configured with; built-in defaults serve.
 struct TransportSettings {
   uint32_t max_idle_per_origin = 100;
@@ -35,6 +59,36 @@ struct TransportSettings {
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
+  std::vector<OriginOverride> origin_overrides;  // first match wins
+
+  // The first override matching `host`, if any.
+  const OriginOverride* OverrideFor(absl::string_view host) const {
+    for (const auto& o : origin_overrides) {
+      if (o.host.Matches(host)) return &o;
+    }
+    return nullptr;
+  }
+
+  // These settings as they apply to `host`.
+  TransportSettings ForHost(absl::string_view host) const {
+    const OriginOverride* o = OverrideFor(host);
+    return o ? With(*o) : With(OriginOverride{});
+  }
+
+  // These settings with an override's fields laid over them (and no overrides left).
+  TransportSettings With(const OriginOverride& override_) const {
+    const OriginOverride* o = &override_;
+    TransportSettings s = *this;
+    s.origin_overrides.clear();
+    s.max_idle_per_origin = o->max_idle_per_origin.value_or(s.max_idle_per_origin);
+    s.max_conns_per_origin = o->max_conns_per_origin.value_or(s.max_conns_per_origin);
+    s.idle_timeout = o->idle_timeout.value_or(s.idle_timeout);
+    s.connect_timeout = o->connect_timeout.value_or(s.connect_timeout);
+    s.tls_handshake_timeout = o->tls_handshake_timeout.value_or(s.tls_handshake_timeout);
+    s.response_header_timeout = o->response_header_timeout.value_or(s.response_header_timeout);
+    s.drain = o->drain.value_or(s.drain);
+    return s;
+  }
 };
 
 }  // namespace egress::transport

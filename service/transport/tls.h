@@ -9,10 +9,16 @@
 
 namespace egress::transport {
 
+struct ClientTlsFiles {
+  std::string extra_ca_file;     // PEM CAs trusted besides the system store
+  std::string client_cert_file;  // PEM certificate shown to servers that ask (mTLS)
+  std::string client_key_file;
+};
+
 // A client TLS context: TLS 1.2 and 1.3, peer verification on, the system trust store
-// plus the PEM file extra_ca_file when it is not empty.
+// plus the given files. Errors name the file and the config field.
 absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeClientTlsContext(
-    const std::string& extra_ca_file);
+    const ClientTlsFiles& files);
 
 }  // namespace egress::transport
 

@@ -30,6 +30,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
            Transport::ResponseCallback done)
       : transport_(transport),
         snapshot_(transport.Current()),
+        settings_(snapshot_->settings.ForHost(request.origin.host)),
         request_(std::move(request)),
         deadline_(deadline),
         done_(std::move(done)) {}
@@ -93,7 +94,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     if (lease_.reused) return Send();
-    lease_.connection->Dial(snapshot_->settings, deadline_,
+    lease_.connection->Dial(settings_, deadline_,
                             [self = shared_from_this()](absl::Status status) {
                               self->OnDial(std::move(status));
                             });
@@ -110,7 +111,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   void Send() {
     transport_.observer_.OnUpstreamRequest(request_.origin, lease_.reused);
     send_start_ = absl::Now();
-    const TransportSettings& settings = snapshot_->settings;
+    const TransportSettings& settings = settings_;
     lease_.connection->Send(
         request_, settings.response_header_timeout, settings.max_response_header_bytes,
         deadline_,
@@ -182,6 +183,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   Transport& transport_;
   const std::shared_ptr<const Transport::Snapshot> snapshot_;  // the config it started with
+  const TransportSettings settings_;                            // ... for its origin
   const HttpRequest request_;
   const absl::Time deadline_;
   Transport::ResponseCallback done_;
@@ -236,12 +238,53 @@ void ResponseBody::Close() {
   state_->transport->FinishResponse(state_->connection);
 }
 
+std::shared_ptr<net::ssl::context> Transport::Snapshot::TlsFor(absl::string_view host) const {
+  for (size_t i = 0; i < settings.origin_overrides.size(); ++i) {
+    if (settings.origin_overrides[i].host.Matches(host)) {
+      return override_tls[i] ? override_tls[i] : tls_context;
+    }
+  }
+  return tls_context;
+}
+
+absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapshot(
+    TransportSettings settings) {
+  auto snapshot = std::make_shared<Snapshot>();
+  auto tls = MakeClientTlsContext({settings.extra_ca_file, "", ""});
+  if (!tls.ok()) return tls.status();
+  snapshot->tls_context = *std::move(tls);
+  for (const OriginOverride& o : settings.origin_overrides) {
+    if (!o.HasTls()) {
+      snapshot->override_tls.push_back(nullptr);
+      continue;
+    }
+    auto own = MakeClientTlsContext(
+        {o.extra_ca_file.empty() ? settings.extra_ca_file : o.extra_ca_file, o.client_cert_file,
+         o.client_key_file});
+    if (!own.ok()) return own.status();
+    snapshot->override_tls.push_back(*std::move(own));
+  }
+  snapshot->settings = std::move(settings);
+  return snapshot;
+}
+
+PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
+  PoolLimitsByHost limits;
+  limits.defaults = {settings.max_idle_per_origin, settings.max_conns_per_origin,
+                     settings.idle_timeout};
+  for (const OriginOverride& o : settings.origin_overrides) {
+    const TransportSettings s = settings.With(o);
+    limits.overrides.emplace_back(o.host, PoolLimits{s.max_idle_per_origin,
+                                                     s.max_conns_per_origin, s.idle_timeout});
+  }
+  return limits;
+}
+
 absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(TransportSettings settings,
                                                              TransportObserver& observer) {
-  auto tls_context = MakeClientTlsContext(settings.extra_ca_file);
-  if (!tls_context.ok()) return tls_context.status();
-  return std::unique_ptr<Transport>(
-      new Transport(std::move(settings), observer, *std::move(tls_context)));
+  auto snapshot = MakeSnapshot(std::move(settings));
+  if (!snapshot.ok()) return snapshot.status();
+  return std::unique_ptr<Transport>(new Transport(observer, *std::move(snapshot)));
 }
 
 std::shared_ptr<const Transport::Snapshot> Transport::Current() const {
@@ -250,34 +293,25 @@ std::shared_ptr<const Transport::Snapshot> Transport::Current() const {
 }
 
 absl::Status Transport::UpdateSettings(TransportSettings settings) {
-  const auto current = Current();
-  if (settings.io_threads != current->settings.io_threads) {
+  if (settings.io_threads != Current()->settings.io_threads) {
     return absl::InvalidArgumentError(
         "transport.io_threads: cannot change while egressd runs; restart it instead");
   }
-  std::shared_ptr<net::ssl::context> tls_context = current->tls_context;
-  if (settings.extra_ca_file != current->settings.extra_ca_file) {
-    auto fresh = MakeClientTlsContext(settings.extra_ca_file);
-    if (!fresh.ok()) return fresh.status();
-    tls_context = *std::move(fresh);
-  }
-  pool_.SetLimits(PoolLimits{settings.max_idle_per_origin, settings.max_conns_per_origin,
-                             settings.idle_timeout});
+  auto snapshot = MakeSnapshot(std::move(settings));
+  if (!snapshot.ok()) return snapshot.status();
+  pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
   std::lock_guard<std::mutex> lock(mu_);
-  current_ = std::make_shared<const Snapshot>(Snapshot{std::move(settings), std::move(tls_context)});
+  current_ = *std::move(snapshot);
   return absl::OkStatus();
 }
 
-Transport::Transport(TransportSettings settings, TransportObserver& observer,
-                     std::shared_ptr<net::ssl::context> tls_context)
+Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot> snapshot)
     : observer_(observer),
-      current_(std::make_shared<const Snapshot>(Snapshot{settings, std::move(tls_context)})),
+      current_(snapshot),
       work_(io_context_.get_executor()),
-      pool_(io_context_.get_executor(),
-            PoolLimits{settings.max_idle_per_origin, settings.max_conns_per_origin,
-                       settings.idle_timeout},
+      pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),
             [this](const Origin& origin) { return MakeConnection(origin); }) {
-  unsigned threads = settings.io_threads;
+  unsigned threads = snapshot->settings.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_context_.run(); });
 }
@@ -290,8 +324,9 @@ Transport::~Transport() {
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
-  return std::make_shared<Connection>(net::make_strand(io_context_), Current()->tls_context,
-                                      origin, next_connection_id_++, observer_);
+  return std::make_shared<Connection>(net::make_strand(io_context_),
+                                      Current()->TlsFor(origin.host), origin,
+                                      next_connection_id_++, observer_);
 }
 
 std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time deadline,
@@ -309,8 +344,8 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
 
   const Origin& origin = connection->origin();
   // The policy in force when the drain starts, not when the request did.
-  const DrainDecision decision =
-      DecideDrain(Current()->settings.drain, connection->unread_body());
+  const DrainDecision decision = DecideDrain(
+      Current()->settings.ForHost(connection->origin().host).drain, connection->unread_body());
   if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
     observer_.OnDrainSkipped(origin, *skip);
     return pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose

@@ -99,6 +99,11 @@ class Transport {
   struct Snapshot {
     TransportSettings settings;
     std::shared_ptr<boost::asio::ssl::context> tls_context;
+    // One per settings.origin_overrides entry; null where the override sets no TLS.
+    std::vector<std::shared_ptr<boost::asio::ssl::context>> override_tls;
+
+    // The TLS context for connections to `host`.
+    std::shared_ptr<boost::asio::ssl::context> TlsFor(absl::string_view host) const;
   };
   std::shared_ptr<const Snapshot> Current() const;
 
@@ -111,8 +116,11 @@ class Transport {
   friend class Exchange;
   friend class ResponseBody;
 
-  Transport(TransportSettings settings, TransportObserver& observer,
-            std::shared_ptr<boost::asio::ssl::context> tls_context);
+  Transport(TransportObserver& observer, std::shared_ptr<const Snapshot> snapshot);
+  // Builds the TLS contexts the settings need; fails on unreadable certificate files.
+  static absl::StatusOr<std::shared_ptr<const Snapshot>> MakeSnapshot(
+      TransportSettings settings);
+  static PoolLimitsByHost PoolLimitsOf(const TransportSettings& settings);
   std::shared_ptr<Connection> MakeConnection(const Origin& origin);
   // The end of an exchange whose body the caller is done with: back to the pool,
   // drained first, or closed.

@@ -97,7 +97,12 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
                    " -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null"
                    " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext"
                    " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key"
-                   " -CAcreateserial -out server.pem -days 2 -extfile san.ext 2>/dev/null"));
+                   " -CAcreateserial -out server.pem -days 2 -extfile san.ext 2>/dev/null"
+                   " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+                   " -keyout client.key -out client.csr -subj /CN=egress-client 2>/dev/null"
+                   " && printf 'extendedKeyUsage=clientAuth\\n' > client.ext"
+                   " && openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key"
+                   " -CAcreateserial -out client.pem -days 2 -extfile client.ext 2>/dev/null"));
   nginx->ca_file_ = absl::StrCat(pki, "/ca.pem");
 
   for (const auto& [name, size] : FileSizes()) {
@@ -107,6 +112,7 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
   nginx->http_port_ = FreePort();
   nginx->https_port_ = FreePort();
   nginx->idle_close_port_ = FreePort();
+  nginx->mtls_port_ = FreePort();
   const std::string tls = absl::StrCat("ssl_certificate ", pki, "/server.pem; ssl_certificate_key ",
                                        pki, "/server.key; ssl_protocols TLSv1.2 TLSv1.3;");
   const std::string config = absl::StrCat(R"(
@@ -139,6 +145,12 @@ http {
     keepalive_timeout 1s;
     )", tls, Locations(dir), R"(
   }
+  server {
+    listen 127.0.0.1:)", nginx->mtls_port_, R"( ssl;
+    ssl_verify_client on;
+    ssl_client_certificate )", pki, R"(/ca.pem;
+    )", tls, Locations(dir), R"(
+  }
 }
 )");
   const std::string config_path = absl::StrCat(dir, "/nginx.conf");
@@ -148,7 +160,8 @@ http {
       std::vector<std::string>{"nginx", "-c", config_path, "-p", dir, "-e",
                                dir + "/logs/error.log"},
       dir + "/logs/stderr.log");
-  for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_}) {
+  for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_,
+                   nginx->mtls_port_}) {
     if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;

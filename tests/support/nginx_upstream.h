@@ -41,7 +41,11 @@ class NginxUpstream {
   int http_port() const { return http_port_; }
   int https_port() const { return https_port_; }
   int idle_close_port() const { return idle_close_port_; }
+  // HTTPS that requires a client certificate from the test CA.
+  int mtls_port() const { return mtls_port_; }
   const std::string& ca_file() const { return ca_file_; }
+  std::string client_cert_file() const { return dir_ + "/pki/client.pem"; }
+  std::string client_key_file() const { return dir_ + "/pki/client.key"; }
 
   std::string HttpUrl(const std::string& path) const;
   std::string HttpsUrl(const std::string& path) const;
@@ -63,6 +67,7 @@ class NginxUpstream {
   int http_port_ = 0;
   int https_port_ = 0;
   int idle_close_port_ = 0;
+  int mtls_port_ = 0;
 };
 
 // A loopback port that nothing listens on right now.
