@@ -1,8 +1,5 @@
 #include "service/admin_server.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/ip/address.hpp"
@@ -10,20 +7,6 @@
 #include "grpcpp/server_builder.h"
 
 namespace egress {
-namespace {
-
-absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in || text.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read \"", path, "\""));
-  }
-  return text.str();
-}
-
-}  // namespace
-
 bool IsLoopbackListenAddress(const std::string& listen) {
   std::string host = listen.substr(0, listen.rfind(':'));
   if (host == "localhost") return true;
@@ -37,33 +20,19 @@ bool IsLoopbackListenAddress(const std::string& listen) {
 
 absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(EgressServer& egress,
                                                                 const AdminOptions& options) {
-  const bool mtls = !options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
-                    !options.client_ca_file.empty();
+  const bool mtls = !options.tls.client_ca_file.empty();
   if (!IsLoopbackListenAddress(options.listen) && options.bearer_token.empty() && !mtls) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--admin_listen=", options.listen,
         " is not a loopback address: set --admin_token_file or the --admin_tls_* flags (mTLS) "
         "so that only operators can change the config"));
   }
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (mtls) {
-    auto cert = ReadPem("--admin_tls_cert", options.tls_cert_file);
-    auto key = ReadPem("--admin_tls_key", options.tls_key_file);
-    auto ca = ReadPem("--admin_client_ca", options.client_ca_file);
-    for (const auto* pem : {&cert, &key, &ca}) {
-      if (!pem->ok()) return pem->status();
-    }
-    grpc::SslServerCredentialsOptions ssl(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = *ca;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    credentials = grpc::SslServerCredentials(ssl);
-  }
-
+  auto credentials = MakeServerCredentials(options.tls, "--admin_tls");
+  if (!credentials.ok()) return credentials.status();
   std::unique_ptr<AdminServer> admin(new AdminServer());
   admin->service_ = std::make_unique<AdminService>(egress, options.bearer_token);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &admin->port_);
+  builder.AddListeningPort(options.listen, *credentials, &admin->port_);
   builder.RegisterService(admin->service_.get());
   admin->server_ = builder.BuildAndStart();
   if (!admin->server_ || admin->port_ == 0) {

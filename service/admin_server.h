@@ -8,16 +8,14 @@
 #include "grpcpp/server.h"
 #include "service/admin_service.h"
 #include "service/server.h"
+#include "service/server_credentials.h"
 
 namespace egress {
 
 struct AdminOptions {
   std::string listen;        // host:port
   std::string bearer_token;  // empty: no token required
-  // mTLS: all three set, or none.
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  std::string client_ca_file;  // client certificates must chain to it
+  ServerTlsFiles tls;        // mTLS when all three files are set
 };
 
 // The TransportAdmin listener. It refuses to listen on a non-loopback address unless a

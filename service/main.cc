@@ -15,9 +15,14 @@
 #include "service/config.h"
 #include "service/config_reloader.h"
 #include "service/metrics.h"
+#include "service/server_credentials.h"
 #include "service/server.h"
 
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50051", "address:port for the Egress gRPC service");
+ABSL_FLAG(std::string, grpc_tls_cert, "", "PEM certificate: serve Egress over TLS");
+ABSL_FLAG(std::string, grpc_tls_key, "", "PEM private key for --grpc_tls_cert");
+ABSL_FLAG(std::string, grpc_tls_client_ca, "",
+          "PEM CA for callers' certificates: require mTLS and identify callers by them");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
@@ -25,7 +30,7 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "file holding a bearer token the admin service requires (authorization: Bearer ...)");
 ABSL_FLAG(std::string, admin_tls_cert, "", "PEM certificate of the admin listener (mTLS)");
 ABSL_FLAG(std::string, admin_tls_key, "", "PEM private key of the admin listener (mTLS)");
-ABSL_FLAG(std::string, admin_client_ca, "",
+ABSL_FLAG(std::string, admin_tls_client_ca, "",
           "PEM CA that admin clients' certificates must chain to (mTLS)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "address:port serving Prometheus metrics at /metrics");
@@ -86,12 +91,18 @@ int main(int argc, char** argv) {
   }
   exposer->RegisterCollectable(metrics);
 
+  auto credentials = egress::MakeServerCredentials(
+      {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
+       absl::GetFlag(FLAGS_grpc_tls_client_ca)},
+      "--grpc_tls");
+  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
   auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
-                                           *metrics);
+                                           *metrics, *credentials);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   auto admin = egress::AdminServer::Start(
-      **server, {absl::GetFlag(FLAGS_admin_listen), admin_token, absl::GetFlag(FLAGS_admin_tls_cert),
-                 absl::GetFlag(FLAGS_admin_tls_key), absl::GetFlag(FLAGS_admin_client_ca)});
+      **server, {absl::GetFlag(FLAGS_admin_listen), admin_token,
+                 {absl::GetFlag(FLAGS_admin_tls_cert), absl::GetFlag(FLAGS_admin_tls_key),
+                  absl::GetFlag(FLAGS_admin_tls_client_ca)}});
   if (!admin.ok()) return Fail(std::string(admin.status().message()));
   std::optional<egress::ConfigReloader> reloader;
   if (!config_path.empty()) {

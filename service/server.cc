@@ -10,7 +10,8 @@ namespace egress {
 
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
-    transport::TransportObserver& transport_observer, FetchObserver& fetch_observer) {
+    transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
   std::unique_ptr<EgressServer> server(new EgressServer());
   auto transport = transport::Transport::Create(config.transport, transport_observer);
   if (!transport.ok()) return transport.status();
@@ -22,7 +23,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(grpc_listen, grpc::InsecureServerCredentials(), &server->grpc_port_);
+  builder.AddListeningPort(grpc_listen, credentials, &server->grpc_port_);
   builder.RegisterService(server->fetch_service_.get());
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->grpc_port_ == 0) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "service/config.h"
 #include "service/config_store.h"
@@ -21,7 +22,8 @@ class EgressServer {
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving.
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
-      transport::TransportObserver& transport_observer, FetchObserver& fetch_observer);
+      transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
+      std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials());
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }

@@ -19,7 +19,7 @@ using transport::DrainSkipReason;
 class AdminTest : public EgressTest {
  protected:
   void StartAdmin(const std::string& token = "") {
-    auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", token, "", "", ""});
+    auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", token, {}});
     ASSERT_TRUE(admin.ok()) << admin.status();
     admin_ = *std::move(admin);
     admin_stub_ = egress::v1::TransportAdmin::NewStub(grpc::CreateChannel(
@@ -169,10 +169,10 @@ TEST_F(AdminTest, BearerTokenIsRequiredWhenSet) {
 
 TEST_F(AdminTest, NonLoopbackListenerNeedsATokenOrMtls) {
   StartEgress();
-  auto open = AdminServer::Start(*server_, {"0.0.0.0:0", "", "", "", ""});
+  auto open = AdminServer::Start(*server_, {"0.0.0.0:0", "", {}});
   ASSERT_FALSE(open.ok());
   EXPECT_THAT(std::string(open.status().message()), HasSubstr("is not a loopback address"));
-  auto guarded = AdminServer::Start(*server_, {"0.0.0.0:0", "s3cret", "", "", ""});
+  auto guarded = AdminServer::Start(*server_, {"0.0.0.0:0", "s3cret", {}});
   EXPECT_TRUE(guarded.ok()) << guarded.status();
   EXPECT_TRUE(IsLoopbackListenAddress("127.0.0.1:50052"));
   EXPECT_TRUE(IsLoopbackListenAddress("[::1]:50052"));

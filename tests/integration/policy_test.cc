@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/config_reloader.h"
+#include "service/server_credentials.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {
@@ -192,6 +194,51 @@ TEST_F(PolicyTest, CallerRulesLimitThatCallerOnly) {
   EXPECT_TRUE(fetch_as("search", nginx().HttpUrl("/cl/1k")).ok());  // no rule: default
   EXPECT_TRUE(fetch_as("", nginx().HttpUrl("/cl/1k")).ok());
   EXPECT_EQ(observer_.Denied(DenyReason::kCallerNotAllowed), 1);
+}
+
+std::string Read(const std::string& path) { return *ReadWholeFile(path); }
+
+// Served over mTLS, a caller is known by its certificate (no header to trust).
+TEST_F(PolicyTest, CallerIsIdentifiedByItsClientCertificateOverMtls) {
+  egress::v1::Config proto;
+  proto.mutable_transport()->set_extra_ca_file(nginx().ca_file());
+  proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");
+  auto* rule = proto.mutable_policy()->add_callers();
+  rule->set_identity("egress-client");
+  rule->add_allowed_hosts("localhost");
+  auto config = BuildConfig(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto credentials = MakeServerCredentials(
+      {nginx().server_cert_file(), nginx().server_key_file(), nginx().ca_file()}, "--grpc_tls");
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_, *credentials);
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  grpc::SslCredentialsOptions client;
+  client.pem_root_certs = Read(nginx().ca_file());
+  client.pem_cert_chain = Read(nginx().client_cert_file());
+  client.pem_private_key = Read(nginx().client_key_file());
+  auto stub = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("localhost:", (*server)->grpc_port()), grpc::SslCredentials(client)));
+  auto fetch = [&](const std::string& url) {
+    grpc::ClientContext context;
+    FetchResponse response;
+    return stub->Fetch(&context, Request(url), &response);
+  };
+  EXPECT_TRUE(fetch(nginx().HttpsUrl("/cl/1k")).ok());
+  const grpc::Status denied = fetch(nginx().HttpUrl("/cl/1k"));
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("caller \"egress-client\""));
+
+  // Without a client certificate the call does not get in at all.
+  grpc::SslCredentialsOptions anonymous;
+  anonymous.pem_root_certs = Read(nginx().ca_file());
+  auto anonymous_stub = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("localhost:", (*server)->grpc_port()), grpc::SslCredentials(anonymous)));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  FetchResponse response;
+  EXPECT_FALSE(anonymous_stub->Fetch(&context, Request(nginx().HttpsUrl("/cl/1k")), &response).ok());
 }
 
 }  // namespace

@@ -44,7 +44,9 @@ class NginxUpstream {
   // HTTPS that requires a client certificate from the test CA.
   int mtls_port() const { return mtls_port_; }
   const std::string& ca_file() const { return ca_file_; }
-  std::string client_cert_file() const { return dir_ + "/pki/client.pem"; }
+  std::string client_cert_file() const { return dir_ + "/pki/client.pem"; }  // CN=egress-client
+  std::string server_cert_file() const { return dir_ + "/pki/server.pem"; }  // localhost
+  std::string server_key_file() const { return dir_ + "/pki/server.key"; }
   std::string client_key_file() const { return dir_ + "/pki/client.key"; }
 
   std::string HttpUrl(const std::string& path) const;

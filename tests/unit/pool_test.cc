@@ -47,7 +47,7 @@ class PoolTest : public ::testing::Test {
 
   void MakePool(PoolLimits limits) {
     pool_ = std::make_unique<ConnectionPool>(
-        io_.get_executor(), limits,
+        io_.get_executor(), PoolLimitsByHost{limits, {}},
         [this](const Origin& origin) {
           return std::make_shared<Connection>(net::make_strand(io_), tls_, origin, ++next_id_,
                                               observer_);
