@@ -130,26 +130,26 @@ void Metrics::OnDrainStarted(const transport::Origin& origin) {
   ++c.draining;
 }
 
-void Metrics::OnDrainCompleted(const transport::Origin& origin, uint64_t bytes,
-                               absl::Duration duration) {
+Metrics::OriginCounts& Metrics::EndDrain(const transport::Origin& origin, uint64_t bytes,
+                                         absl::Duration duration) {
   drain_duration_.Observe(absl::ToDoubleSeconds(duration));
-  std::lock_guard<std::mutex> lock(mu_);
   OriginCounts& c = For(origin);
-  ++c.drains_completed;
   c.drain_bytes += bytes;
   --c.draining;
   ++c.active;
+  return c;
+}
+
+void Metrics::OnDrainCompleted(const transport::Origin& origin, uint64_t bytes,
+                               absl::Duration duration) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++EndDrain(origin, bytes, duration).drains_completed;
 }
 
 void Metrics::OnDrainAbandoned(const transport::Origin& origin, DrainAbandonReason reason,
                                uint64_t bytes, absl::Duration duration) {
-  drain_duration_.Observe(absl::ToDoubleSeconds(duration));
   std::lock_guard<std::mutex> lock(mu_);
-  OriginCounts& c = For(origin);
-  ++c.abandoned[static_cast<size_t>(reason)];
-  c.drain_bytes += bytes;
-  --c.draining;
-  ++c.active;
+  ++EndDrain(origin, bytes, duration).abandoned[static_cast<size_t>(reason)];
 }
 
 void Metrics::OnDrainSkipped(const transport::Origin& origin, DrainSkipReason reason) {

@@ -75,6 +75,9 @@ class Metrics final : public transport::TransportObserver,
   // The row for an origin's label; creates it, or falls back to "other".
   OriginCounts& For(const transport::Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t& Gauge(OriginCounts& counts, transport::ConnectionState state);
+  // A drain ended: its bytes and duration counted, the connection active again.
+  OriginCounts& EndDrain(const transport::Origin& origin, uint64_t bytes,
+                         absl::Duration duration) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_origins_;
   // Histograms are thread-safe on their own; families built once.

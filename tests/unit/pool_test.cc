@@ -54,17 +54,29 @@ class PoolTest : public ::testing::Test {
         });
   }
 
-  // Acquires and returns the lease, or the error; waits up to `wait` for a queued one.
-  absl::StatusOr<ConnectionPool::Lease> Acquire(absl::Duration deadline_in = absl::Seconds(5)) {
-    Signal done;
+  // An Acquire whose answer may come later.
+  struct PendingLease {
+    Signal served;
     std::optional<absl::StatusOr<ConnectionPool::Lease>> result;
-    pool_->Acquire(origin_, false, absl::Now() + deadline_in,
-                   [&](absl::StatusOr<ConnectionPool::Lease> lease) {
-                     result = std::move(lease);
-                     done.Notify();
-                   });
-    done.WaitForNotification();
-    return *std::move(result);
+    ConnectionPool::WaitId id = 0;
+  };
+
+  std::unique_ptr<PendingLease> StartAcquire(absl::Duration deadline_in = absl::Seconds(5)) {
+    auto pending = std::make_unique<PendingLease>();
+    PendingLease* p = pending.get();
+    p->id = pool_->Acquire(origin_, false, absl::Now() + deadline_in,
+                           [p](absl::StatusOr<ConnectionPool::Lease> lease) {
+                             p->result = std::move(lease);
+                             p->served.Notify();
+                           });
+    return pending;
+  }
+
+  // Acquires and returns the lease or the error, waiting for a queued one.
+  absl::StatusOr<ConnectionPool::Lease> Acquire(absl::Duration deadline_in = absl::Seconds(5)) {
+    auto pending = StartAcquire(deadline_in);
+    pending->served.WaitForNotification();
+    return *std::move(pending->result);
   }
 
   OriginStats Stats() {
@@ -123,36 +135,24 @@ TEST_F(PoolTest, IdleConnectionsOverTheLimitAreClosed) {
 TEST_F(PoolTest, RequestOverMaxConnsWaitsForAReturnedConnection) {
   MakePool({100, /*max_conns_per_origin=*/1, absl::Seconds(90)});
   auto first = Acquire();
-  Signal served;
-  std::optional<absl::StatusOr<ConnectionPool::Lease>> second;
-  pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
-                 [&](absl::StatusOr<ConnectionPool::Lease> lease) {
-                   second = std::move(lease);
-                   served.Notify();
-                 });
-  EXPECT_FALSE(served.HasBeenNotified());
+  auto second = StartAcquire();
+  EXPECT_FALSE(second->served.HasBeenNotified());
   pool_->Return(first->connection);
-  served.WaitForNotification();
-  ASSERT_TRUE(second->ok());
-  EXPECT_EQ((*second)->connection, first->connection);
+  second->served.WaitForNotification();
+  ASSERT_TRUE(second->result->ok());
+  EXPECT_EQ((*second->result)->connection, first->connection);
   EXPECT_EQ(Stats().opened, 1u);
 }
 
 TEST_F(PoolTest, WaiterGetsANewConnectionWhenOneIsRetired) {
   MakePool({100, 1, absl::Seconds(90)});
   auto first = Acquire();
-  Signal served;
-  std::optional<absl::StatusOr<ConnectionPool::Lease>> second;
-  pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
-                 [&](absl::StatusOr<ConnectionPool::Lease> lease) {
-                   second = std::move(lease);
-                   served.Notify();
-                 });
+  auto second = StartAcquire();
   pool_->Retire(first->connection, CloseReason::kError);
-  served.WaitForNotification();
-  ASSERT_TRUE(second->ok());
-  EXPECT_FALSE((*second)->reused);
-  EXPECT_NE((*second)->connection, first->connection);
+  second->served.WaitForNotification();
+  ASSERT_TRUE(second->result->ok());
+  EXPECT_FALSE((*second->result)->reused);
+  EXPECT_NE((*second->result)->connection, first->connection);
 }
 
 TEST_F(PoolTest, WaitingPastTheDeadlineIsDeadlineExceeded) {
@@ -167,17 +167,11 @@ TEST_F(PoolTest, WaitingPastTheDeadlineIsDeadlineExceeded) {
 TEST_F(PoolTest, CancelledWaitIsCancelled) {
   MakePool({100, 1, absl::Seconds(90)});
   auto first = Acquire();
-  Signal done;
-  absl::Status status;
-  const auto id = pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
-                                 [&](absl::StatusOr<ConnectionPool::Lease> lease) {
-                                   status = lease.status();
-                                   done.Notify();
-                                 });
-  ASSERT_NE(id, 0u);
-  pool_->CancelWait(id);
-  done.WaitForNotification();
-  EXPECT_TRUE(absl::IsCancelled(status));
+  auto second = StartAcquire();
+  ASSERT_NE(second->id, 0u);
+  pool_->CancelWait(second->id);
+  second->served.WaitForNotification();
+  EXPECT_TRUE(absl::IsCancelled(second->result->status()));
 }
 
 TEST_F(PoolTest, IdleConnectionsPastTheIdleTimeoutAreClosed) {
