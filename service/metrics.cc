@@ -65,6 +65,9 @@ Metrics::Metrics(size_t max_origins)
       fetch_duration_(MakeHistogram(*histograms_, "egress_fetch_duration_seconds",
                                     "Fetch and FetchStream RPCs from start to finish.",
                                     kLatencyBuckets)),
+      pool_wait_(MakeHistogram(*histograms_, "egress_pool_wait_seconds",
+                               "Time from asking the pool to getting a connection (not dialing).",
+                               kDrainBuckets)),
       dial_duration_(prometheus::BuildHistogram()
                          .Name("egress_upstream_dial_duration_seconds")
                          .Help("Phases of opening an upstream connection: dns, connect, tls.")
@@ -160,6 +163,10 @@ void Metrics::OnDrainSkipped(const transport::Origin& origin, DrainSkipReason re
 void Metrics::OnRetry(const transport::Origin& origin) {
   std::lock_guard<std::mutex> lock(mu_);
   ++For(origin).retries;
+}
+
+void Metrics::OnPoolWait(const transport::Origin&, absl::Duration waited) {
+  pool_wait_.Observe(absl::ToDoubleSeconds(waited));
 }
 
 void Metrics::OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) {

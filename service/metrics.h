@@ -47,6 +47,7 @@ class Metrics final : public transport::TransportObserver,
   void OnDrainSkipped(const transport::Origin& origin,
                       transport::DrainSkipReason reason) override;
   void OnRetry(const transport::Origin& origin) override;
+  void OnPoolWait(const transport::Origin& origin, absl::Duration waited) override;
   void OnPolicyDenied(const transport::Origin& origin, transport::DenyReason reason) override;
 
   // FetchObserver
@@ -84,6 +85,7 @@ class Metrics final : public transport::TransportObserver,
   std::shared_ptr<prometheus::Registry> histograms_;
   prometheus::Histogram& drain_duration_;
   prometheus::Histogram& fetch_duration_;
+  prometheus::Histogram& pool_wait_;
   prometheus::Family<prometheus::Histogram>& dial_duration_;
   prometheus::Histogram& dial_dns_;
   prometheus::Histogram& dial_connect_;

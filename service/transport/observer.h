@@ -94,6 +94,9 @@ class TransportObserver {
   virtual void OnDrainSkipped(const Origin& origin, DrainSkipReason reason) = 0;
   // A dead pooled connection was replaced by a fresh one for an idempotent request.
   virtual void OnRetry(const Origin& origin) = 0;
+  // A request got its connection (idle, new, or after waiting for room under
+  // max_conns_per_origin) `waited` after asking the pool.
+  virtual void OnPoolWait(const Origin& origin, absl::Duration waited) = 0;
   // The egress policy refused a destination; nothing was sent.
   virtual void OnPolicyDenied(const Origin& origin, DenyReason reason) = 0;
 };

@@ -65,6 +65,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
  private:
   void Acquire(bool fresh) {
+    acquire_start_ = absl::Now();
     const ConnectionPool::WaitId wait_id = transport_.pool_.Acquire(
         request_.origin, fresh, deadline_,
         [self = shared_from_this()](absl::StatusOr<ConnectionPool::Lease> lease) {
@@ -81,6 +82,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void OnLease(absl::StatusOr<ConnectionPool::Lease> lease) {
     if (!lease.ok()) return Finish(lease.status());
+    transport_.observer_.OnPoolWait(request_.origin, absl::Now() - acquire_start_);
     bool cancelled;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -188,6 +190,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   const absl::Time deadline_;
   Transport::ResponseCallback done_;
   ConnectionPool::Lease lease_;
+  absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
 

@@ -94,6 +94,7 @@ TEST_F(TransportTest, ReadsABodyToItsEndAndPoolsTheConnection) {
   EXPECT_EQ(*body, NginxUpstream::FileContent("100k"));
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
   EXPECT_EQ(observer_.drains_started, 0);
+  EXPECT_EQ(observer_.pool_waits, 1);
 }
 
 TEST_F(TransportTest, ConcurrentFetchesFromManyThreadsAllSucceed) {

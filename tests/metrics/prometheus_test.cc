@@ -224,6 +224,11 @@ TEST_F(PrometheusTest, ReuseRateIsWhatTheWorkloadImplies) {
   EXPECT_EQ(Query("sum(egress_fetches_total{code=\"OK\"})"), 40);
 }
 
+TEST_F(PrometheusTest, PoolWaitIsObservedOncePerUpstreamRequest) {
+  EXPECT_EQ(Query("egress_pool_wait_seconds_count"), 40);
+  EXPECT_EQ(Query("sum(egress_upstream_requests_total)"), 40);
+}
+
 TEST_F(PrometheusTest, InvariantsHoldOnEveryScrape) {
   const std::string range = absl::StrCat(
       "&start=", absl::ToUnixSeconds(workload_start_ - absl::Seconds(1)),
@@ -290,7 +295,7 @@ TEST_F(PrometheusTest, EveryDashboardPanelQueryReturnsData) {
       ++queries;
     }
   }
-  EXPECT_GE(queries, 14);
+  EXPECT_GE(queries, 15);
 }
 
 }  // namespace

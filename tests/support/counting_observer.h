@@ -39,6 +39,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
     ++skipped[static_cast<size_t>(reason)];
   }
   void OnRetry(const transport::Origin&) override { ++retries; }
+  void OnPoolWait(const transport::Origin&, absl::Duration) override { ++pool_waits; }
   void OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) override {
     ++policy_denied[static_cast<size_t>(reason)];
   }
@@ -74,6 +75,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kDrainSkipReasonCount> skipped{};
   std::atomic<uint64_t> drain_bytes{0};
   std::atomic<int> retries{0};
+  std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};
 };
