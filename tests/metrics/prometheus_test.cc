@@ -1,4 +1,5 @@
-// egressd's metrics as a real Prometheus server sees them: a scripted workload of the
+// egressd's metrics as a real Prometheus server sees them, egressd and Prometheus each in
+// their own process: a scripted workload of the
 // drain scenarios, one origin each, then exact counts through Prometheus' HTTP API, the
 // invariants on every scrape, promtool on /metrics, and every dashboard panel's query.
 #include <chrono>
@@ -17,10 +18,6 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "prometheus/exposer.h"
-#include "service/config.h"
-#include "service/metrics.h"
-#include "service/server.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -45,18 +42,23 @@ class PrometheusTest : public ::testing::Test {
     dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/prometheus-test-", getpid());
     nginx_ = NginxUpstream::Start(dir_ + "/nginx");
 
-    egress::v1::Config proto;
-    proto.mutable_transport()->set_extra_ca_file(nginx_->ca_file());
-    proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");  // the test upstream
-    auto config = BuildConfig(proto);
-    ASSERT_TRUE(config.ok());
-    metrics_ = std::make_shared<Metrics>(config->max_origin_labels);
+    // egressd itself, as deployed: its own process, flags and config file.
+    std::ofstream(dir_ + "/egress.textproto")
+        << "transport { extra_ca_file: \"" << nginx_->ca_file() << "\" }\n"
+        << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n";
     metrics_port_ = FreePort();
-    exposer_ = std::make_unique<prometheus::Exposer>(absl::StrCat("127.0.0.1:", metrics_port_));
-    exposer_->RegisterCollectable(metrics_);
-    auto server = EgressServer::Start(*config, "127.0.0.1:0", *metrics_, *metrics_);
-    ASSERT_TRUE(server.ok());
-    server_ = *std::move(server);
+    grpc_port_ = FreePort();
+    egressd_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{
+            absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
+                         "/service/egressd"),
+            absl::StrCat("--grpc_listen=127.0.0.1:", grpc_port_),
+            absl::StrCat("--admin_listen=127.0.0.1:", FreePort()),
+            absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_),
+            "--config=" + dir_ + "/egress.textproto"},
+        dir_ + "/egressd.log");
+    ASSERT_TRUE(WaitForPort(grpc_port_, 30) && WaitForPort(metrics_port_, 5))
+        << ReadFile(dir_ + "/egressd.log");
 
     prometheus_port_ = FreePort();
     const std::string rules = absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
@@ -81,9 +83,7 @@ class PrometheusTest : public ::testing::Test {
 
   static void TearDownTestSuite() {
     prometheus_.reset();
-    server_.reset();
-    exposer_.reset();
-    metrics_.reset();
+    egressd_.reset();
     nginx_.reset();
   }
 
@@ -105,7 +105,7 @@ class PrometheusTest : public ::testing::Test {
 
   static void RunWorkload() {
     auto stub = egress::v1::Egress::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+        absl::StrCat("127.0.0.1:", grpc_port_), grpc::InsecureChannelCredentials()));
     const int https = nginx_->https_port(), http = nginx_->http_port();
     small_ = absl::StrCat("https://localhost:", https);
     over_cap_ = absl::StrCat("https://127.0.0.1:", https);
@@ -169,10 +169,9 @@ class PrometheusTest : public ::testing::Test {
 
   static inline std::string dir_;
   static inline std::unique_ptr<NginxUpstream> nginx_;
-  static inline std::shared_ptr<Metrics> metrics_;
-  static inline std::unique_ptr<prometheus::Exposer> exposer_;
-  static inline std::unique_ptr<EgressServer> server_;
+  static inline std::unique_ptr<ChildProcess> egressd_;
   static inline std::unique_ptr<ChildProcess> prometheus_;
+  static inline int grpc_port_ = 0;
   static inline int metrics_port_ = 0;
   static inline int prometheus_port_ = 0;
   static inline int fetches_ = 0;
