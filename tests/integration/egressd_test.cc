@@ -8,12 +8,15 @@
 #include <fstream>
 #include <sstream>
 #include <cstdio>
+#include <future>
+#include <vector>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "egress/v1/egress.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/support/child_process.h"
@@ -32,6 +35,27 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// grpc.health.v1.Health/Check with an empty request, through the generic stub (Debian
+// ships no stubs for the health proto); returns the serialized HealthCheckResponse.
+std::string HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub generic(channel);
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                    &response, [&](grpc::Status status) { done.set_value(status); });
+  const grpc::Status status = done.get_future().get();
+  if (!status.ok()) return "error: " + status.error_message();
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return "error: dump";
+  std::string bytes;
+  for (const auto& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  return bytes;
+}
+
 TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsDeniesLoopbackAndStopsOnSigterm) {
   const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/egressd");
   auto nginx = NginxUpstream::Start(dir + "/nginx");
@@ -48,8 +72,9 @@ TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsDeniesLoopbackAndStopsOnSigt
   ASSERT_TRUE(WaitForPort(50051, 30)) << ReadFile(log);
   ASSERT_TRUE(WaitForPort(9464, 5));
 
-  auto stub = egress::v1::Egress::NewStub(
-      grpc::CreateChannel("127.0.0.1:50051", grpc::InsecureChannelCredentials()));
+  auto channel = grpc::CreateChannel("127.0.0.1:50051", grpc::InsecureChannelCredentials());
+  EXPECT_EQ(HealthCheck(channel), std::string("\x08\x01", 2));  // status: SERVING
+  auto stub = egress::v1::Egress::NewStub(channel);
   // The default egress policy keeps callers out of loopback (where nginx is).
   egress::v1::FetchRequest request;
   request.set_url(nginx->HttpUrl("/cl/1k"));
