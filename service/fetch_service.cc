@@ -144,12 +144,12 @@ class ExchangeReactor {
  protected:
   // Starts the exchange; the reactor's OnResponse runs once, on an I/O thread, with the
   // final response (after any redirects followed). A request that cannot be sent
-  // finishes the RPC at once.
-  void Start(const FetchService::Context& service, const grpc::CallbackServerContext& context,
-             const FetchRequest& request) {
+  // finishes the RPC at once. `config` is the snapshot the whole RPC runs under.
+  void Start(const FetchService::Context& service, std::shared_ptr<const ServiceConfig> config,
+             const grpc::CallbackServerContext& context, const FetchRequest& request) {
     start_ = absl::Now();
     service_ = &service;
-    config_ = service.config.Get();
+    config_ = std::move(config);
     follow_redirects_ = request.follow_redirects();
     deadline_ = Deadline(context, request, config_->limits);
     auto http_request = ToHttpRequest(request, config_->limits);
@@ -242,13 +242,14 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   FetchReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
                const FetchRequest* request, FetchResponse* response)
       : request_(*request), response_(response) {
+    auto config = service.config.Get();
     const uint64_t max = request->max_body_bytes();
     switch (request->body_mode()) {
       case egress::v1::BODY_MODE_NONE: body_limit_ = 0; break;
       case egress::v1::BODY_MODE_PREFIX: body_limit_ = max; break;
-      default: body_limit_ = max ? max : service.config.Get()->limits.default_max_body_bytes; break;
+      default: body_limit_ = max ? max : config->limits.default_max_body_bytes; break;
     }
-    Start(service, *context, *request);
+    Start(service, std::move(config), *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
@@ -310,7 +311,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
  public:
   FetchStreamReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
                      const FetchRequest* request) {
-    Start(service, *context, *request);
+    Start(service, service.config.Get(), *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }

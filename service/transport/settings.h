@@ -69,6 +69,12 @@ struct TransportSettings {
     return nullptr;
   }
 
+  // The drain policy for `host`, without copying the rest.
+  const DrainSettings& DrainFor(absl::string_view host) const {
+    const OriginOverride* o = OverrideFor(host);
+    return o && o->drain ? *o->drain : drain;
+  }
+
   // These settings as they apply to `host`.
   TransportSettings ForHost(absl::string_view host) const {
     const OriginOverride* o = OverrideFor(host);

@@ -347,8 +347,9 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
 
   const Origin& origin = connection->origin();
   // The policy in force when the drain starts, not when the request did.
+  const auto snapshot = Current();
   const DrainDecision decision = DecideDrain(
-      Current()->settings.ForHost(connection->origin().host).drain, connection->unread_body());
+      snapshot->settings.DrainFor(connection->origin().host), connection->unread_body());
   if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
     observer_.OnDrainSkipped(origin, *skip);
     return pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose

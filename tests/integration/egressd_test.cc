@@ -19,6 +19,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "service/config_reloader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -28,12 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 // grpc.health.v1.Health/Check with an empty request, through the generic stub (Debian
 // ships no stubs for the health proto); returns the serialized HealthCheckResponse.

@@ -18,6 +18,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "service/config_reloader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -28,12 +29,7 @@ namespace {
 using google::protobuf::Struct;
 using google::protobuf::Value;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 class PrometheusTest : public ::testing::Test {
  protected:
