@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,7 +62,8 @@ Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls
       observer_(observer),
       tls_context_(std::move(tls_context)),
       stream_(executor, *tls_context_, origin_.tls),
-      resolver_(executor) {}
+      resolver_(executor),
+      resolve_timer_(executor) {}
 
 void Connection::SetPooled(bool idle) {
   const ConnectionState to = idle ? ConnectionState::kIdle : ConnectionState::kActive;
@@ -142,28 +144,55 @@ void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
     self->deadline_ = deadline;
     self->status_done_ = std::move(done);
     self->phase_start_ = absl::Now();
+    beast::error_code not_an_address;
+    const auto address = net::ip::make_address(self->origin_.host, not_an_address);
+    if (!not_an_address) {  // an IP literal needs no lookup
+      return self->ConnectChecked({tcp::endpoint(address, self->origin_.port)});
+    }
+    self->StartResolveTimer();
     self->resolver_.async_resolve(
         self->origin_.host, std::to_string(self->origin_.port),
         beast::bind_front_handler(&Connection::OnResolve, self));
   });
 }
 
+void Connection::StartResolveTimer() {
+  // getaddrinfo cannot be interrupted; the timer lets the caller go and the lookup's
+  // result, whenever it comes, is ignored.
+  phase_timeout_ = dial_settings_.connect_timeout;
+  resolve_timer_.expires_after(absl::ToChronoNanoseconds(
+      std::max(std::min(phase_timeout_, deadline_ - absl::Now()), absl::ZeroDuration())));
+  resolve_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec) return;  // the lookup finished first
+    self->resolve_timed_out_ = true;
+    self->resolver_.cancel();
+  });
+}
+
 void Connection::OnResolve(beast::error_code ec, tcp::resolver::results_type results) {
+  resolve_timer_.cancel();
   dial_timing_.dns = absl::Now() - phase_start_;
   if (ec) {
+    if (resolve_timed_out_) ec = beast::error::timeout;
     const std::string phase = absl::StrCat("resolving host \"", origin_.host, "\" for");
     return std::exchange(status_done_, nullptr)(Fail(phase, ec));
   }
+  std::vector<tcp::endpoint> endpoints;
+  for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+  ConnectChecked(endpoints);
+}
+
+void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
   // The policy sees the resolved addresses and only those it allows are connected to:
   // no second lookup, so a name cannot resolve differently after the check.
   std::vector<tcp::endpoint> allowed;
   std::optional<std::pair<net::ip::address, DenyReason>> denied;
-  for (const auto& entry : results) {
-    const auto address = entry.endpoint().address();
+  for (const auto& endpoint : endpoints) {
+    const auto address = endpoint.address();
     if (auto reason = dial_settings_.policy->Check(origin_.host, address)) {
       if (!denied) denied.emplace(address, *reason);
     } else {
-      allowed.push_back(entry.endpoint());
+      allowed.push_back(endpoint);
     }
   }
   if (allowed.empty() && denied) {
@@ -397,8 +426,21 @@ void Connection::FinishDrain() {
 std::optional<CloseReason> Connection::ReuseVerdict() const {
   if (broken_ || !parser_) return CloseReason::kError;
   if (!parser_->is_done()) return CloseReason::kUnreadBody;
+  // Bytes past the end of the response (a Content-Length shorter than what was sent):
+  // the next response on this connection could not be told from them.
+  if (buffer_.size() > 0) return CloseReason::kError;
   if (!request_.keep_alive() || !parser_->keep_alive()) return CloseReason::kConnectionClose;
   return std::nullopt;
+}
+
+bool Connection::StillOpenAndQuiet() {
+  // A poll that does not wait. A server that closed may have sent a TLS close_notify
+  // first, so the hang-up is looked for even when there are bytes to read.
+  pollfd check{stream_.tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
+  if (::poll(&check, 1, 0) < 0) return false;
+  if (check.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
+  // Unrequested bytes: garbage on plain HTTP; on TLS they may be a session ticket.
+  return !(check.revents & POLLIN) || stream_.use_tls();
 }
 
 void Connection::Close() {
@@ -407,6 +449,7 @@ void Connection::Close() {
 
 void Connection::CloseOnStrand() {
   resolver_.cancel();
+  resolve_timer_.cancel();
   // No TLS close_notify: the peer learns of the close from TCP, as with most clients,
   // and waiting for a slow peer's answer would hold the connection open.
   beast::error_code ignored;

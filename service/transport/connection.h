@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
@@ -97,14 +98,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // none when it may, else the reason to close it.
   std::optional<CloseReason> ReuseVerdict() const;
 
+  // For an idle connection about to be reused: false when the server has closed it or
+  // sent bytes nobody asked for. Needs no strand: no I/O is pending on an idle one.
+  bool StillOpenAndQuiet();
+
   // Closes the socket, aborting any pending operation. Safe from any thread.
   void Close();
 
  private:
   using Parser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
 
+  // Bounds a name lookup by the connect timeout and the deadline.
+  void StartResolveTimer();
   void OnResolve(boost::beast::error_code ec,
                  boost::asio::ip::tcp::resolver::results_type results);
+  // Connects to the endpoints the egress policy allows, or fails with its denial.
+  void ConnectChecked(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints);
   void OnConnect(boost::beast::error_code ec, const boost::asio::ip::tcp::endpoint& endpoint);
   void OnHandshake(boost::beast::error_code ec);
   void OnDialed();
@@ -131,6 +140,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<boost::asio::ssl::context> tls_context_;  // outlives stream_
   UpstreamStream stream_;
   boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::steady_timer resolve_timer_;
+  bool resolve_timed_out_ = false;
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;

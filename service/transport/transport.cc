@@ -95,6 +95,15 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       transport_.pool_.Retire(lease_.connection, CloseReason::kCancelled);
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
+    if (lease_.reused && !lease_.connection->StillOpenAndQuiet()) {
+      // Closed by the server while idle (or talking out of turn): take another.
+      transport_.pool_.Retire(lease_.connection, CloseReason::kStale);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        connection_ = nullptr;
+      }
+      return Acquire(/*fresh=*/false);
+    }
     if (lease_.reused) return Send();
     lease_.connection->Dial(settings_, deadline_,
                             [self = shared_from_this()](absl::Status status) {
@@ -216,17 +225,24 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
   state_->connection->ReadBody(
       max_bytes, state_->deadline,
       [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
-        bool deliver, release;
+        bool aborted, release;
         {
           std::lock_guard<std::mutex> lock(state->mu);
           state->reading = false;
-          deliver = !state->closed;
+          aborted = state->closed;
           // The body ended, failed, or was let go of while this read was under way.
-          release = !bytes.ok() || bytes->empty() || state->closed;
+          release = aborted || !bytes.ok() || bytes->empty();
           state->released = state->released || release;
         }
-        if (release) state->transport->FinishResponse(state->connection);
-        if (deliver) done(std::move(bytes));
+        if (!release) return done(std::move(bytes));
+        if (aborted) {
+          // Close cut the read short: where the stream stands is unknown, so the
+          // connection is not reused, whatever the read returned.
+          state->transport->pool_.Retire(state->connection, CloseReason::kCancelled);
+          return done(absl::CancelledError("the response body was closed during a read"));
+        }
+        state->transport->FinishResponse(state->connection);
+        done(std::move(bytes));
       });
 }
 
@@ -235,7 +251,13 @@ void ResponseBody::Close() {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->closed) return;
     state_->closed = true;
-    if (state_->reading || state_->released) return;  // a pending read releases it
+    if (state_->released) return;
+    if (state_->reading) {
+      // Abort the read in flight: it fails at once and its callback retires the
+      // connection, instead of the caller's cancel waiting on a slow upstream.
+      state_->connection->Close();
+      return;
+    }
     state_->released = true;
   }
   state_->transport->FinishResponse(state_->connection);

@@ -1,0 +1,252 @@
+// Upstreams that misbehave: each fault gives a precise gRPC code and message; afterwards
+// the pool holds no connection to the faulty origin that could be reused in an unknown
+// state, the process's open file descriptors are back to their baseline, and a normal
+// fetch succeeds.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "tests/support/egress_fixture.h"
+#include "tests/support/fault_server.h"
+
+namespace egress::testing {
+namespace {
+
+using egress::v1::FetchRequest;
+using egress::v1::FetchResponse;
+using ::testing::HasSubstr;
+
+int OpenFileDescriptors() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
+  closedir(dir);
+  return count;
+}
+
+class FaultsTest : public EgressTest {
+ protected:
+  static void SetUpTestSuite() {
+    EgressTest::SetUpTestSuite();
+    faults_ = std::make_unique<FaultServer>();
+  }
+  static void TearDownTestSuite() {
+    faults_.reset();
+    EgressTest::TearDownTestSuite();
+  }
+
+  void SetUp() override {
+    StartEgress([](egress::v1::Config& c) {
+      c.mutable_transport()->mutable_response_header_timeout()->set_nanos(500'000'000);
+      c.mutable_transport()->mutable_connect_timeout()->set_nanos(300'000'000);
+      c.mutable_transport()->mutable_tls_handshake_timeout()->set_nanos(300'000'000);
+    });
+    ExpectHealthy();  // gRPC's own descriptors are open from here on
+    baseline_fds_ = FixedDescriptors();
+    accepted_before_ = faults_->accepted();
+  }
+
+  // Open descriptors that are neither pooled connections nor the fault server's side of
+  // a connection: what must come back to the baseline.
+  int FixedDescriptors() {
+    return OpenFileDescriptors() - IdleConnections() - faults_->open_connections();
+  }
+
+  void ExpectHealthy() {
+    FetchResponse response;
+    const grpc::Status status = Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  }
+
+  // The pool and the process are as they were before the fault, and egress still serves.
+  void ExpectRecovered() {
+    WaitForQuietPool();
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while ((FixedDescriptors() != baseline_fds_ ||
+            faults_->open_connections() != IdleToFaultServer()) &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(FixedDescriptors(), baseline_fds_);
+    EXPECT_EQ(faults_->open_connections(), IdleToFaultServer());
+    ExpectHealthy();
+  }
+
+  int IdleToFaultServer() {
+    for (const auto& origin : server_->transport().PoolStats()) {
+      if (origin.origin == absl::StrCat("http://127.0.0.1:", faults_->port())) return origin.idle;
+    }
+    return 0;
+  }
+
+  void ExpectFault(const FetchRequest& request, grpc::StatusCode code, const std::string& words) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(request, &response);
+    EXPECT_EQ(status.error_code(), code) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(words));
+    EXPECT_EQ(IdleToFaultServer(), 0) << "a connection in an unknown state went back to the pool";
+    ExpectRecovered();
+  }
+
+  std::string FaultKey() const { return absl::StrCat("http://127.0.0.1:", faults_->port()); }
+
+  static std::unique_ptr<FaultServer> faults_;
+  int baseline_fds_ = 0;
+  int accepted_before_ = 0;
+};
+
+std::unique_ptr<FaultServer> FaultsTest::faults_;
+
+TEST_F(FaultsTest, ResetDuringTheHeadersIsUnavailable) {
+  ExpectFault(Request(faults_->Url("/reset-headers")), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("waiting for the response from ", FaultKey(),
+                           " failed: Connection reset by peer"));
+}
+
+TEST_F(FaultsTest, ResetDuringTheBodyIsUnavailable) {
+  ExpectFault(Request(faults_->Url("/reset-body")), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("reading the response body from ", FaultKey(),
+                           " failed: Connection reset by peer"));
+}
+
+TEST_F(FaultsTest, MalformedStatusLineIsUnavailable) {
+  ExpectFault(Request(faults_->Url("/bad-status")), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad version"));
+}
+
+TEST_F(FaultsTest, MalformedHeaderIsUnavailable) {
+  ExpectFault(Request(faults_->Url("/bad-header")), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad field"));
+}
+
+TEST_F(FaultsTest, HeadersOverTheLimitAreResourceExhausted) {
+  ExpectFault(Request(faults_->Url("/huge-headers")), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "exceed the limit of 65536 bytes (transport.max_response_header_bytes)");
+}
+
+TEST_F(FaultsTest, ContentLengthLongerThanTheBodyIsUnavailable) {
+  ExpectFault(Request(faults_->Url("/short-body")), grpc::StatusCode::UNAVAILABLE,
+              "the server closed the connection before the message ended");
+}
+
+TEST_F(FaultsTest, BadChunkSizeIsUnavailable) {
+  ExpectFault(Request(faults_->Url("/bad-chunk")), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad chunk"));
+}
+
+TEST_F(FaultsTest, ServerThatNeverAnswersHitsTheHeaderTimeout) {
+  ExpectFault(Request(faults_->Url("/never")), grpc::StatusCode::DEADLINE_EXCEEDED,
+              absl::StrCat("waiting for the response from ", FaultKey(),
+                           " timed out after 500ms"));
+}
+
+TEST_F(FaultsTest, HeadTricklingAByteASecondHitsTheHeaderTimeout) {
+  ExpectFault(Request(faults_->Url("/slow-head")), grpc::StatusCode::DEADLINE_EXCEEDED,
+              "timed out after 500ms");
+}
+
+TEST_F(FaultsTest, BodyTricklingAByteASecondHitsTheDeadline) {
+  FetchRequest request = Request(faults_->Url("/slow-body"));
+  request.mutable_timeout()->set_seconds(2);
+  ExpectFault(request, grpc::StatusCode::DEADLINE_EXCEEDED,
+              "deadline expired while reading the response body");
+}
+
+TEST_F(FaultsTest, TlsHandshakeThatFailsIsUnavailable) {
+  const std::string origin = absl::StrCat("https://127.0.0.1:", faults_->garbage_port());
+  ExpectFault(Request(origin + "/"), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("TLS handshake with ", origin, " failed"));
+}
+
+TEST_F(FaultsTest, TlsHandshakeThatStallsHitsTheHandshakeTimeout) {
+  const std::string origin = absl::StrCat("https://127.0.0.1:", faults_->silent_port());
+  ExpectFault(Request(origin + "/"), grpc::StatusCode::DEADLINE_EXCEEDED,
+              absl::StrCat("TLS handshake with ", origin, " timed out after 300ms"));
+}
+
+// run_in_netns.sh points /etc/resolv.conf at 127.0.0.53, where nothing listens.
+TEST_F(FaultsTest, DnsThatFailsIsUnavailable) {
+  ExpectFault(Request("http://nowhere.test/"), grpc::StatusCode::UNAVAILABLE,
+              "resolving host \"nowhere.test\" for http://nowhere.test:80 failed");
+}
+
+TEST_F(FaultsTest, DnsThatNeverAnswersHitsTheConnectTimeout) {
+  // A DNS server that takes every query and answers none.
+  const int dns = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(53);
+  address.sin_addr.s_addr = inet_addr("127.0.0.53");
+  ASSERT_EQ(::bind(dns, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ++baseline_fds_;
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request("http://silent-dns.test/"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("resolving host \"silent-dns.test\" for http://silent-dns.test:80 "
+                        "timed out after 300ms"));
+  ExpectRecovered();  // the lookup itself gives up after resolv.conf's 1 s
+  ::close(dns);
+}
+
+// Bytes after the end of a response make the connection's state unknown: the response
+// is delivered, the connection is closed.
+TEST_F(FaultsTest, BodyLongerThanItsContentLengthClosesTheConnection) {
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(faults_->Url("/long-body")), &response).ok());
+  EXPECT_EQ(response.body(), "hello");
+  ASSERT_TRUE(Fetch(Request(faults_->Url("/ok")), &response).ok());
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kError), 1);
+  ExpectRecovered();
+}
+
+// A pooled connection the server closed while it idled is found out before the request
+// is written to it, so even a POST goes through, once, on a fresh connection.
+TEST_F(FaultsTest, ConnectionClosedWhileIdleIsReplacedBeforeSending) {
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(faults_->Url("/close-idle")), &response).ok());
+  std::this_thread::sleep_for(Gap(300));
+  FetchRequest post = Request(faults_->Url("/ok"));
+  post.set_method("POST");
+  post.set_body("payload");
+  ASSERT_TRUE(Fetch(post, &response).ok());
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), 1);
+  EXPECT_EQ(observer_.retries, 0);
+  EXPECT_EQ(faults_->accepted() - accepted_before_, 2);
+  ExpectRecovered();
+}
+
+// The server closes a kept-alive connection just as the next request arrives: a GET is
+// sent again, once, on a fresh connection; a POST is not.
+TEST_F(FaultsTest, ConnectionClosedAsARequestArrivesRetriesOnlyIdempotentRequests) {
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(faults_->Url("/close-on-reuse")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(faults_->Url("/close-on-reuse")), &response).ok());
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(observer_.retries, 1);
+
+  FetchRequest post = Request(faults_->Url("/close-on-reuse"));
+  post.set_method("POST");
+  post.set_body("payload");
+  const grpc::Status status = Fetch(post, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("is not idempotent, so it was not sent again"));
+  EXPECT_EQ(observer_.retries, 1);
+  ExpectRecovered();
+}
+
+}  // namespace
+}  // namespace egress::testing

@@ -1,0 +1,222 @@
+#include "tests/support/fault_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace egress::testing {
+namespace {
+
+bool SendAll(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads one request (head and Content-Length body) from `pending` and the socket;
+// returns its path, or "" when the connection ended first.
+std::string ReadRequest(int fd, std::string& pending) {
+  size_t head_end;
+  while ((head_end = pending.find("\r\n\r\n")) == std::string::npos) {
+    char buffer[4096];
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) return "";
+    pending.append(buffer, static_cast<size_t>(n));
+  }
+  const std::string head = pending.substr(0, head_end);
+  size_t body_bytes = 0;
+  for (absl::string_view line : absl::StrSplit(head, "\r\n")) {
+    if (absl::StartsWithIgnoreCase(line, "content-length:")) {
+      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(15)), &body_bytes);
+    }
+  }
+  while (pending.size() < head_end + 4 + body_bytes) {
+    char buffer[4096];
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) return "";
+    pending.append(buffer, static_cast<size_t>(n));
+  }
+  pending.erase(0, head_end + 4 + body_bytes);
+  const std::vector<std::string> request_line = absl::StrSplit(head.substr(0, head.find("\r\n")), ' ');
+  if (request_line.size() < 2) return "";
+  const std::string target = request_line[1];
+  return target.substr(0, target.find('?'));
+}
+
+// Waits until the peer closes the connection, discarding what it sends.
+void WaitForPeerClose(int fd) {
+  char buffer[4096];
+  while (::recv(fd, buffer, sizeof(buffer), 0) > 0) {
+  }
+}
+
+// Closes with a TCP reset instead of a FIN.
+void Reset(int fd) {
+  linger hard{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
+}
+
+// Sends `bytes` one a second; false as soon as the peer goes away.
+bool Trickle(int fd, const std::string& bytes, const std::atomic<bool>& stopping) {
+  for (char byte : bytes) {
+    if (stopping || !SendAll(fd, std::string(1, byte))) return false;
+    pollfd hang_up{fd, POLLRDHUP, 0};
+    if (::poll(&hang_up, 1, 1000) != 0) return false;
+  }
+  return true;
+}
+
+const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+}  // namespace
+
+FaultServer::FaultServer() {
+  for (Kind kind : {Kind::kHttp, Kind::kSilent, Kind::kGarbage}) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::listen(listener, 128) != 0 ||
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      throw std::runtime_error("fault server: cannot listen on 127.0.0.1");
+    }
+    listeners_.push_back(listener);
+    ports_.push_back(ntohs(address.sin_port));
+    threads_.emplace_back([this, listener, kind] { AcceptLoop(listener, kind); });
+  }
+}
+
+FaultServer::~FaultServer() {
+  stopping_ = true;
+  for (int listener : listeners_) ::shutdown(listener, SHUT_RDWR);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+  }
+  // Connection threads are added under mu_ while accept loops run; take them after.
+  for (size_t i = 0; i < listeners_.size(); ++i) threads_[i].join();
+  std::vector<std::thread> connections;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    connections.assign(std::make_move_iterator(threads_.begin() + listeners_.size()),
+                       std::make_move_iterator(threads_.end()));
+  }
+  for (auto& thread : connections) thread.join();
+  for (int listener : listeners_) ::close(listener);
+}
+
+std::string FaultServer::Url(const std::string& path) const {
+  return absl::StrCat("http://127.0.0.1:", port(), path);
+}
+
+int FaultServer::open_connections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(open_.size());
+}
+
+void FaultServer::AcceptLoop(int listener, Kind kind) {
+  while (!stopping_) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    ++accepted_;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      ::close(fd);
+      return;
+    }
+    open_.insert(fd);
+    threads_.emplace_back([this, fd, kind] { Serve(fd, kind); });
+  }
+}
+
+void FaultServer::Serve(int fd, Kind kind) {
+  switch (kind) {
+    case Kind::kHttp: ServeHttp(fd); break;
+    case Kind::kSilent: WaitForPeerClose(fd); break;
+    case Kind::kGarbage:
+      SendAll(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+      WaitForPeerClose(fd);
+      break;
+  }
+  Closed(fd);
+}
+
+void FaultServer::Closed(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ::close(fd);
+  open_.erase(fd);
+}
+
+void FaultServer::ServeHttp(int fd) {
+  std::string pending;
+  for (int served = 0;; ++served) {
+    const std::string path = ReadRequest(fd, pending);
+    if (path.empty()) return;
+    if (path == "/close-on-reuse" && served > 0) return;  // read, never answered
+    if (path == "/ok" || path == "/close-on-reuse") {
+      if (!SendAll(fd, kOk)) return;
+    } else if (path == "/close-idle") {
+      SendAll(fd, kOk);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    } else if (path == "/reset-headers") {
+      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Le");
+      return Reset(fd);
+    } else if (path == "/reset-body") {
+      SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n",
+                               std::string(1000, 'x')));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return Reset(fd);
+    } else if (path == "/bad-status") {
+      SendAll(fd, "HTTX/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok");
+      return WaitForPeerClose(fd);
+    } else if (path == "/bad-header") {
+      SendAll(fd, "HTTP/1.1 200 OK\r\nThis is not a header\r\nContent-Length: 2\r\n\r\nok");
+      return WaitForPeerClose(fd);
+    } else if (path == "/huge-headers") {
+      SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nX-Huge: ", std::string(100 * 1024, 'h'),
+                               "\r\nContent-Length: 2\r\n\r\nok"));
+      return WaitForPeerClose(fd);
+    } else if (path == "/short-body") {
+      SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
+                               std::string(10, 's')));
+      return;
+    } else if (path == "/long-body") {
+      if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello, and 15 more")) return;
+    } else if (path == "/bad-chunk") {
+      SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nnot hex\r\n0\r\n\r\n");
+      return WaitForPeerClose(fd);
+    } else if (path == "/never") {
+      return WaitForPeerClose(fd);
+    } else if (path == "/slow-head") {
+      Trickle(fd, kOk, stopping_);
+      return WaitForPeerClose(fd);
+    } else if (path == "/slow-body") {
+      if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")) return;
+      Trickle(fd, std::string(100, 'b'), stopping_);
+      return WaitForPeerClose(fd);
+    } else {
+      if (!SendAll(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")) return;
+    }
+  }
+}
+
+}  // namespace egress::testing

@@ -1,0 +1,67 @@
+#ifndef EGRESS_TESTS_SUPPORT_FAULT_SERVER_H_
+#define EGRESS_TESTS_SUPPORT_FAULT_SERVER_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace egress::testing {
+
+// An HTTP/1.1 upstream on 127.0.0.1 that misbehaves on command, one thread per
+// connection. On port() the request path picks the behaviour:
+//   /ok               200, "ok", keep-alive
+//   /reset-headers    half a header block, then a TCP reset
+//   /reset-body       the head and 1000 of 100000 body bytes, then a reset
+//   /bad-status       a malformed status line
+//   /bad-header       a header line without a colon
+//   /huge-headers     a 100 KiB header
+//   /short-body       Content-Length 1000, 10 bytes, then the connection closes
+//   /long-body        Content-Length 5 followed by 20 bytes, kept alive
+//   /bad-chunk        a chunked body whose chunk size is not hex
+//   /never            reads the request, never answers
+//   /slow-head        the head trickles, one byte a second (slowloris)
+//   /slow-body        the head, then the body one byte a second
+//   /close-idle       200 kept alive, then the server closes it 100 ms later
+//   /close-on-reuse   200 kept alive; the next request on the connection is read and
+//                     the connection closed without an answer
+// silent_port() accepts and never sends a byte (a stalled TLS handshake);
+// garbage_port() answers every connection with plain text (a TLS handshake that fails).
+class FaultServer {
+ public:
+  FaultServer();
+  ~FaultServer();
+  FaultServer(const FaultServer&) = delete;
+  FaultServer& operator=(const FaultServer&) = delete;
+
+  int port() const { return ports_[0]; }
+  int silent_port() const { return ports_[1]; }
+  int garbage_port() const { return ports_[2]; }
+  std::string Url(const std::string& path) const;
+
+  // Connections accepted so far, and those still open on the server's side.
+  int accepted() const { return accepted_; }
+  int open_connections();
+
+ private:
+  enum class Kind { kHttp, kSilent, kGarbage };
+  void AcceptLoop(int listener, Kind kind);
+  void Serve(int fd, Kind kind);
+  void ServeHttp(int fd);
+  void Closed(int fd);
+
+  std::vector<int> listeners_;
+  std::vector<int> ports_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> accepted_{0};
+  std::mutex mu_;
+  std::set<int> open_;  // connection fds not yet closed
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace egress::testing
+
+#endif  // EGRESS_TESTS_SUPPORT_FAULT_SERVER_H_
