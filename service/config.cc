@@ -188,6 +188,10 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   if (tp->max_idle_per_origin() == 0) tp->set_max_idle_per_origin(t.max_idle_per_origin);
   t.max_idle_per_origin = tp->max_idle_per_origin();
   t.max_conns_per_origin = tp->max_conns_per_origin();
+  if (tp->max_waiting_per_origin() == 0) {
+    tp->set_max_waiting_per_origin(t.max_waiting_per_origin);
+  }
+  t.max_waiting_per_origin = tp->max_waiting_per_origin();
   if (tp->max_response_header_bytes() == 0) {
     tp->set_max_response_header_bytes(t.max_response_header_bytes);
   }
@@ -239,6 +243,14 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
     limits->set_max_request_body_bytes(l.max_request_body_bytes);
   }
   l.max_request_body_bytes = limits->max_request_body_bytes();
+  if (limits->max_concurrent_fetches() == 0) {
+    limits->set_max_concurrent_fetches(l.max_concurrent_fetches);
+  }
+  l.max_concurrent_fetches = limits->max_concurrent_fetches();
+  if (limits->max_request_header_bytes() == 0) {
+    limits->set_max_request_header_bytes(l.max_request_header_bytes);
+  }
+  l.max_request_header_bytes = limits->max_request_header_bytes();
   const bool timeout_set = limits->has_default_timeout();
   if (auto status = DurationField("limits.default_timeout", timeout_set,
                                   limits->mutable_default_timeout(), l.default_timeout,

@@ -15,6 +15,8 @@ struct FetchLimits {
   uint64_t default_max_body_bytes = 8 << 20;
   uint64_t max_request_body_bytes = 8 << 20;
   absl::Duration default_timeout = absl::Seconds(60);
+  uint32_t max_concurrent_fetches = 10000;
+  uint32_t max_request_header_bytes = 64 * 1024;
 };
 
 // Who may reach what, beyond the transport's address policy.

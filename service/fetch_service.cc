@@ -35,7 +35,16 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
   }
   transport::HeaderList headers;
   headers.reserve(request.headers_size());
-  for (const auto& header : request.headers()) headers.emplace_back(header.name(), header.value());
+  size_t header_bytes = 0;
+  for (const auto& header : request.headers()) {
+    header_bytes += header.name().size() + header.value().size() + 4;  // ": " and CRLF
+    headers.emplace_back(header.name(), header.value());
+  }
+  if (header_bytes > limits.max_request_header_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "request headers of ", header_bytes, " bytes exceed the limit of ",
+        limits.max_request_header_bytes, " bytes (limits.max_request_header_bytes)"));
+  }
   return transport::MakeRequest(request.method(), request.url(), std::move(headers),
                                 request.body());
 }
@@ -150,6 +159,15 @@ class ExchangeReactor {
     start_ = absl::Now();
     service_ = &service;
     config_ = std::move(config);
+    // Counted until Report; one over the limit is turned away before any work.
+    const uint32_t limit = config_->limits.max_concurrent_fetches;
+    if (service.fetches_in_flight.fetch_add(1) >= limit) {
+      return Report(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("egress is serving its limit of ", limit,
+                       " concurrent fetches (limits.max_concurrent_fetches); retry with "
+                       "backoff")));
+    }
     follow_redirects_ = request.follow_redirects();
     deadline_ = Deadline(context, request, config_->limits);
     auto http_request = ToHttpRequest(request, config_->limits);
@@ -164,14 +182,41 @@ class ExchangeReactor {
     Send(*std::move(http_request));
   }
 
+  // The caller went away: aborts the exchange, or the body read under way (whose
+  // connection then closes), so that nothing runs on for it.
   void CancelExchange() {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    if (pending_) pending_->Cancel();
+    transport::ResponseBody* body;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      if (pending_) pending_->Cancel();
+      body = body_.get();
+    }
+    if (body) body->Close();
   }
+
+  // Keeps the response's body for the derived reactor to read; closes it at once when
+  // the caller has already cancelled.
+  void KeepBody(std::unique_ptr<transport::ResponseBody> body) {
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      body_ = std::move(body);
+      cancelled = cancelled_;
+    }
+    if (cancelled) body_->Close();
+  }
+  // Set once by KeepBody, on the I/O thread that then reads it.
+  transport::ResponseBody& body() { return *body_; }
 
   // The end of the transport's part: finishes the RPC.
   void Complete(grpc::Status status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_ && status.ok()) {
+        status = grpc::Status(grpc::StatusCode::CANCELLED, "the caller cancelled the request");
+      }
+    }
     Report(std::move(status));
     Unref();
   }
@@ -216,6 +261,7 @@ class ExchangeReactor {
   }
 
   void Report(grpc::Status status) {
+    service_->fetches_in_flight.fetch_sub(1);
     service_->observer.OnFetchDone(status.error_code(), absl::Now() - start_);
     self()->Finish(std::move(status));
   }
@@ -232,6 +278,7 @@ class ExchangeReactor {
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;
   std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<transport::ResponseBody> body_;  // written under mu_, once
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -260,9 +307,9 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   void OnResponse(absl::StatusOr<Response> response) {
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, response_);
-    body_stream_ = std::move(response->body);
+    KeepBody(std::move(response->body));
     if (body_limit_ == 0 && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
-      body_stream_->Close();  // BODY_MODE_NONE: the rest is left to auto-drain
+      body().Close();  // BODY_MODE_NONE: the rest is left to auto-drain
       return Complete(grpc::Status::OK);
     }
     ReadMore();
@@ -271,7 +318,7 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   // Reads up to one byte past the limit: that byte tells "larger" from "exactly".
   void ReadMore() {
     const uint64_t wanted = body_limit_ + 1 - body_.size();
-    body_stream_->Read(static_cast<size_t>(std::min<uint64_t>(wanted, kStreamChunkBytes)),
+    body().Read(static_cast<size_t>(std::min<uint64_t>(wanted, kStreamChunkBytes)),
                 [this](absl::StatusOr<std::string> bytes) { OnBody(std::move(bytes)); });
   }
 
@@ -281,7 +328,7 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
     body_.append(*bytes);
     if (!ended && body_.size() <= body_limit_) return ReadMore();
 
-    body_stream_->Close();
+    body().Close();
     const bool over = body_.size() > body_limit_;
     if (over && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
       return Complete(grpc::Status(
@@ -300,7 +347,6 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   const FetchRequest& request_;
   FetchResponse* const response_;
   uint64_t body_limit_ = 0;
-  std::unique_ptr<transport::ResponseBody> body_stream_;
   std::string body_;  // what has been read so far
 };
 
@@ -320,10 +366,10 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   // ok is false when the caller has gone: the body is let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      body_stream_->Close();
+      body().Close();
       return Complete(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
     }
-    body_stream_->Read(kStreamChunkBytes,
+    body().Read(kStreamChunkBytes,
                        [this](absl::StatusOr<std::string> bytes) { OnBody(std::move(bytes)); });
   }
 
@@ -332,7 +378,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   void OnResponse(absl::StatusOr<Response> response) {
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, chunk_.mutable_head());
-    body_stream_ = std::move(response->body);
+    KeepBody(std::move(response->body));
     StartWrite(&chunk_);
   }
 
@@ -344,7 +390,6 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   }
 
   FetchChunk chunk_;  // the message being written; one write at a time
-  std::unique_ptr<transport::ResponseBody> body_stream_;
 };
 
 }  // namespace

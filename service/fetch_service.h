@@ -1,6 +1,9 @@
 #ifndef EGRESS_SERVICE_FETCH_SERVICE_H_
 #define EGRESS_SERVICE_FETCH_SERVICE_H_
 
+#include <atomic>
+#include <cstdint>
+
 #include "egress/v1/egress.grpc.pb.h"
 #include "service/config.h"
 #include "service/config_store.h"
@@ -18,11 +21,12 @@ class FetchService final : public egress::v1::Egress::CallbackService {
     transport::Transport& transport;
     const ConfigStore& config;  // limits and caller rules; each RPC takes a snapshot
     FetchObserver& observer;
+    std::atomic<uint32_t>& fetches_in_flight;  // for limits.max_concurrent_fetches
   };
 
   FetchService(transport::Transport& transport, const ConfigStore& config,
                FetchObserver& observer)
-      : context_{transport, config, observer} {}
+      : context_{transport, config, observer, fetches_in_flight_} {}
 
   grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
                                   const egress::v1::FetchRequest* request,
@@ -32,6 +36,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
       grpc::CallbackServerContext* context, const egress::v1::FetchRequest* request) override;
 
  private:
+  std::atomic<uint32_t> fetches_in_flight_{0};
   const Context context_;
 };
 

@@ -87,6 +87,14 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
       }
       if (!served && HasRoom(pool)) {
         deferred.callbacks.emplace_back(std::move(done), NewConnection(pool));
+      } else if (!served && pool.waiters.size() >= LimitsOf(pool).max_waiting) {
+        deferred.callbacks.emplace_back(
+            std::move(done),
+            absl::ResourceExhaustedError(absl::StrCat(
+                "all ", LimitsOf(pool).max_conns_per_origin, " connections to ", origin.Key(),
+                " are busy and ", pool.waiters.size(),
+                " requests already wait for one (transport.max_conns_per_origin, "
+                "transport.max_waiting_per_origin); retry later")));
       } else if (!served) {
         wait_id = next_wait_id_++;
         auto timer = std::make_shared<net::steady_timer>(net::make_strand(executor_));
@@ -275,6 +283,7 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
     s.origin = key;
     s.opened = pool.opened;
     s.reused = pool.reused;
+    s.waiting = static_cast<int>(pool.waiters.size());
     for (const auto& [id, connection] : pool.live) {
       switch (connection->state()) {
         case ConnectionState::kConnecting: ++s.connecting; break;

@@ -29,6 +29,7 @@ struct OriginStats {
   int active = 0;
   int draining = 0;
   int idle = 0;
+  int waiting = 0;      // requests queued for a connection
   uint64_t opened = 0;  // connections created for this origin
   uint64_t reused = 0;  // requests that got an idle connection
 };
@@ -37,6 +38,7 @@ struct PoolLimits {
   uint32_t max_idle_per_origin = 100;
   uint32_t max_conns_per_origin = 0;  // 0 = unlimited
   absl::Duration idle_timeout = absl::Seconds(90);
+  uint32_t max_waiting = 256;  // requests queued for a connection; more fail at once
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -78,7 +80,8 @@ class ConnectionPool {
 
   // Hands out the most recently used idle connection, or a new one while the origin is
   // under max_conns_per_origin; otherwise queues the request until a connection frees or
-  // the deadline passes (DEADLINE_EXCEEDED). `fresh` skips idle connections (a retry).
+  // the deadline passes (DEADLINE_EXCEEDED), unless max_waiting requests already wait
+  // (RESOURCE_EXHAUSTED at once). `fresh` skips idle connections (a retry).
   // `done` may run before Acquire returns. The returned id names a queued wait.
   WaitId Acquire(const Origin& origin, bool fresh, absl::Time deadline, LeaseCallback done);
   // Gives up a queued wait: its callback gets CANCELLED. No effect once served.

@@ -50,6 +50,7 @@ struct OriginOverride {
 struct TransportSettings {
   uint32_t max_idle_per_origin = 100;
   uint32_t max_conns_per_origin = 0;  // 0 = unlimited
+  uint32_t max_waiting_per_origin = 256;
   absl::Duration idle_timeout = absl::Seconds(90);
   absl::Duration connect_timeout = absl::Seconds(10);
   absl::Duration tls_handshake_timeout = absl::Seconds(10);

@@ -296,11 +296,12 @@ absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapsh
 PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
   PoolLimitsByHost limits;
   limits.defaults = {settings.max_idle_per_origin, settings.max_conns_per_origin,
-                     settings.idle_timeout};
+                     settings.idle_timeout, settings.max_waiting_per_origin};
   for (const OriginOverride& o : settings.origin_overrides) {
     const TransportSettings s = settings.With(o);
-    limits.overrides.emplace_back(o.host, PoolLimits{s.max_idle_per_origin,
-                                                     s.max_conns_per_origin, s.idle_timeout});
+    limits.overrides.emplace_back(
+        o.host, PoolLimits{s.max_idle_per_origin, s.max_conns_per_origin, s.idle_timeout,
+                           s.max_waiting_per_origin});
   }
   return limits;
 }

@@ -1,0 +1,223 @@
+// Limits answer RESOURCE_EXHAUSTED at once instead of queueing without bound; deadlines
+// bound every phase; a caller that cancels aborts its upstream exchange; one slow origin
+// does not hold up the others.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "tests/support/egress_fixture.h"
+#include "tests/support/fault_server.h"
+
+namespace egress::testing {
+namespace {
+
+using egress::v1::FetchChunk;
+using egress::v1::FetchRequest;
+using egress::v1::FetchResponse;
+using ::testing::HasSubstr;
+
+// A Fetch running on a thread of its own, cancellable from the test.
+class BackgroundFetch {
+ public:
+  BackgroundFetch(egress::v1::Egress::Stub& stub, FetchRequest request) {
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    thread_ = std::thread([this, &stub, request] {
+      status_ = stub.Fetch(&context_, request, &response_);
+    });
+  }
+  ~BackgroundFetch() { Wait(); }
+
+  void Cancel() { context_.TryCancel(); }
+  const grpc::Status& Wait() {
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  FetchResponse response_;
+  grpc::Status status_;
+  std::thread thread_;
+};
+
+class LimitsTest : public EgressTest {
+ protected:
+  static void SetUpTestSuite() {
+    EgressTest::SetUpTestSuite();
+    faults_ = std::make_unique<FaultServer>();
+  }
+  static void TearDownTestSuite() {
+    faults_.reset();
+    EgressTest::TearDownTestSuite();
+  }
+
+  // Waits until `done` holds, for up to 5 s; false if it never did.
+  static bool WaitFor(const std::function<bool()>& done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
+  transport::OriginStats FaultOrigin() {
+    for (const auto& origin : server_->transport().PoolStats()) {
+      if (origin.origin == absl::StrCat("http://127.0.0.1:", faults_->port())) return origin;
+    }
+    return {};
+  }
+
+  grpc::Status FetchNginx() {
+    FetchResponse response;
+    return Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
+  }
+
+  static std::unique_ptr<FaultServer> faults_;
+};
+
+std::unique_ptr<FaultServer> LimitsTest::faults_;
+
+TEST_F(LimitsTest, FetchesOverTheConcurrencyLimitAreTurnedAwayAtOnce) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_concurrent_fetches(2); });
+  const int accepted = faults_->accepted();
+  BackgroundFetch first(*stub_, Request(faults_->Url("/never")));
+  BackgroundFetch second(*stub_, Request(faults_->Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return faults_->accepted() == accepted + 2; }));
+
+  const grpc::Status third = FetchNginx();
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(third.error_message(),
+              HasSubstr("its limit of 2 concurrent fetches (limits.max_concurrent_fetches)"));
+
+  first.Cancel();
+  second.Cancel();
+  EXPECT_EQ(first.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(second.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) == 2; }));
+  EXPECT_TRUE(FetchNginx().ok());
+}
+
+// One origin whose connections are all busy: one more request queues (bounded by its
+// deadline), one past max_waiting_per_origin fails at once, other origins are served.
+TEST_F(LimitsTest, BusyOriginQueuesUpToItsLimitAndLeavesOtherOriginsAlone) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->set_max_conns_per_origin(1);
+    c.mutable_transport()->set_max_waiting_per_origin(1);
+  });
+  BackgroundFetch holder(*stub_, Request(faults_->Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 1; }));
+  BackgroundFetch queued(*stub_, Request(faults_->Url("/ok")));
+  ASSERT_TRUE(WaitFor([&] { return FaultOrigin().waiting == 1; }));
+
+  FetchResponse response;
+  const grpc::Status turned_away = Fetch(Request(faults_->Url("/ok")), &response);
+  EXPECT_EQ(turned_away.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(turned_away.error_message(),
+              HasSubstr("1 requests already wait for one (transport.max_conns_per_origin, "
+                        "transport.max_waiting_per_origin)"));
+  EXPECT_TRUE(FetchNginx().ok());
+
+  holder.Cancel();  // frees the connection for the queued request
+  EXPECT_EQ(holder.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(queued.Wait().ok()) << queued.Wait().error_message();
+}
+
+TEST_F(LimitsTest, DeadlineBoundsTheWaitForAPooledConnection) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_transport()->set_max_conns_per_origin(1); });
+  BackgroundFetch holder(*stub_, Request(faults_->Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 1; }));
+  FetchRequest request = Request(faults_->Url("/ok"));
+  request.mutable_timeout()->set_nanos(300'000'000);
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrCat("deadline expired while waiting for a connection to ",
+                                     "http://127.0.0.1:", faults_->port())));
+  EXPECT_EQ(FaultOrigin().waiting, 0);
+  holder.Cancel();
+}
+
+TEST_F(LimitsTest, OversizedRequestHeadersAreResourceExhaustedAndNothingIsSent) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_request_header_bytes(4096); });
+  const int accepted = faults_->accepted();
+  FetchRequest request = Request(faults_->Url("/ok"));
+  auto* header = request.add_headers();
+  header->set_name("x-big");
+  header->set_value(std::string(4096, 'v'));
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("request headers of 4105 bytes exceed the limit of 4096 bytes "
+                        "(limits.max_request_header_bytes)"));
+  EXPECT_EQ(faults_->accepted(), accepted);
+}
+
+// Upstream I/O never holds a thread: with one I/O thread and many requests stuck on a
+// slow origin, another origin is served as usual.
+TEST_F(LimitsTest, SlowOriginDoesNotHoldUpOthers) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_transport()->set_io_threads(1); });
+  std::vector<std::unique_ptr<BackgroundFetch>> stuck;
+  for (int i = 0; i < 32; ++i) {
+    stuck.push_back(std::make_unique<BackgroundFetch>(
+        *stub_, Request(faults_->Url(i % 2 ? "/never" : "/slow-body"))));
+  }
+  ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 32; }));
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(FetchNginx().ok());
+  for (auto& fetch : stuck) fetch->Cancel();
+  for (auto& fetch : stuck) EXPECT_EQ(fetch->Wait().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// A Fetch cancelled while its body is being read closes its upstream connection at
+// once, instead of reading on (here the body trickles for 100 s) on nobody's behalf.
+TEST_F(LimitsTest, CancelledFetchAbortsItsBodyRead) {
+  StartEgress();
+  BackgroundFetch fetch(*stub_, Request(faults_->Url("/slow-body")));
+  ASSERT_TRUE(WaitFor([&] { return faults_->open_connections() == 1; }));
+  std::this_thread::sleep_for(Gap(100));  // the head is in, a body read is under way
+  fetch.Cancel();
+  EXPECT_EQ(fetch.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(WaitFor([&] { return faults_->open_connections() == 0; }));
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled), 1);
+  EXPECT_EQ(FaultOrigin().idle, 0);
+}
+
+// The golang/go#81404 shape over gRPC: a FetchStream cancelled while egress has a body
+// read in flight, many times (also run under TSan by tools/test.sh).
+TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
+  StartEgress();
+  constexpr int kRounds = 50;
+  for (int i = 0; i < kRounds; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto reader = stub_->FetchStream(&context, Request(faults_->Url("/slow-body")));
+    FetchChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    EXPECT_EQ(chunk.head().status_code(), 200);
+    if (i % 2) std::this_thread::sleep_for(std::chrono::microseconds(200 * i));
+    context.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    return faults_->open_connections() == 0 &&
+           observer_.Fetches(grpc::StatusCode::CANCELLED) == kRounds;
+  }));
+  // Cancelled during a read: closed at once. Cancelled between reads: the body is left
+  // to drain, which gives up at its 50 ms cap on a body that trickles.
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled) +
+                observer_.Closed(transport::CloseReason::kDrainAbandoned),
+            kRounds);
+  EXPECT_GT(observer_.Closed(transport::CloseReason::kCancelled), kRounds / 2);
+  EXPECT_EQ(FaultOrigin().idle, 0);
+}
+
+}  // namespace
+}  // namespace egress::testing
