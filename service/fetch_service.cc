@@ -161,7 +161,12 @@ class ExchangeReactor {
     config_ = std::move(config);
     // Counted until Report; one over the limit is turned away before any work.
     const uint32_t limit = config_->limits.max_concurrent_fetches;
-    if (service.fetches_in_flight.fetch_add(1) >= limit) {
+    const bool over_limit = service.fetches_in_flight.fetch_add(1) >= limit;
+    if (service.stopped) {
+      return Report(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "egressd is shutting down; retry on another instance"));
+    }
+    if (over_limit) {
       return Report(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
           absl::StrCat("egress is serving its limit of ", limit,

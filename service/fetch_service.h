@@ -22,11 +22,16 @@ class FetchService final : public egress::v1::Egress::CallbackService {
     const ConfigStore& config;  // limits and caller rules; each RPC takes a snapshot
     FetchObserver& observer;
     std::atomic<uint32_t>& fetches_in_flight;  // for limits.max_concurrent_fetches
+    const std::atomic<bool>& stopped;          // new fetches are refused
   };
 
   FetchService(transport::Transport& transport, const ConfigStore& config,
                FetchObserver& observer)
-      : context_{transport, config, observer, fetches_in_flight_} {}
+      : context_{transport, config, observer, fetches_in_flight_, stopped_} {}
+
+  // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
+  void StopAccepting() { stopped_ = true; }
+  uint32_t fetches_in_flight() const { return fetches_in_flight_; }
 
   grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
                                   const egress::v1::FetchRequest* request,
@@ -37,6 +42,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
 
  private:
   std::atomic<uint32_t> fetches_in_flight_{0};
+  std::atomic<bool> stopped_{false};
   const Context context_;
 };
 

@@ -47,8 +47,16 @@ absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::C
 }
 
 void EgressServer::Shutdown(absl::Duration grace) {
-  server_->GetHealthCheckService()->SetServingStatus(false);
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // NOT_SERVING for good, new fetches refused, those under way given the grace period.
+  // Only then does gRPC shut down, ending what is left at once (health Watch calls,
+  // which gRPC would otherwise wait on for the whole grace period).
+  server_->GetHealthCheckService()->Shutdown();
+  fetch_service_->StopAccepting();
+  const absl::Time deadline = absl::Now() + grace;
+  while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));
 }
 
 EgressServer::~EgressServer() {

@@ -33,7 +33,8 @@ class EgressServer {
   // Validates a whole new config and swaps it in atomically; returns the config now in
   // force (defaults filled in). On error nothing changes.
   absl::StatusOr<egress::v1::Config> ApplyConfig(const egress::v1::Config& proto);
-  // Stops accepting RPCs, lets those in flight finish (up to the deadline), then returns.
+  // Turns health NOT_SERVING and refuses new fetches, lets those in flight finish (for up
+  // to `grace`), then stops the gRPC server, cancelling whatever is left.
   void Shutdown(absl::Duration grace);
   void Wait() { server_->Wait(); }
 

@@ -63,7 +63,8 @@ Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls
       tls_context_(std::move(tls_context)),
       stream_(executor, *tls_context_, origin_.tls),
       resolver_(executor),
-      resolve_timer_(executor) {}
+      resolve_timer_(executor),
+      read_cutoff_(executor) {}
 
 void Connection::SetPooled(bool idle) {
   const ConnectionState to = idle ? ConnectionState::kIdle : ConnectionState::kActive;
@@ -344,16 +345,28 @@ void Connection::ReadBodyStep() {
       [self = shared_from_this()](beast::error_code ec, size_t /*bytes_transferred*/) {
         if (ec == http::error::need_buffer) ec = {};  // the caller's buffer is full
         if (ec) {
+          self->read_cutoff_.cancel();
           self->broken_ = true;
           return std::exchange(self->read_done_, nullptr)(
               self->Fail("reading the response body from", ec));
         }
         const size_t got = self->read_buffer_.size() - self->parser_->get().body().size;
         if (got == 0 && !self->parser_->is_done()) return self->ReadBodyStep();
+        self->read_cutoff_.cancel();
         self->stream_.tcp().expires_never();
         self->read_buffer_.resize(got);
         std::exchange(self->read_done_, nullptr)(std::exchange(self->read_buffer_, {}));
       });
+}
+
+void Connection::CutReadShortAfter(absl::Duration limit) {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this(), limit] {
+    if (!self->read_done_) return;  // the read is over
+    self->read_cutoff_.expires_after(absl::ToChronoNanoseconds(limit));
+    self->read_cutoff_.async_wait([self](beast::error_code ec) {
+      if (!ec && self->read_done_) self->CloseOnStrand();  // the read fails, aborted
+    });
+  });
 }
 
 UnreadBody Connection::unread_body() const {
@@ -450,6 +463,7 @@ void Connection::Close() {
 void Connection::CloseOnStrand() {
   resolver_.cancel();
   resolve_timer_.cancel();
+  read_cutoff_.cancel();
   // No TLS close_notify: the peer learns of the close from TCP, as with most clients,
   // and waiting for a slow peer's answer would hold the connection open.
   beast::error_code ignored;

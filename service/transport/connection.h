@@ -87,6 +87,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Reads up to max_bytes of the body (at least one unless the body has ended).
   void ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done);
 
+  // Bounds a ReadBody under way: if it has not finished `limit` from now, the connection
+  // closes and the read fails. For a body the caller let go of mid-read.
+  void CutReadShortAfter(absl::Duration limit);
+
   // Reads and discards the rest of the body within the given caps. The connection is
   // draining from the call until `done`, when it is active again.
   void DrainBody(const Drain& caps, DrainCallback done);
@@ -142,6 +146,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::ip::tcp::resolver resolver_;
   boost::asio::steady_timer resolve_timer_;
   bool resolve_timed_out_ = false;
+  boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;

@@ -235,13 +235,13 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
           state->released = state->released || release;
         }
         if (!release) return done(std::move(bytes));
-        if (aborted) {
-          // Close cut the read short: where the stream stands is unknown, so the
-          // connection is not reused, whatever the read returned.
+        if (aborted && !bytes.ok()) {
+          // Cut short after Close: the connection closed under the read.
           state->transport->pool_.Retire(state->connection, CloseReason::kCancelled);
-          return done(absl::CancelledError("the response body was closed during a read"));
+        } else {
+          state->transport->FinishResponse(state->connection);
         }
-        state->transport->FinishResponse(state->connection);
+        if (aborted) bytes = absl::CancelledError("the response body was closed during a read");
         done(std::move(bytes));
       });
 }
@@ -253,9 +253,14 @@ void ResponseBody::Close() {
     state_->closed = true;
     if (state_->released) return;
     if (state_->reading) {
-      // Abort the read in flight: it fails at once and its callback retires the
-      // connection, instead of the caller's cancel waiting on a slow upstream.
-      state_->connection->Close();
+      // The read in flight may finish within the drain's time cap, and the rest drain
+      // as usual; if not, the connection closes under it. Either way its callback
+      // releases the connection, and nothing waits on a slow upstream for long.
+      const auto& connection = state_->connection;
+      const auto snapshot = state_->transport->Current();
+      const DrainSettings& drain = snapshot->settings.DrainFor(connection->origin().host);
+      connection->CutReadShortAfter(drain.mode == DrainMode::kOff ? absl::ZeroDuration()
+                                                                  : drain.max_duration);
       return;
     }
     state_->released = true;

@@ -48,8 +48,9 @@ class ResponseBody {
   ResponseBody& operator=(const ResponseBody&) = delete;
 
   // Reads up to max_bytes (at least one byte unless the body has ended); an empty
-  // string means the body ended. Close during a read aborts it: its callback gets
-  // CANCELLED and the connection, whose position in the stream is then unknown, closes.
+  // string means the body ended. Close during a read gives that read the drain's time
+  // cap to finish (the rest then drains as usual), else the connection closes under it;
+  // its callback gets CANCELLED either way.
   void Read(size_t max_bytes, Connection::ReadCallback done);
   // Lets go of the body; returns at once. Idempotent. What is left is drained or the
   // connection closed, per the drain policy.

@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <cstdlib>
 #include <fstream>
 #include <cstdio>
@@ -205,6 +207,136 @@ TEST_F(ReloadTest, FileChangesAndUpdateConfigTakeTurnsAndABadFileChangesNothing)
   int exit_status = 0;
   ASSERT_EQ(waitpid(pid, &exit_status, 0), pid);
   EXPECT_EQ(WEXITSTATUS(exit_status), 0);
+}
+
+}  // namespace
+}  // namespace egress::testing
+
+namespace egress::testing {
+namespace {
+
+// grpc.health.v1.Health/Watch for the whole server (empty request), as a generic
+// streaming call; keeps the status bytes of every message received.
+class HealthWatch : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit HealthWatch(const std::shared_ptr<grpc::Channel>& channel) : stub_(channel) {
+    stub_.PrepareBidiStreamingCall(&context_, "/grpc.health.v1.Health/Watch",
+                                   grpc::StubOptions(), this);
+    StartWrite(&request_);
+    StartWritesDone();
+    StartRead(&message_);
+    StartCall();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (message_.Dump(&slices).ok()) {
+      for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      statuses_.push_back(bytes);
+    }
+    StartRead(&message_);
+  }
+  void OnDone(const grpc::Status&) override { done_.set_value(); }
+
+  // Waits for the call to end; the statuses it reported.
+  std::vector<std::string> Wait() {
+    done_.get_future().wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    return statuses_;
+  }
+  std::vector<std::string> SoFar() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return statuses_;
+  }
+
+ private:
+  grpc::GenericStub stub_;
+  grpc::ClientContext context_;
+  grpc::ByteBuffer request_{std::vector<grpc::Slice>{grpc::Slice("")}.data(), 1};
+  grpc::ByteBuffer message_;
+  std::mutex mu_;
+  std::vector<std::string> statuses_;
+  std::promise<void> done_;
+};
+
+const std::string kServing("\x08\x01", 2), kNotServing("\x08\x02", 2);
+
+// SIGTERM during a load: health turns NOT_SERVING, fetches in flight finish, later ones
+// are refused (UNAVAILABLE, never sent upstream), egressd exits 0. Every fetch that
+// reached the upstream was answered to its caller.
+TEST(EgressdTest, SigtermDuringLoadLosesNoAcceptedFetch) {
+  const std::string dir = TestDir("egressd-sigterm");
+  auto nginx = NginxUpstream::Start(dir + "/nginx");
+  std::ofstream(dir + "/egress.textproto") << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
+  const int port = FreePort();
+  ChildProcess egressd({Binary(), absl::StrCat("--grpc_listen=127.0.0.1:", port),
+                        absl::StrCat("--admin_listen=127.0.0.1:", FreePort()),
+                        absl::StrCat("--metrics_listen=127.0.0.1:", FreePort()),
+                        "--config=" + dir + "/egress.textproto", "--shutdown_grace=10s"},
+                       dir + "/egressd.log");
+  ASSERT_TRUE(WaitForPort(port, 30)) << ReadFile(dir + "/egressd.log");
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                     grpc::InsecureChannelCredentials());
+  HealthWatch watch(channel);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (watch.SoFar().empty() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(watch.SoFar(), std::vector<std::string>{kServing});
+
+  const std::string uri = "/slow-300ms?t=sigterm";
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, ok_after_sigterm{0}, refused{0}, other{0};
+  std::atomic<bool> sigterm_sent{false};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 8; ++i) {
+    callers.emplace_back([&] {
+      auto stub = egress::v1::Egress::NewStub(channel);
+      while (!stop) {
+        egress::v1::FetchRequest request;
+        request.set_url(nginx->HttpUrl(uri));
+        egress::v1::FetchResponse response;
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+        const bool before = !sigterm_sent;
+        const grpc::Status status = stub->Fetch(&context, request, &response);
+        if (status.ok() && response.body() == "late\n") {
+          ++ok;
+          if (before && sigterm_sent) ++ok_after_sigterm;  // in flight at SIGTERM
+        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+          ++refused;
+          stop = true;  // egressd is going away
+        } else {
+          ADD_FAILURE() << status.error_code() << " " << status.error_message();
+          ++other;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  sigterm_sent = true;
+  ASSERT_EQ(egressd.Signal(SIGTERM), 0);
+  const auto sigterm_time = std::chrono::steady_clock::now();
+  const int exit_code = egressd.Wait();
+  // The fetches in flight take 300 ms; the open health Watch must not hold egressd for
+  // the rest of its 10 s grace period.
+  EXPECT_LT(std::chrono::steady_clock::now() - sigterm_time, std::chrono::seconds(10));
+  stop = true;
+  for (auto& caller : callers) caller.join();
+
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(watch.Wait().back(), kNotServing);
+  EXPECT_GT(ok_after_sigterm, 0);
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ(other, 0);
+  // Each request nginx saw was a fetch whose caller got its answer.
+  EXPECT_EQ(nginx->WaitForRequests(uri, ok).size(), static_cast<size_t>(ok));
+  EXPECT_THAT(ReadFile(dir + "/egressd.log"), HasSubstr("shutting down"));
 }
 
 }  // namespace

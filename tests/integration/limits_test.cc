@@ -174,8 +174,9 @@ TEST_F(LimitsTest, SlowOriginDoesNotHoldUpOthers) {
   for (auto& fetch : stuck) EXPECT_EQ(fetch->Wait().error_code(), grpc::StatusCode::CANCELLED);
 }
 
-// A Fetch cancelled while its body is being read closes its upstream connection at
-// once, instead of reading on (here the body trickles for 100 s) on nobody's behalf.
+// A Fetch cancelled while its body is being read gives the read the drain's time cap
+// (50 ms) and then closes the upstream connection, instead of reading on (here the body
+// trickles for 100 s) on nobody's behalf.
 TEST_F(LimitsTest, CancelledFetchAbortsItsBodyRead) {
   StartEgress();
   BackgroundFetch fetch(*stub_, Request(faults_->Url("/slow-body")));
@@ -210,12 +211,13 @@ TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
     return faults_->open_connections() == 0 &&
            observer_.Fetches(grpc::StatusCode::CANCELLED) == kRounds;
   }));
-  // Cancelled during a read: closed at once. Cancelled between reads: the body is left
-  // to drain, which gives up at its 50 ms cap on a body that trickles.
+  // Cancelled during a read: the read gets the drain's 50 ms to finish, and the
+  // connection closes under it (the body trickles a byte a second). Cancelled between
+  // reads: the drain gives up at its 50 ms cap.
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled) +
                 observer_.Closed(transport::CloseReason::kDrainAbandoned),
             kRounds);
-  EXPECT_GT(observer_.Closed(transport::CloseReason::kCancelled), kRounds / 2);
+  EXPECT_GT(observer_.Closed(transport::CloseReason::kCancelled), 0);
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
 

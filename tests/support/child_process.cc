@@ -41,6 +41,16 @@ bool ChildProcess::Running() {
   return pid_ > 0;
 }
 
+int ChildProcess::Signal(int signal) { return pid_ > 0 ? kill(pid_, signal) : -1; }
+
+int ChildProcess::Wait() {
+  if (pid_ <= 0) return -1;
+  int status = 0;
+  const bool exited = waitpid(pid_, &status, 0) == pid_ && WIFEXITED(status);
+  pid_ = -1;
+  return exited ? WEXITSTATUS(status) : -1;
+}
+
 bool WaitForPort(int port, int seconds) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (std::chrono::steady_clock::now() < give_up) {

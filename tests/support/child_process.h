@@ -19,6 +19,10 @@ class ChildProcess {
 
   // False once the process has exited.
   bool Running();
+  // Sends a signal; 0 on success, as kill(2).
+  int Signal(int signal);
+  // Waits for the process to exit; its exit code, or -1 when a signal ended it.
+  int Wait();
 
  private:
   pid_t pid_ = -1;

@@ -45,6 +45,7 @@ std::string Locations(const std::string& dir) {
     }
     location = /stall { echo_duplicate 1024 "a"; echo_flush; echo_sleep 0.08; echo_duplicate 1024 "b"; }
     location = /slow-head { echo_sleep 3; echo "late"; }
+    location = /slow-300ms { echo_sleep 0.3; echo "late"; }
     location = /echo { echo "ok"; }
     location = /redirect-internal { return 302 http://127.0.0.1:$server_port/cl/1k; }
     location = /redirect-relative { return 302 /cl/1k; }
