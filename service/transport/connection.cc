@@ -283,10 +283,7 @@ void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
 }
 
 void Connection::ReadHead() {
-  parser_.emplace();
-  parser_->header_limit(max_header_bytes_);
-  parser_->body_limit(boost::none);  // bodies are read in pieces and bounded by callers
-  if (request_.method() == http::verb::head) parser_->skip(true);
+  ResetResponseParser(parser_, max_header_bytes_, request_.method() == http::verb::head);
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&Connection::OnReadHead,
                                                     shared_from_this()));
@@ -308,16 +305,17 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
                                             "HTTP/1.1 requests and responses only")),
         true);
   }
+  if (status < 100) {  // found by fuzz/response_parser_fuzzer.cc: Beast takes 000-099
+    broken_ = true;
+    return std::exchange(head_done_, nullptr)(
+        absl::UnavailableError(absl::StrCat("invalid HTTP response from ", origin_.Key(),
+                                            ": status code ", status, " is below 100")),
+        true);
+  }
   if (status >= 100 && status < 200) return ReadHead();  // interim: the final one follows
 
   stream_.tcp().expires_never();
-  ResponseHead head;
-  head.status_code = static_cast<int>(status);
-  for (const auto& field : parser_->get()) {
-    head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
-  if (parser_->content_length()) head.content_length = *parser_->content_length();
-  std::exchange(head_done_, nullptr)(std::move(head), true);
+  std::exchange(head_done_, nullptr)(HeadOf(*parser_), true);
 }
 
 void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done) {
@@ -335,10 +333,7 @@ void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback do
 }
 
 void Connection::ReadBodyStep() {
-  auto& body = parser_->get().body();
-  body.data = read_buffer_.data();
-  body.size = read_buffer_.size();
-  body.more = true;
+  LendBodyBuffer(*parser_, read_buffer_.data(), read_buffer_.size());
   ExpireAfter(absl::InfiniteDuration());
   http::async_read_some(
       stream_, buffer_, *parser_,
@@ -350,7 +345,7 @@ void Connection::ReadBodyStep() {
           return std::exchange(self->read_done_, nullptr)(
               self->Fail("reading the response body from", ec));
         }
-        const size_t got = self->read_buffer_.size() - self->parser_->get().body().size;
+        const size_t got = BodyBytesFilled(*self->parser_, self->read_buffer_.size());
         if (got == 0 && !self->parser_->is_done()) return self->ReadBodyStep();
         self->read_cutoff_.cancel();
         self->stream_.tcp().expires_never();
@@ -370,10 +365,7 @@ void Connection::CutReadShortAfter(absl::Duration limit) {
 }
 
 UnreadBody Connection::unread_body() const {
-  UnreadBody unread;
-  unread.keep_alive = request_.keep_alive() && parser_->keep_alive();
-  if (parser_->content_length()) unread.remaining_length = *parser_->content_length_remaining();
-  return unread;
+  return UnreadBodyOf(*parser_, request_.keep_alive());
 }
 
 void Connection::DrainBody(const Drain& caps, DrainCallback done) {
@@ -402,15 +394,12 @@ void Connection::DrainStep() {
   // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
   const size_t want = static_cast<size_t>(std::min<uint64_t>(
       drain_scratch_.size(), drain_caps_.max_bytes + 1 - drain_outcome_.bytes));
-  auto& body = parser_->get().body();
-  body.data = drain_scratch_.data();
-  body.size = want;
-  body.more = true;
+  LendBodyBuffer(*parser_, drain_scratch_.data(), want);
   http::async_read_some(
       stream_, buffer_, *parser_,
       [self = shared_from_this(), want](beast::error_code ec, size_t /*bytes_transferred*/) {
         if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
-        self->drain_outcome_.bytes += want - self->parser_->get().body().size;
+        self->drain_outcome_.bytes += BodyBytesFilled(*self->parser_, want);
         if (ec) {
           self->broken_ = true;
           self->drain_outcome_.abandoned = ec == beast::error::timeout

@@ -20,24 +20,11 @@
 #include "service/transport/drain_decision.h"
 #include "service/transport/observer.h"
 #include "service/transport/request.h"
+#include "service/transport/response_parser.h"
 #include "service/transport/settings.h"
 #include "service/transport/upstream_stream.h"
 
 namespace egress::transport {
-
-// The status line and header block of a response.
-struct ResponseHead {
-  int status_code = 0;
-  HeaderList headers;
-  std::optional<uint64_t> content_length;
-};
-
-// The end of a request whose response never arrived: whether any response byte did
-// (a reused connection that fails before any is presumed closed by the server).
-struct SendFailure {
-  absl::Status status;
-  bool response_started = false;
-};
 
 struct DrainOutcome {
   std::optional<DrainAbandonReason> abandoned;  // none: the body ended within the caps
@@ -110,7 +97,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close();
 
  private:
-  using Parser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
 
   // Bounds a name lookup by the connect timeout and the deadline.
   void StartResolveTimer();
@@ -149,7 +135,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;
-  std::optional<Parser> parser_;
+  std::optional<ResponseParser> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state
 

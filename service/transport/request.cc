@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boost/url/parse.hpp"
@@ -82,11 +83,14 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     return absl::InvalidArgumentError(absl::StrCat("URL \"", raw, "\" has no host"));
   }
   if (url.has_port()) {
-    if (url.port_number() == 0) {
+    // port_number() wraps numbers over 65535, so the digits are read here.
+    const std::string digits(url.port());
+    uint32_t port = 0;
+    if (!absl::SimpleAtoi(digits, &port) || port == 0 || port > 65535) {
       return absl::InvalidArgumentError(
-          absl::StrCat("URL \"", raw, "\" has an invalid port \"", std::string(url.port()), "\""));
+          absl::StrCat("URL \"", raw, "\" has an invalid port \"", digits, "\""));
     }
-    origin.port = url.port_number();
+    origin.port = static_cast<uint16_t>(port);
   } else {
     origin.port = origin.tls ? 443 : 80;
   }
@@ -136,6 +140,11 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   // Userinfo and fragment are never sent upstream.
   request.target = std::string(parsed->encoded_path());
   if (request.target.empty()) request.target = "/";
+  if (request.target[0] != '/') {  // "http://host:8x/" parses as port 8, path "x/"
+    return absl::InvalidArgumentError(absl::StrCat(
+        "URL \"", absl::CEscape(url), "\" is not a valid absolute URL: its path must start "
+        "with \"/\" (is the port all digits?)"));
+  }
   if (parsed->has_query()) absl::StrAppend(&request.target, "?", std::string(parsed->encoded_query()));
 
   for (const auto& [name, value] : headers) {

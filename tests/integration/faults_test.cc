@@ -125,6 +125,12 @@ TEST_F(FaultsTest, MalformedStatusLineIsUnavailable) {
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad version"));
 }
 
+TEST_F(FaultsTest, StatusCodeBelow100IsUnavailable) {
+  ExpectFault(Request(faults_->Url("/low-status")), grpc::StatusCode::UNAVAILABLE,
+              absl::StrCat("invalid HTTP response from ", FaultKey(),
+                           ": status code 50 is below 100"));
+}
+
 TEST_F(FaultsTest, MalformedHeaderIsUnavailable) {
   ExpectFault(Request(faults_->Url("/bad-header")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad field"));

@@ -188,6 +188,9 @@ void FaultServer::ServeHttp(int fd) {
     } else if (path == "/bad-status") {
       SendAll(fd, "HTTX/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok");
       return WaitForPeerClose(fd);
+    } else if (path == "/low-status") {
+      SendAll(fd, "HTTP/1.1 050 Low\r\nContent-Length: 2\r\n\r\nok");
+      return WaitForPeerClose(fd);
     } else if (path == "/bad-header") {
       SendAll(fd, "HTTP/1.1 200 OK\r\nThis is not a header\r\nContent-Length: 2\r\n\r\nok");
       return WaitForPeerClose(fd);

@@ -17,6 +17,7 @@ namespace egress::testing {
 //   /reset-headers    half a header block, then a TCP reset
 //   /reset-body       the head and 1000 of 100000 body bytes, then a reset
 //   /bad-status       a malformed status line
+//   /low-status       status code 050, which HTTP/1.1 parsers may take
 //   /bad-header       a header line without a colon
 //   /huge-headers     a 100 KiB header
 //   /short-body       Content-Length 1000, 10 bytes, then the connection closes

@@ -69,6 +69,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ftp", "GET", "ftp://h/x", {}, "only http and https"},
         BadCase{"no_host", "GET", "http:///x", {}, "has no host"},
         BadCase{"port_zero", "GET", "http://h:0/", {}, "invalid port"},
+        // Found by fuzz/request_fuzzer.cc: Boost.URL wraps the number, and reads
+        // "8p80" as port 8 followed by the path "p80/a".
+        BadCase{"port_over_65535", "GET", "http://h:99999/", {}, "invalid port \"99999\""},
+        BadCase{"port_not_digits", "GET", "http://[::1]:8p80/a", {}, "path must start with"},
         BadCase{"method_space", "GE T", "http://h/", {}, "method"},
         BadCase{"header_cr", "GET", "http://h/", {{"X-A", "v\rX"}}, "(CR)"},
         BadCase{"header_lf", "GET", "http://h/", {{"X-A", "v\nX-B: 1"}}, "(LF)"},

@@ -1,0 +1,43 @@
+#include "service/transport/response_parser.h"
+
+#include <string>
+
+namespace egress::transport {
+
+void ResetResponseParser(std::optional<ResponseParser>& parser, uint32_t max_header_bytes,
+                         bool head_request) {
+  parser.emplace();
+  parser->header_limit(max_header_bytes);
+  parser->body_limit(boost::none);  // bodies are read in pieces and bounded by callers
+  if (head_request) parser->skip(true);
+}
+
+void LendBodyBuffer(ResponseParser& parser, char* data, size_t size) {
+  auto& body = parser.get().body();
+  body.data = data;
+  body.size = size;
+  body.more = true;
+}
+
+size_t BodyBytesFilled(const ResponseParser& parser, size_t size) {
+  return size - parser.get().body().size;
+}
+
+ResponseHead HeadOf(const ResponseParser& parser) {
+  ResponseHead head;
+  head.status_code = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get()) {
+    head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  if (parser.content_length()) head.content_length = *parser.content_length();
+  return head;
+}
+
+UnreadBody UnreadBodyOf(const ResponseParser& parser, bool request_keep_alive) {
+  UnreadBody unread;
+  unread.keep_alive = request_keep_alive && parser.keep_alive();
+  if (parser.content_length()) unread.remaining_length = *parser.content_length_remaining();
+  return unread;
+}
+
+}  // namespace egress::transport
