@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   prometheus
+  clang libclang-rt-14-dev
 )
 # Node.js for the dashboard type check; a machine may already have its own.
 command -v npm >/dev/null || packages+=(nodejs npm)

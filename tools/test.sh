@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: a normal build, then ASan+UBSan, then TSan.
+# Runs the whole test suite: a normal build, then ASan+UBSan, then TSan, then a short
+# run of each fuzz target (tools/fuzz.sh).
 # Installs what it needs first. Exits non-zero when any test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +15,13 @@ for config in "" "--config=asan" "--config=tsan"; do
   bazel test $config //... 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 done
+echo "=== fuzz targets, 20 s each"
+tools/fuzz.sh 20 | tee -a "$log"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 bazel shutdown
 
-passed=$(grep -cE '^//\S+\s+PASSED' "$log")
-failed=$(grep -cE '^//\S+\s+(FAILED|TIMEOUT|NO STATUS)' "$log")
+passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$)' "$log")
+failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH)' "$log")
 rm -f "$log"
 echo "$passed passed, $failed failed"
 exit $status

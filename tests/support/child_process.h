@@ -17,6 +17,7 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
+  pid_t pid() const { return pid_; }
   // False once the process has exited.
   bool Running();
   // Sends a signal; 0 on success, as kill(2).
