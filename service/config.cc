@@ -13,6 +13,17 @@
 namespace egress {
 namespace {
 
+namespace v1 = egress::v1;
+
+// A number left at zero means the default: the proto is filled in with it (GetConfig
+// shows what is in force); otherwise the setting takes the proto's number.
+template <class Proto, class Number, class Setting>
+void NumberOrDefault(Proto* proto, Number (Proto::*get)() const, void (Proto::*set)(Number),
+                     Setting* setting) {
+  if ((proto->*get)() == 0) (proto->*set)(static_cast<Number>(*setting));
+  *setting = static_cast<Setting>((proto->*get)());
+}
+
 using google::protobuf::Duration;
 
 // Collects the first parse error with its position and the line it is on, so that
@@ -172,8 +183,8 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
       return status;
     }
   }
-  if (policy->max_redirects() == 0) policy->set_max_redirects(callers.max_redirects);
-  callers.max_redirects = policy->max_redirects();
+  NumberOrDefault(policy, &v1::PolicyConfig::max_redirects,
+                  &v1::PolicyConfig::set_max_redirects, &callers.max_redirects);
   return absl::OkStatus();
 }
 
@@ -185,17 +196,14 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   transport::TransportSettings& t = config.transport;
   auto* tp = config.proto.mutable_transport();
 
-  if (tp->max_idle_per_origin() == 0) tp->set_max_idle_per_origin(t.max_idle_per_origin);
-  t.max_idle_per_origin = tp->max_idle_per_origin();
+  NumberOrDefault(tp, &v1::TransportConfig::max_idle_per_origin,
+                  &v1::TransportConfig::set_max_idle_per_origin, &t.max_idle_per_origin);
   t.max_conns_per_origin = tp->max_conns_per_origin();
-  if (tp->max_waiting_per_origin() == 0) {
-    tp->set_max_waiting_per_origin(t.max_waiting_per_origin);
-  }
-  t.max_waiting_per_origin = tp->max_waiting_per_origin();
-  if (tp->max_response_header_bytes() == 0) {
-    tp->set_max_response_header_bytes(t.max_response_header_bytes);
-  }
-  t.max_response_header_bytes = tp->max_response_header_bytes();
+  NumberOrDefault(tp, &v1::TransportConfig::max_waiting_per_origin,
+                  &v1::TransportConfig::set_max_waiting_per_origin, &t.max_waiting_per_origin);
+  NumberOrDefault(tp, &v1::TransportConfig::max_response_header_bytes,
+                  &v1::TransportConfig::set_max_response_header_bytes,
+                  &t.max_response_header_bytes);
   if (t.max_response_header_bytes < 1024) {
     return absl::InvalidArgumentError(
         "transport.max_response_header_bytes: must be at least 1024");
@@ -230,27 +238,19 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   }
 
   auto* metrics = config.proto.mutable_metrics();
-  if (metrics->max_origin_labels() == 0) metrics->set_max_origin_labels(config.max_origin_labels);
-  config.max_origin_labels = metrics->max_origin_labels();
+  NumberOrDefault(metrics, &v1::MetricsConfig::max_origin_labels,
+                  &v1::MetricsConfig::set_max_origin_labels, &config.max_origin_labels);
 
   auto* limits = config.proto.mutable_limits();
   FetchLimits& l = config.limits;
-  if (limits->default_max_body_bytes() == 0) {
-    limits->set_default_max_body_bytes(l.default_max_body_bytes);
-  }
-  l.default_max_body_bytes = limits->default_max_body_bytes();
-  if (limits->max_request_body_bytes() == 0) {
-    limits->set_max_request_body_bytes(l.max_request_body_bytes);
-  }
-  l.max_request_body_bytes = limits->max_request_body_bytes();
-  if (limits->max_concurrent_fetches() == 0) {
-    limits->set_max_concurrent_fetches(l.max_concurrent_fetches);
-  }
-  l.max_concurrent_fetches = limits->max_concurrent_fetches();
-  if (limits->max_request_header_bytes() == 0) {
-    limits->set_max_request_header_bytes(l.max_request_header_bytes);
-  }
-  l.max_request_header_bytes = limits->max_request_header_bytes();
+  NumberOrDefault(limits, &v1::FetchLimits::default_max_body_bytes,
+                  &v1::FetchLimits::set_default_max_body_bytes, &l.default_max_body_bytes);
+  NumberOrDefault(limits, &v1::FetchLimits::max_request_body_bytes,
+                  &v1::FetchLimits::set_max_request_body_bytes, &l.max_request_body_bytes);
+  NumberOrDefault(limits, &v1::FetchLimits::max_concurrent_fetches,
+                  &v1::FetchLimits::set_max_concurrent_fetches, &l.max_concurrent_fetches);
+  NumberOrDefault(limits, &v1::FetchLimits::max_request_header_bytes,
+                  &v1::FetchLimits::set_max_request_header_bytes, &l.max_request_header_bytes);
   const bool timeout_set = limits->has_default_timeout();
   if (auto status = DurationField("limits.default_timeout", timeout_set,
                                   limits->mutable_default_timeout(), l.default_timeout,

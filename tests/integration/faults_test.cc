@@ -17,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/support/egress_fixture.h"
-#include "tests/support/fault_server.h"
 
 namespace egress::testing {
 namespace {
@@ -34,17 +33,8 @@ int OpenFileDescriptors() {
   return count;
 }
 
-class FaultsTest : public EgressTest {
+class FaultsTest : public EgressFaultsTest {
  protected:
-  static void SetUpTestSuite() {
-    EgressTest::SetUpTestSuite();
-    faults_ = std::make_unique<FaultServer>();
-  }
-  static void TearDownTestSuite() {
-    faults_.reset();
-    EgressTest::TearDownTestSuite();
-  }
-
   void SetUp() override {
     StartEgress([](egress::v1::Config& c) {
       c.mutable_transport()->mutable_response_header_timeout()->set_nanos(500'000'000);
@@ -53,13 +43,13 @@ class FaultsTest : public EgressTest {
     });
     ExpectHealthy();  // gRPC's own descriptors are open from here on
     baseline_fds_ = FixedDescriptors();
-    accepted_before_ = faults_->accepted();
+    accepted_before_ = faults().accepted();
   }
 
   // Open descriptors that are neither pooled connections nor the fault server's side of
   // a connection: what must come back to the baseline.
   int FixedDescriptors() {
-    return OpenFileDescriptors() - IdleConnections() - faults_->open_connections();
+    return OpenFileDescriptors() - IdleConnections() - faults().open_connections();
   }
 
   void ExpectHealthy() {
@@ -74,21 +64,16 @@ class FaultsTest : public EgressTest {
     WaitForQuietPool();
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while ((FixedDescriptors() != baseline_fds_ ||
-            faults_->open_connections() != IdleToFaultServer()) &&
+            faults().open_connections() != IdleToFaultServer()) &&
            std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_EQ(FixedDescriptors(), baseline_fds_);
-    EXPECT_EQ(faults_->open_connections(), IdleToFaultServer());
+    EXPECT_EQ(faults().open_connections(), IdleToFaultServer());
     ExpectHealthy();
   }
 
-  int IdleToFaultServer() {
-    for (const auto& origin : server_->transport().PoolStats()) {
-      if (origin.origin == absl::StrCat("http://127.0.0.1:", faults_->port())) return origin.idle;
-    }
-    return 0;
-  }
+  int IdleToFaultServer() { return FaultOrigin().idle; }
 
   void ExpectFault(const FetchRequest& request, grpc::StatusCode code, const std::string& words) {
     FetchResponse response;
@@ -99,84 +84,81 @@ class FaultsTest : public EgressTest {
     ExpectRecovered();
   }
 
-  std::string FaultKey() const { return absl::StrCat("http://127.0.0.1:", faults_->port()); }
+  std::string FaultKey() const { return absl::StrCat("http://127.0.0.1:", faults().port()); }
 
-  static std::unique_ptr<FaultServer> faults_;
   int baseline_fds_ = 0;
   int accepted_before_ = 0;
 };
 
-std::unique_ptr<FaultServer> FaultsTest::faults_;
-
 TEST_F(FaultsTest, ResetDuringTheHeadersIsUnavailable) {
-  ExpectFault(Request(faults_->Url("/reset-headers")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/reset-headers")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("waiting for the response from ", FaultKey(),
                            " failed: Connection reset by peer"));
 }
 
 TEST_F(FaultsTest, ResetDuringTheBodyIsUnavailable) {
-  ExpectFault(Request(faults_->Url("/reset-body")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/reset-body")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("reading the response body from ", FaultKey(),
                            " failed: Connection reset by peer"));
 }
 
 TEST_F(FaultsTest, MalformedStatusLineIsUnavailable) {
-  ExpectFault(Request(faults_->Url("/bad-status")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/bad-status")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad version"));
 }
 
 TEST_F(FaultsTest, StatusCodeBelow100IsUnavailable) {
-  ExpectFault(Request(faults_->Url("/low-status")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/low-status")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(),
                            ": status code 50 is below 100"));
 }
 
 TEST_F(FaultsTest, MalformedHeaderIsUnavailable) {
-  ExpectFault(Request(faults_->Url("/bad-header")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/bad-header")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad field"));
 }
 
 TEST_F(FaultsTest, HeadersOverTheLimitAreResourceExhausted) {
-  ExpectFault(Request(faults_->Url("/huge-headers")), grpc::StatusCode::RESOURCE_EXHAUSTED,
+  ExpectFault(Request(faults().Url("/huge-headers")), grpc::StatusCode::RESOURCE_EXHAUSTED,
               "exceed the limit of 65536 bytes (transport.max_response_header_bytes)");
 }
 
 TEST_F(FaultsTest, ContentLengthLongerThanTheBodyIsUnavailable) {
-  ExpectFault(Request(faults_->Url("/short-body")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/short-body")), grpc::StatusCode::UNAVAILABLE,
               "the server closed the connection before the message ended");
 }
 
 TEST_F(FaultsTest, BadChunkSizeIsUnavailable) {
-  ExpectFault(Request(faults_->Url("/bad-chunk")), grpc::StatusCode::UNAVAILABLE,
+  ExpectFault(Request(faults().Url("/bad-chunk")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad chunk"));
 }
 
 TEST_F(FaultsTest, ServerThatNeverAnswersHitsTheHeaderTimeout) {
-  ExpectFault(Request(faults_->Url("/never")), grpc::StatusCode::DEADLINE_EXCEEDED,
+  ExpectFault(Request(faults().Url("/never")), grpc::StatusCode::DEADLINE_EXCEEDED,
               absl::StrCat("waiting for the response from ", FaultKey(),
                            " timed out after 500ms"));
 }
 
 TEST_F(FaultsTest, HeadTricklingAByteASecondHitsTheHeaderTimeout) {
-  ExpectFault(Request(faults_->Url("/slow-head")), grpc::StatusCode::DEADLINE_EXCEEDED,
+  ExpectFault(Request(faults().Url("/slow-head")), grpc::StatusCode::DEADLINE_EXCEEDED,
               "timed out after 500ms");
 }
 
 TEST_F(FaultsTest, BodyTricklingAByteASecondHitsTheDeadline) {
-  FetchRequest request = Request(faults_->Url("/slow-body"));
+  FetchRequest request = Request(faults().Url("/slow-body"));
   request.mutable_timeout()->set_seconds(2);
   ExpectFault(request, grpc::StatusCode::DEADLINE_EXCEEDED,
               "deadline expired while reading the response body");
 }
 
 TEST_F(FaultsTest, TlsHandshakeThatFailsIsUnavailable) {
-  const std::string origin = absl::StrCat("https://127.0.0.1:", faults_->garbage_port());
+  const std::string origin = absl::StrCat("https://127.0.0.1:", faults().garbage_port());
   ExpectFault(Request(origin + "/"), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("TLS handshake with ", origin, " failed"));
 }
 
 TEST_F(FaultsTest, TlsHandshakeThatStallsHitsTheHandshakeTimeout) {
-  const std::string origin = absl::StrCat("https://127.0.0.1:", faults_->silent_port());
+  const std::string origin = absl::StrCat("https://127.0.0.1:", faults().silent_port());
   ExpectFault(Request(origin + "/"), grpc::StatusCode::DEADLINE_EXCEEDED,
               absl::StrCat("TLS handshake with ", origin, " timed out after 300ms"));
 }
@@ -210,9 +192,9 @@ TEST_F(FaultsTest, DnsThatNeverAnswersHitsTheConnectTimeout) {
 // is delivered, the connection is closed.
 TEST_F(FaultsTest, BodyLongerThanItsContentLengthClosesTheConnection) {
   FetchResponse response;
-  ASSERT_TRUE(Fetch(Request(faults_->Url("/long-body")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(faults().Url("/long-body")), &response).ok());
   EXPECT_EQ(response.body(), "hello");
-  ASSERT_TRUE(Fetch(Request(faults_->Url("/ok")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(faults().Url("/ok")), &response).ok());
   EXPECT_FALSE(response.connection().reused());
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kError), 1);
   ExpectRecovered();
@@ -222,16 +204,16 @@ TEST_F(FaultsTest, BodyLongerThanItsContentLengthClosesTheConnection) {
 // is written to it, so even a POST goes through, once, on a fresh connection.
 TEST_F(FaultsTest, ConnectionClosedWhileIdleIsReplacedBeforeSending) {
   FetchResponse response;
-  ASSERT_TRUE(Fetch(Request(faults_->Url("/close-idle")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(faults().Url("/close-idle")), &response).ok());
   std::this_thread::sleep_for(Gap(300));
-  FetchRequest post = Request(faults_->Url("/ok"));
+  FetchRequest post = Request(faults().Url("/ok"));
   post.set_method("POST");
   post.set_body("payload");
   ASSERT_TRUE(Fetch(post, &response).ok());
   EXPECT_FALSE(response.connection().reused());
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), 1);
   EXPECT_EQ(observer_.retries, 0);
-  EXPECT_EQ(faults_->accepted() - accepted_before_, 2);
+  EXPECT_EQ(faults().accepted() - accepted_before_, 2);
   ExpectRecovered();
 }
 
@@ -239,12 +221,12 @@ TEST_F(FaultsTest, ConnectionClosedWhileIdleIsReplacedBeforeSending) {
 // sent again, once, on a fresh connection; a POST is not.
 TEST_F(FaultsTest, ConnectionClosedAsARequestArrivesRetriesOnlyIdempotentRequests) {
   FetchResponse response;
-  ASSERT_TRUE(Fetch(Request(faults_->Url("/close-on-reuse")), &response).ok());
-  ASSERT_TRUE(Fetch(Request(faults_->Url("/close-on-reuse")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(faults().Url("/close-on-reuse")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(faults().Url("/close-on-reuse")), &response).ok());
   EXPECT_FALSE(response.connection().reused());
   EXPECT_EQ(observer_.retries, 1);
 
-  FetchRequest post = Request(faults_->Url("/close-on-reuse"));
+  FetchRequest post = Request(faults().Url("/close-on-reuse"));
   post.set_method("POST");
   post.set_body("payload");
   const grpc::Status status = Fetch(post, &response);

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/support/egress_fixture.h"
-#include "tests/support/fault_server.h"
 
 namespace egress::testing {
 namespace {
@@ -44,17 +43,8 @@ class BackgroundFetch {
   std::thread thread_;
 };
 
-class LimitsTest : public EgressTest {
+class LimitsTest : public EgressFaultsTest {
  protected:
-  static void SetUpTestSuite() {
-    EgressTest::SetUpTestSuite();
-    faults_ = std::make_unique<FaultServer>();
-  }
-  static void TearDownTestSuite() {
-    faults_.reset();
-    EgressTest::TearDownTestSuite();
-  }
-
   // Waits until `done` holds, for up to 5 s; false if it never did.
   static bool WaitFor(const std::function<bool()>& done) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -65,29 +55,18 @@ class LimitsTest : public EgressTest {
     return true;
   }
 
-  transport::OriginStats FaultOrigin() {
-    for (const auto& origin : server_->transport().PoolStats()) {
-      if (origin.origin == absl::StrCat("http://127.0.0.1:", faults_->port())) return origin;
-    }
-    return {};
-  }
-
   grpc::Status FetchNginx() {
     FetchResponse response;
     return Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
   }
-
-  static std::unique_ptr<FaultServer> faults_;
 };
-
-std::unique_ptr<FaultServer> LimitsTest::faults_;
 
 TEST_F(LimitsTest, FetchesOverTheConcurrencyLimitAreTurnedAwayAtOnce) {
   StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_concurrent_fetches(2); });
-  const int accepted = faults_->accepted();
-  BackgroundFetch first(*stub_, Request(faults_->Url("/never")));
-  BackgroundFetch second(*stub_, Request(faults_->Url("/never")));
-  ASSERT_TRUE(WaitFor([&] { return faults_->accepted() == accepted + 2; }));
+  const int accepted = faults().accepted();
+  BackgroundFetch first(*stub_, Request(faults().Url("/never")));
+  BackgroundFetch second(*stub_, Request(faults().Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return faults().accepted() == accepted + 2; }));
 
   const grpc::Status third = FetchNginx();
   EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -109,13 +88,13 @@ TEST_F(LimitsTest, BusyOriginQueuesUpToItsLimitAndLeavesOtherOriginsAlone) {
     c.mutable_transport()->set_max_conns_per_origin(1);
     c.mutable_transport()->set_max_waiting_per_origin(1);
   });
-  BackgroundFetch holder(*stub_, Request(faults_->Url("/never")));
+  BackgroundFetch holder(*stub_, Request(faults().Url("/never")));
   ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 1; }));
-  BackgroundFetch queued(*stub_, Request(faults_->Url("/ok")));
+  BackgroundFetch queued(*stub_, Request(faults().Url("/ok")));
   ASSERT_TRUE(WaitFor([&] { return FaultOrigin().waiting == 1; }));
 
   FetchResponse response;
-  const grpc::Status turned_away = Fetch(Request(faults_->Url("/ok")), &response);
+  const grpc::Status turned_away = Fetch(Request(faults().Url("/ok")), &response);
   EXPECT_EQ(turned_away.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(turned_away.error_message(),
               HasSubstr("1 requests already wait for one (transport.max_conns_per_origin, "
@@ -129,24 +108,24 @@ TEST_F(LimitsTest, BusyOriginQueuesUpToItsLimitAndLeavesOtherOriginsAlone) {
 
 TEST_F(LimitsTest, DeadlineBoundsTheWaitForAPooledConnection) {
   StartEgress([](egress::v1::Config& c) { c.mutable_transport()->set_max_conns_per_origin(1); });
-  BackgroundFetch holder(*stub_, Request(faults_->Url("/never")));
+  BackgroundFetch holder(*stub_, Request(faults().Url("/never")));
   ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 1; }));
-  FetchRequest request = Request(faults_->Url("/ok"));
+  FetchRequest request = Request(faults().Url("/ok"));
   request.mutable_timeout()->set_nanos(300'000'000);
   FetchResponse response;
   const grpc::Status status = Fetch(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(),
               HasSubstr(absl::StrCat("deadline expired while waiting for a connection to ",
-                                     "http://127.0.0.1:", faults_->port())));
+                                     "http://127.0.0.1:", faults().port())));
   EXPECT_EQ(FaultOrigin().waiting, 0);
   holder.Cancel();
 }
 
 TEST_F(LimitsTest, OversizedRequestHeadersAreResourceExhaustedAndNothingIsSent) {
   StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_request_header_bytes(4096); });
-  const int accepted = faults_->accepted();
-  FetchRequest request = Request(faults_->Url("/ok"));
+  const int accepted = faults().accepted();
+  FetchRequest request = Request(faults().Url("/ok"));
   auto* header = request.add_headers();
   header->set_name("x-big");
   header->set_value(std::string(4096, 'v'));
@@ -156,7 +135,7 @@ TEST_F(LimitsTest, OversizedRequestHeadersAreResourceExhaustedAndNothingIsSent) 
   EXPECT_THAT(status.error_message(),
               HasSubstr("request headers of 4105 bytes exceed the limit of 4096 bytes "
                         "(limits.max_request_header_bytes)"));
-  EXPECT_EQ(faults_->accepted(), accepted);
+  EXPECT_EQ(faults().accepted(), accepted);
 }
 
 // Upstream I/O never holds a thread: with one I/O thread and many requests stuck on a
@@ -166,7 +145,7 @@ TEST_F(LimitsTest, SlowOriginDoesNotHoldUpOthers) {
   std::vector<std::unique_ptr<BackgroundFetch>> stuck;
   for (int i = 0; i < 32; ++i) {
     stuck.push_back(std::make_unique<BackgroundFetch>(
-        *stub_, Request(faults_->Url(i % 2 ? "/never" : "/slow-body"))));
+        *stub_, Request(faults().Url(i % 2 ? "/never" : "/slow-body"))));
   }
   ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 32; }));
   for (int i = 0; i < 20; ++i) EXPECT_TRUE(FetchNginx().ok());
@@ -179,12 +158,12 @@ TEST_F(LimitsTest, SlowOriginDoesNotHoldUpOthers) {
 // trickles for 100 s) on nobody's behalf.
 TEST_F(LimitsTest, CancelledFetchAbortsItsBodyRead) {
   StartEgress();
-  BackgroundFetch fetch(*stub_, Request(faults_->Url("/slow-body")));
-  ASSERT_TRUE(WaitFor([&] { return faults_->open_connections() == 1; }));
+  BackgroundFetch fetch(*stub_, Request(faults().Url("/slow-body")));
+  ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 1; }));
   std::this_thread::sleep_for(Gap(100));  // the head is in, a body read is under way
   fetch.Cancel();
   EXPECT_EQ(fetch.Wait().error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_TRUE(WaitFor([&] { return faults_->open_connections() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled), 1);
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
@@ -197,7 +176,7 @@ TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
   for (int i = 0; i < kRounds; ++i) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    auto reader = stub_->FetchStream(&context, Request(faults_->Url("/slow-body")));
+    auto reader = stub_->FetchStream(&context, Request(faults().Url("/slow-body")));
     FetchChunk chunk;
     ASSERT_TRUE(reader->Read(&chunk));
     EXPECT_EQ(chunk.head().status_code(), 200);
@@ -208,7 +187,7 @@ TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
   EXPECT_TRUE(WaitFor([&] {
-    return faults_->open_connections() == 0 &&
+    return faults().open_connections() == 0 &&
            observer_.Fetches(grpc::StatusCode::CANCELLED) == kRounds;
   }));
   // Cancelled during a read: the read gets the drain's 50 ms to finish, and the

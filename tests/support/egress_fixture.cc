@@ -89,4 +89,27 @@ int EgressTest::IdleConnections() {
   return idle;
 }
 
+transport::OriginStats EgressTest::PoolStatsFor(const std::string& origin) {
+  for (const auto& stats : server_->transport().PoolStats()) {
+    if (stats.origin == origin) return stats;
+  }
+  return {};
+}
+
+std::unique_ptr<FaultServer> EgressFaultsTest::faults_;
+
+void EgressFaultsTest::SetUpTestSuite() {
+  EgressTest::SetUpTestSuite();
+  faults_ = std::make_unique<FaultServer>();
+}
+
+void EgressFaultsTest::TearDownTestSuite() {
+  faults_.reset();
+  EgressTest::TearDownTestSuite();
+}
+
+transport::OriginStats EgressFaultsTest::FaultOrigin() {
+  return PoolStatsFor(absl::StrCat("http://127.0.0.1:", faults_->port()));
+}
+
 }  // namespace egress::testing

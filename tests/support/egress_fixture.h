@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "service/server.h"
 #include "tests/support/counting_observer.h"
+#include "tests/support/fault_server.h"
 #include "tests/support/nginx_upstream.h"
 
 namespace egress::testing {
@@ -37,6 +38,8 @@ class EgressTest : public ::testing::Test {
   // Waits until the pool has no active, draining or connecting connection.
   void WaitForQuietPool();
   int IdleConnections();
+  // The pool's figures for one origin ("scheme://host:port"); zeros if it has none.
+  transport::OriginStats PoolStatsFor(const std::string& origin);
 
   static NginxUpstream& nginx() { return *nginx_; }
 
@@ -50,6 +53,20 @@ class EgressTest : public ::testing::Test {
 
  private:
   static std::unique_ptr<NginxUpstream> nginx_;
+};
+
+// EgressTest with an upstream that misbehaves on command, for the whole suite.
+class EgressFaultsTest : public EgressTest {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+
+  static FaultServer& faults() { return *faults_; }
+  // The pool's figures for the fault server's plain-HTTP origin.
+  transport::OriginStats FaultOrigin();
+
+ private:
+  static std::unique_ptr<FaultServer> faults_;
 };
 
 }  // namespace egress::testing
