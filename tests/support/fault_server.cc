@@ -100,7 +100,7 @@ FaultServer::FaultServer() {
     }
     listeners_.push_back(listener);
     ports_.push_back(ntohs(address.sin_port));
-    threads_.emplace_back([this, listener, kind] { AcceptLoop(listener, kind); });
+    accept_threads_.emplace_back([this, listener, kind] { AcceptLoop(listener, kind); });
   }
 }
 
@@ -111,15 +111,13 @@ FaultServer::~FaultServer() {
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
   }
-  // Connection threads are added under mu_ while accept loops run; take them after.
-  for (size_t i = 0; i < listeners_.size(); ++i) threads_[i].join();
-  std::vector<std::thread> connections;
+  for (auto& thread : accept_threads_) thread.join();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    connections.assign(std::make_move_iterator(threads_.begin() + listeners_.size()),
-                       std::make_move_iterator(threads_.end()));
+    // Connection threads are detached (a soak makes hundreds of thousands); each one
+    // leaves open_ as its last step.
+    std::unique_lock<std::mutex> lock(mu_);
+    all_closed_.wait(lock, [this] { return open_.empty(); });
   }
-  for (auto& thread : connections) thread.join();
   for (int listener : listeners_) ::close(listener);
 }
 
@@ -143,7 +141,7 @@ void FaultServer::AcceptLoop(int listener, Kind kind) {
       return;
     }
     open_.insert(fd);
-    threads_.emplace_back([this, fd, kind] { Serve(fd, kind); });
+    std::thread([this, fd, kind] { Serve(fd, kind); }).detach();
   }
 }
 
@@ -163,6 +161,7 @@ void FaultServer::Closed(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   ::close(fd);
   open_.erase(fd);
+  if (open_.empty()) all_closed_.notify_all();
 }
 
 void FaultServer::ServeHttp(int fd) {

@@ -2,6 +2,7 @@
 #define EGRESS_TESTS_SUPPORT_FAULT_SERVER_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -59,8 +60,9 @@ class FaultServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int> accepted_{0};
   std::mutex mu_;
-  std::set<int> open_;  // connection fds not yet closed
-  std::vector<std::thread> threads_;
+  std::condition_variable all_closed_;
+  std::set<int> open_;  // connection fds not yet closed, each served by a detached thread
+  std::vector<std::thread> accept_threads_;
 };
 
 }  // namespace egress::testing
