@@ -159,7 +159,7 @@ class ExchangeReactor {
     start_ = absl::Now();
     service_ = &service;
     config_ = std::move(config);
-    // Counted until Report; one over the limit is turned away before any work.
+    // Counted until OnDone; one over the limit is turned away before any work.
     const uint32_t limit = config_->limits.max_concurrent_fetches;
     const bool over_limit = service.fetches_in_flight.fetch_add(1) >= limit;
     if (service.stopped) {
@@ -227,7 +227,12 @@ class ExchangeReactor {
   }
 
   // gRPC's part is over.
-  void Done() { Unref(); }
+  void Done() {
+    // Counted until here, not until Finish: shutdown waits for the count to reach zero,
+    // and only now has the answer been sent.
+    service_->fetches_in_flight.fetch_sub(1);
+    Unref();
+  }
 
   absl::Time start_;
   std::shared_ptr<const ServiceConfig> config_;  // the config this RPC started under
@@ -266,7 +271,6 @@ class ExchangeReactor {
   }
 
   void Report(grpc::Status status) {
-    service_->fetches_in_flight.fetch_sub(1);
     service_->observer.OnFetchDone(status.error_code(), absl::Now() - start_);
     self()->Finish(std::move(status));
   }

@@ -29,14 +29,16 @@ ResponseHead HeadOf(const ResponseParser& parser) {
   for (const auto& field : parser.get()) {
     head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   }
-  if (parser.content_length()) head.content_length = *parser.content_length();
+  if (const auto length = parser.content_length()) head.content_length = *length;
   return head;
 }
 
 UnreadBody UnreadBodyOf(const ResponseParser& parser, bool request_keep_alive) {
   UnreadBody unread;
   unread.keep_alive = request_keep_alive && parser.keep_alive();
-  if (parser.content_length()) unread.remaining_length = *parser.content_length_remaining();
+  if (const auto remaining = parser.content_length_remaining()) {
+    unread.remaining_length = *remaining;
+  }
   return unread;
 }
 

@@ -77,8 +77,8 @@ TEST_F(LimitsTest, FetchesOverTheConcurrencyLimitAreTurnedAwayAtOnce) {
   second.Cancel();
   EXPECT_EQ(first.Wait().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(second.Wait().error_code(), grpc::StatusCode::CANCELLED);
-  ASSERT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) == 2; }));
-  EXPECT_TRUE(FetchNginx().ok());
+  // Their places free up once gRPC is done with them.
+  EXPECT_TRUE(WaitFor([&] { return FetchNginx().ok(); }));
 }
 
 // One origin whose connections are all busy: one more request queues (bounded by its
