@@ -242,12 +242,18 @@ class ExchangeReactor {
 
   void Send(transport::HttpRequest request) {
     request_ = request;
+    // The transport may answer before Fetch returns (a policy denial of an IP literal
+    // needs no I/O), and finishing may drop the last other reference: hold one.
+    refs_.fetch_add(1);
     auto pending = service_->transport.Fetch(
         std::move(request), deadline_,
         [this](absl::StatusOr<Response> response) { OnTransportResponse(std::move(response)); });
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ = std::move(pending);
-    if (cancelled_) pending_->Cancel();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_ = std::move(pending);
+      if (cancelled_) pending_->Cancel();
+    }
+    Unref();
   }
 
   // Follows a redirect when the caller asked for it; every hop goes through the
