@@ -1,7 +1,9 @@
 // gcc 12 at -O1 (the sanitizer builds) warns inside Boost.Beast's content_length(), on
 // the empty boost::optional it returns: a false positive in Boost's code, which this file
 // is the one to instantiate. The pragma must come before Beast's headers to cover them.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "service/transport/response_parser.h"
 
@@ -34,7 +36,6 @@ ResponseHead HeadOf(const ResponseParser& parser) {
   for (const auto& field : parser.get()) {
     head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   }
-  if (const auto length = parser.content_length()) head.content_length = *length;
   return head;
 }
 

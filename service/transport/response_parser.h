@@ -14,7 +14,6 @@ namespace egress::transport {
 struct ResponseHead {
   int status_code = 0;
   HeaderList headers;
-  std::optional<uint64_t> content_length;
 };
 
 // How every connection parses responses; shared with the fuzz target
