@@ -10,6 +10,7 @@ packages=(
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   prometheus
   clang libclang-rt-14-dev
+  golang-go gnuplot-nox nghttp2-client
 )
 # Node.js for the dashboard type check; a machine may already have its own.
 command -v npm >/dev/null || packages+=(nodejs npm)

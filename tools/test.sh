@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: a normal build, then ASan+UBSan, then TSan, then a short
-# run of each fuzz target (tools/fuzz.sh).
+# Runs the whole test suite: a normal build with a smoke run of the benchmark
+# (tools/bench.sh --smoke), then ASan+UBSan, then TSan, then a short run of each fuzz
+# target (tools/fuzz.sh).
 # Installs what it needs first. Exits non-zero when any test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,14 +15,23 @@ for config in "" "--config=asan" "--config=tsan"; do
   bazel build $config //... || { status=1; continue; }
   bazel test $config //... 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  if [[ -z $config ]]; then  # while the optimized build is the one in bazel-bin
+    echo "=== benchmark smoke run"
+    if tools/bench.sh --smoke; then
+      echo "bench smoke: ok" | tee -a "$log"
+    else
+      echo "bench smoke: FAILED" | tee -a "$log"
+      status=1
+    fi
+  fi
 done
 echo "=== fuzz targets, 20 s each"
 tools/fuzz.sh 20 | tee -a "$log"
 [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 bazel shutdown
 
-passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$)' "$log")
-failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH)' "$log")
+passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|bench smoke: ok)' "$log")
+failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|bench smoke: FAILED)' "$log")
 rm -f "$log"
 echo "$passed passed, $failed failed"
 exit $status

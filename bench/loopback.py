@@ -1,0 +1,305 @@
+"""Overhead, throughput and memory on loopback (bench/run.py, issue 6 parts 3 and 4).
+
+h2load drives unary Fetch calls through egressd to an nginx upstream serving 1 KiB, and,
+in the same run, the same load against the upstream directly (h2load --h1), against nginx
+configured as a reverse-proxy egress gateway (h2c in front, HTTP/1.1 keep-alive behind),
+and against the gRPC ceiling (bench/grpc_ceiling.cc). Everything runs on the loopback of
+one network namespace made for the run.
+"""
+
+import os
+import subprocess
+import threading
+
+from wan import readable_tempdir
+
+UPSTREAM_PORT = 8080
+GATEWAY_PORT = 8081
+EGRESSD_GRPC = "127.0.0.1:50051"
+EGRESSD_METRICS = "127.0.0.1:9464"
+CEILING_GRPC = "127.0.0.1:50061"
+FETCH_PATH = "/egress.v1.Egress/Fetch"
+
+# (label, h2load connections, streams per connection)
+SHAPES = [("1 connection", 1, 1), ("16 connections", 16, 1), ("64 connections", 64, 1),
+          ("1 connection, 64 streams", 1, 64)]
+
+SYSTEMS = [
+    ("egressd", "egressd (gRPC Fetch → HTTP/1.1 upstream)"),
+    ("direct", "upstream directly (`h2load --h1`; 64 streams = pipelining)"),
+    ("gateway", "nginx reverse-proxy gateway (h2c → HTTP/1.1 keep-alive)"),
+    ("ceiling", "gRPC ceiling (fixed 1 KiB answer, no I/O)"),
+]
+
+
+class Loopback:
+    """The servers of the loopback benchmark, started in namespace ns of wan."""
+
+    def __init__(self, wan, ns, tools, work):
+        self.wan, self.ns, self.tools = wan, ns, tools
+        self.dir = readable_tempdir("loopback-", work)
+        www = os.path.join(self.dir, "www")
+        os.makedirs(www)
+        with open(os.path.join(www, "1k"), "wb") as out:
+            out.write(b"x" * 1024)
+        self.upstream = self._nginx("upstream", UPSTREAM_CONFIG, UPSTREAM_PORT)
+        self.gateway = self._nginx("gateway", GATEWAY_CONFIG, GATEWAY_PORT)
+        config = os.path.join(self.dir, "egressd.textproto")
+        with open(config, "w") as out:
+            out.write(EGRESSD_CONFIG)
+        self.egressd = wan.spawn(ns, [tools.egressd, f"--config={config}",
+                                      f"--grpc_listen={EGRESSD_GRPC}",
+                                      f"--metrics_listen={EGRESSD_METRICS}"],
+                                 stderr=subprocess.DEVNULL)
+        self.ceiling = wan.spawn(ns, [tools.grpc_ceiling, f"--listen={CEILING_GRPC}"])
+        for address in (EGRESSD_GRPC, CEILING_GRPC):
+            host, port = address.split(":")
+            wan.wait_for_port(ns, host, int(port))
+        self.fetch_frame = self._grpc_frame("/1k")
+        # h2load counts a gRPC call whose answer carries an HTTP 404 as a success: make
+        # sure the upstream serves what egressd is measured on.
+        if len(http_get(wan, ns, f"http://127.0.0.1:{UPSTREAM_PORT}/1k")) != 1024 + 1:
+            raise RuntimeError("the upstream nginx does not serve /1k")
+
+    def _nginx(self, name, template, port):
+        prefix = os.path.join(self.dir, name)
+        os.makedirs(prefix)
+        config = os.path.join(prefix, "nginx.conf")
+        values = {"prefix": prefix, "www": os.path.join(self.dir, "www"), "port": port,
+                  "upstream": UPSTREAM_PORT}
+        for key, value in values.items():
+            template = template.replace("{" + key + "}", str(value))
+        with open(config, "w") as out:
+            out.write(template)
+        process = self.wan.spawn(self.ns, ["nginx", "-c", config, "-p", prefix, "-e",
+                                           os.path.join(prefix, "error.log")])
+        self.wan.wait_for_port(self.ns, "127.0.0.1", port)
+        return process
+
+    def _grpc_frame(self, path):
+        """The body of a unary Fetch call as h2load sends it: a gRPC frame holding a
+        FetchRequest for path on the upstream, encoded by protoc from text format."""
+        text = (f'url: "http://127.0.0.1:{UPSTREAM_PORT}{path}"\n'
+                'body_mode: BODY_MODE_FULL\n')
+        message = subprocess.run(
+            ["protoc", "--proto_path=proto", "--proto_path=/usr/include",
+             "--encode=egress.v1.FetchRequest", "egress/v1/egress.proto"],
+            input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
+        frame = os.path.join(self.dir, "fetch" + path.replace("/", "-") + ".grpc")
+        with open(frame, "wb") as out:
+            out.write(b"\x00" + len(message).to_bytes(4, "big") + message)
+        return frame
+
+    def server_pids(self, system):
+        """Every process that serves requests for system (nginx masters and workers)."""
+        upstream = nginx_pids(self.upstream.pid)
+        return {"egressd": [self.egressd.pid] + upstream,
+                "direct": upstream,
+                "gateway": nginx_pids(self.gateway.pid) + upstream,
+                "ceiling": [self.ceiling.pid]}[system]
+
+    def h2load(self, system, connections, streams, seconds):
+        """One h2load run: returns requests/s, p50 and p99 ms, server CPU s per 10k."""
+        log = os.path.join(self.dir, f"h2load-{system}-{connections}x{streams}.log")
+        if os.path.exists(log):
+            os.remove(log)  # h2load appends
+        argv = ["h2load", f"--duration={seconds}", f"-c{connections}", f"-m{streams}",
+                f"--log-file={log}"]
+        if system == "direct":
+            argv += ["--h1", f"http://127.0.0.1:{UPSTREAM_PORT}/1k"]
+        elif system == "gateway":
+            argv += [f"http://127.0.0.1:{GATEWAY_PORT}/1k"]
+        else:
+            address = EGRESSD_GRPC if system == "egressd" else CEILING_GRPC
+            argv += ["-d", self.fetch_frame, "-H", "content-type: application/grpc",
+                     "-H", "te: trailers", f"http://{address}{FETCH_PATH}"]
+        pids = self.server_pids(system)
+        fetches_ok = self.egressd_fetches_ok() if system == "egressd" else None
+        rss = RssSampler(self.egressd.pid)
+        cpu_before = cpu_seconds(pids)
+        with rss:
+            output = self.wan.run(self.ns, argv, stdout=subprocess.PIPE, text=True,
+                                  check=True).stdout
+        cpu = cpu_seconds(pids) - cpu_before
+        latencies = read_latencies_ms(log)
+        succeeded = h2load_succeeded(output)
+        if not latencies or succeeded != len(latencies):
+            raise RuntimeError(f"h2load {system}: {succeeded} succeeded of "
+                               f"{len(latencies)}\n{output}")
+        if fetches_ok is not None:
+            # h2load counts HTTP 200 as success whatever the grpc-status: egressd's own
+            # counter says whether each call was an OK Fetch.
+            ok = self.egressd_fetches_ok() - fetches_ok
+            if ok < succeeded:
+                raise RuntimeError(f"egressd answered {ok} OK of {succeeded} calls")
+        return {"rps": succeeded / seconds,
+                "p50": percentile(latencies, 50), "p99": percentile(latencies, 99),
+                "cpu_per_10k": cpu / succeeded * 10000, "egressd_rss_max": rss.max}
+
+    def pool_of_idle_connections(self, connections):
+        """Makes `connections` fetches at once of a path the upstream answers after 1 s,
+        so that egressd opens that many connections, which then wait idle in its pool.
+        Returns how many are idle."""
+        frame = self._grpc_frame("/slow")
+        self.wan.run(self.ns, ["h2load", f"-n{connections}", "-c10",
+                               f"-m{connections // 10}", "-d", frame,
+                               "-H", "content-type: application/grpc", "-H", "te: trailers",
+                               f"http://{EGRESSD_GRPC}{FETCH_PATH}"],
+                     stdout=subprocess.DEVNULL, check=True)
+        return int(metric_sum(self.wan, self.ns, "egress_pool_connections", 'state="idle"'))
+
+    def egressd_fetches_ok(self):
+        return metric_sum(self.wan, self.ns, "egress_fetches_total", 'code="OK"')
+
+
+class RssSampler:
+    """The largest RSS of a process while the with-block runs, sampled every 50 ms."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.max = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+        return False
+
+    def _sample(self):
+        while True:
+            self.max = max(self.max, rss_mib(self.pid))
+            if self._done.wait(0.05):
+                return
+
+
+def nginx_pids(master):
+    """nginx's master and its workers."""
+    pids = [master]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == master:
+                        pids.append(int(entry))
+            except OSError:
+                pass  # the process ended while we looked
+    return pids
+
+
+def cpu_seconds(pids):
+    """User plus system CPU seconds of pids, all their threads included."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def read_latencies_ms(log):
+    """h2load's per-request log: start time, status, latency in microseconds."""
+    latencies = []
+    with open(log) as lines:
+        for line in lines:
+            fields = line.split()
+            if len(fields) == 3 and fields[1] == "200":
+                latencies.append(int(fields[2]) / 1000)
+    return latencies
+
+
+def h2load_succeeded(output):
+    for line in output.splitlines():
+        if line.startswith("requests:"):  # requests: N total, N started, N done, N succeeded
+            return int(line.split(",")[3].split()[0])
+    raise RuntimeError(f"no request count in h2load's output:\n{output}")
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+
+
+def http_get(wan, ns, url):
+    """The body of url, fetched from namespace ns; fails unless the status is 200."""
+    script = f"import urllib.request\nprint(urllib.request.urlopen('{url}').read().decode())"
+    return wan.run(ns, ["/usr/bin/python3", "-c", script], stdout=subprocess.PIPE,
+                   text=True, check=True).stdout
+
+
+def metric_sum(wan, ns, name, label):
+    """The sum of a metric's series on egressd's /metrics whose labels include label."""
+    text = http_get(wan, ns, f"http://{EGRESSD_METRICS}/metrics")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name + "{") and label in line)
+
+
+EGRESSD_CONFIG = """
+policy { allow_cidrs: "127.0.0.0/8" }
+transport { max_idle_per_origin: 2000 }
+"""
+
+UPSTREAM_CONFIG = """
+daemon off;
+worker_processes 1;
+pid {prefix}/nginx.pid;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path {prefix}/client_body;
+  proxy_temp_path {prefix}/proxy;
+  fastcgi_temp_path {prefix}/fastcgi;
+  uwsgi_temp_path {prefix}/uwsgi;
+  scgi_temp_path {prefix}/scgi;
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:{port};
+    root {www};
+    location = /slow { echo_sleep 1; echo "slow"; }
+  }
+}
+"""
+
+GATEWAY_CONFIG = """
+daemon off;
+worker_processes auto;
+pid {prefix}/nginx.pid;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path {prefix}/client_body;
+  proxy_temp_path {prefix}/proxy;
+  fastcgi_temp_path {prefix}/fastcgi;
+  uwsgi_temp_path {prefix}/uwsgi;
+  scgi_temp_path {prefix}/scgi;
+  upstream origin {
+    server 127.0.0.1:{upstream};
+    keepalive 128;
+  }
+  keepalive_requests 1000000;  # also bounds requests per HTTP/2 connection
+  server {
+    listen 127.0.0.1:{port} http2;
+    http2_max_concurrent_streams 128;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+"""

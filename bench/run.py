@@ -1,0 +1,461 @@
+#!/usr/bin/python3
+"""The benchmark (issue 6): egressd's drain modes over a simulated WAN, side by side with a
+Go client, all in one run. Rewrites its section of bench/RESULTS.md and the plot beside it.
+
+    tools/bench.sh            # the full run, about N minutes; rewrites bench/RESULTS.md
+    tools/bench.sh --smoke    # a few requests per scenario (CI); writes to a temp dir
+
+Not a test: no thresholds. It fails only if a fetch fails or a tool is missing.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
+from wan import SERVER_ADDRESS, Wan, measure_throughput, readable_tempdir, stop  # noqa: E402
+from loopback import SHAPES, SYSTEMS, Loopback, rss_mib  # noqa: E402
+
+HTTPS_PORT = 8443
+EGRESSD_GRPC = "127.0.0.1:50051"
+JSON_BODY = '{"success": true, "message": "update processed"}\\n'
+
+# The connection table: (row name, path, gap between requests in ms).
+TABLE_ROWS = [
+    ("Content-Length 1 KiB", "/cl/1024", 0),
+    ("Content-Length 262144", "/cl/262144", 0),
+    ("Content-Length 262145", "/cl/262145", 0),
+    ("chunked 1 KiB", "/chunked/1k", 0),
+    ("chunked 300 KiB", "/chunked/300k", 0),
+    ("body stalled 80 ms", "/stall", 0),
+    ("second half 10 ms late, gap 0", "/late-half", 0),
+    ("second half 10 ms late, gap 30 ms", "/late-half", 30),
+]
+MODES = ["OFF", "FIXED"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default="bazel-bin", help="Bazel's output tree")
+    parser.add_argument("--go_client", required=True, help="the built bench/go_client")
+    parser.add_argument("--results", default="bench/RESULTS.md")
+    parser.add_argument("--smoke", action="store_true", help="a few requests per scenario")
+    args = parser.parse_args()
+
+    plan = Plan(args.smoke)
+    work = readable_tempdir("egress-bench-")
+    tools = Tools(args.bin, args.go_client, work)
+    print(f"work directory {work}", flush=True)
+
+    with Wan(tools.delay_link, rtt_ms=0) as wan:
+        link_mb_s = measure_throughput(wan, seconds=plan.throughput_seconds)
+        print(f"link at 0 ms: {link_mb_s:.0f} MB/s", flush=True)
+        # The loopback parts use the client namespace alone.
+        loopback = Loopback(wan, wan.CLIENT, tools, work)
+        memory = {"idle": rss_mib(loopback.egressd.pid)}
+        idle = loopback.pool_of_idle_connections(plan.idle_connections)
+        memory["pool"] = (idle, rss_mib(loopback.egressd.pid))
+        overhead = {}
+        for repetition in range(plan.repetitions):
+            for label, connections, streams in SHAPES:
+                for system, _ in SYSTEMS:
+                    overhead.setdefault((label, system), []).append(loopback.h2load(
+                        system, connections, streams, plan.h2load_seconds))
+            print(f"loopback, repetition {repetition + 1}: done", flush=True)
+        memory["load"] = max(run["egressd_rss_max"] for run in overhead[("64 connections",
+                                                                          "egressd")])
+
+    headline, table = {}, {}
+    for rtt in plan.rtts:
+        with Wan(tools.delay_link, rtt_ms=rtt) as wan:
+            upstream = Upstream(wan, work)
+            for repetition in range(plan.repetitions):
+                for mode in MODES:
+                    run = upstream.measure(lambda: tools.egressd_fetches(
+                        wan, mode, "/json", plan.headline_requests, 0), "/json")
+                    headline.setdefault((rtt, mode), []).append(run)
+                run = upstream.measure(lambda: tools.go_fetches(
+                    wan, "/json", plan.headline_requests), "/json")
+                headline.setdefault((rtt, "Go"), []).append(run)
+                for name, path, gap in TABLE_ROWS:
+                    for mode in MODES:
+                        run = upstream.measure(lambda: tools.egressd_fetches(
+                            wan, mode, path, plan.table_requests, gap), path)
+                        table.setdefault((rtt, name, mode), []).append(run)
+                print(f"rtt {rtt} ms, repetition {repetition + 1}: done", flush=True)
+
+    report = Report(plan, link_mb_s, headline, table, overhead, memory)
+    if args.smoke:
+        print(report.markdown(plot=None))
+        return
+    plot = os.path.join(os.path.dirname(args.results), "wan_rtt.png")
+    report.plot(plot, work)
+    replace_section(args.results, report.markdown(plot=os.path.basename(plot)))
+    print(f"wrote {args.results} and {plot}")
+
+
+class Plan:
+    """How much to measure: the full run, or the CI smoke."""
+
+    def __init__(self, smoke):
+        self.rtts = [25] if smoke else [5, 25, 50]
+        self.repetitions = 1 if smoke else 3
+        self.headline_requests = 3 if smoke else 100
+        self.table_requests = 3 if smoke else 10
+        self.throughput_seconds = 1 if smoke else 5
+        self.h2load_seconds = 1 if smoke else 5
+        self.idle_connections = 100 if smoke else 1000
+
+
+class Tools:
+    """The programs under measurement, and how each is run in the client namespace."""
+
+    def __init__(self, bazel_bin, go_client, work):
+        self.delay_link = os.path.join(bazel_bin, "tests/netsim/delay_link")
+        self.egressd = os.path.join(bazel_bin, "service/egressd")
+        self.sequential_fetches = os.path.join(bazel_bin, "bench/sequential_fetches")
+        self.grpc_ceiling = os.path.join(bazel_bin, "bench/grpc_ceiling")
+        self.go_client = go_client
+        self.work = work
+        self.ca = make_pki(work)
+
+    def egressd_fetches(self, wan, mode, path, requests, gap_ms):
+        config = os.path.join(self.work, f"egressd-{mode}.textproto")
+        with open(config, "w") as out:
+            out.write(f'drain {{ mode: DRAIN_MODE_{mode} }}\n'
+                      f'transport {{ extra_ca_file: "{self.ca}" }}\n'
+                      f'policy {{ allow_cidrs: "{SERVER_ADDRESS}/32" }}\n')
+        egressd = wan.spawn(wan.CLIENT, [self.egressd, f"--config={config}",
+                                         f"--grpc_listen={EGRESSD_GRPC}"],
+                            stderr=subprocess.DEVNULL)
+        try:
+            return run_json(wan, [self.sequential_fetches, f"--target={EGRESSD_GRPC}",
+                                  f"--url={upstream_url(path)}", f"--requests={requests}",
+                                  f"--gap_ms={gap_ms}"])
+        finally:
+            stop(egressd)
+
+    def go_fetches(self, wan, path, requests):
+        return run_json(wan, [self.go_client, f"-url={upstream_url(path)}", f"-ca={self.ca}",
+                              f"-requests={requests}"])
+
+
+def run_json(wan, argv):
+    completed = wan.run(wan.CLIENT, argv, stdout=subprocess.PIPE, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed: {completed.stdout}")
+    return json.loads(completed.stdout)
+
+
+def upstream_url(path):
+    return f"https://{SERVER_ADDRESS}:{HTTPS_PORT}{path}"
+
+
+def make_pki(work):
+    """A test CA and a certificate for the upstream's address; returns the CA file."""
+    pki = os.path.join(work, "pki")
+    os.makedirs(pki)
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    quiet = {"check": True, "stderr": subprocess.DEVNULL, "cwd": pki}
+    subprocess.run(["openssl", "req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem",
+                    "-days", "2", "-subj", "/CN=egress bench CA"], **quiet)
+    subprocess.run(["openssl", "req", *key, "-keyout", "server.key", "-out", "server.csr",
+                    "-subj", "/CN=upstream"], **quiet)
+    with open(os.path.join(pki, "san.ext"), "w") as out:
+        out.write(f"subjectAltName=IP:{SERVER_ADDRESS}\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem",
+                    "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2",
+                    "-extfile", "san.ext"], **quiet)
+    return os.path.join(pki, "ca.pem")
+
+
+class Upstream:
+    """nginx in the server namespace, HTTPS with TLS 1.3 only, serving the scenarios. Its
+    access log tells which requests came on a new connection."""
+
+    def __init__(self, wan, work):
+        self.dir = readable_tempdir("nginx-", work)
+        www = os.path.join(self.dir, "www", "cl")
+        os.makedirs(www)
+        for size in (1024, 262144, 262145):
+            with open(os.path.join(www, str(size)), "wb") as out:
+                out.write(b"x" * size)
+        self.log = os.path.join(self.dir, "access.log")
+        config = os.path.join(self.dir, "nginx.conf")
+        with open(config, "w") as out:
+            out.write(NGINX_CONFIG.format(dir=self.dir, pki=os.path.join(work, "pki"),
+                                          address=SERVER_ADDRESS, port=HTTPS_PORT,
+                                          json=JSON_BODY))
+        wan.spawn(wan.SERVER, ["nginx", "-c", config, "-p", self.dir, "-e",
+                               os.path.join(self.dir, "error.log")])
+        wan.wait_for_port(wan.SERVER, SERVER_ADDRESS, HTTPS_PORT)
+
+    def measure(self, fetches, path):
+        """Runs fetches(); returns its JSON with the new connections nginx saw added."""
+        before = self._entries()
+        result = fetches()
+        entries = self._wait_for(path, before, result["requests"])
+        result["new_connections"] = sum(1 for e in entries if e[1] == "1")
+        return result
+
+    def _entries(self):
+        with open(self.log) as log:
+            return [line.split() for line in log]
+
+    def _wait_for(self, path, before, expected):
+        # nginx logs a request when it is done with it: a body cut short is logged once
+        # nginx sees the close, which may be a round trip after the caller has moved on.
+        for _ in range(200):
+            entries = [e for e in self._entries()[len(before):] if e[2] == path]
+            if len(entries) >= expected:
+                return entries
+            subprocess.run(["sleep", "0.05"])
+        raise RuntimeError(f"nginx logged {len(entries)} of {expected} requests for {path}")
+
+
+NGINX_CONFIG = """
+daemon off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+events {{ worker_connections 4096; }}
+http {{
+  log_format counted '$connection $connection_requests $uri';
+  access_log {dir}/access.log counted;
+  client_body_temp_path {dir}/client_body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  server {{
+    listen {address}:{port} ssl;
+    ssl_certificate {pki}/server.pem;
+    ssl_certificate_key {pki}/server.key;
+    ssl_protocols TLSv1.3;
+    root {dir}/www;
+    location = /json {{ default_type application/json; return 200 '{json}'; }}
+    location /cl/ {{ }}
+    location = /chunked/1k {{ echo_duplicate 1024 "c"; }}
+    location = /chunked/300k {{ echo_duplicate 307200 "c"; }}
+    location = /stall {{
+      echo_duplicate 1024 "a"; echo_flush; echo_sleep 0.08; echo_duplicate 1024 "b";
+    }}
+    location = /late-half {{
+      echo_duplicate 1024 "a"; echo_flush; echo_sleep 0.01; echo_duplicate 1024 "b";
+    }}
+  }}
+}}
+"""
+
+
+def spread(values, digits=0):
+    """'median (min-max)' of values."""
+    fmt = f"{{:,.{digits}f}}"
+    median = fmt.format(statistics.median(values))
+    if min(values) == max(values):
+        return median
+    return f"{median} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+def per_request(runs):
+    return [run["fetch_ms"] / run["requests"] for run in runs]
+
+
+def machine():
+    with open("/proc/cpuinfo") as cpuinfo:
+        model = next(line.split(":", 1)[1].strip() for line in cpuinfo
+                     if line.startswith("model name"))
+    return f"{os.cpu_count()} cores, {model}"
+
+
+CLIENTS = [("OFF", "egressd, drain OFF (Go 1.26 behaviour)"),
+           ("FIXED", "egressd, drain FIXED (Go 1.27: 256 KiB / 50 ms)"),
+           ("Go", "Go 1.19 net/http direct, `resp.Body.Close()` only")]
+
+
+class Report:
+    def __init__(self, plan, link_mb_s, headline, table, overhead, memory):
+        self.plan = plan
+        self.link_mb_s = link_mb_s
+        self.headline = headline
+        self.table = table
+        self.overhead = overhead
+        self.memory = memory
+
+    def physical_limit_ms(self, rtt):
+        # One round trip per request, plus one connection set-up: TCP, then TLS 1.3.
+        return (self.plan.headline_requests + 2) * rtt
+
+    def markdown(self, plot):
+        plan = self.plan
+        lines = [
+            BEGIN,
+            "## Drain modes over a simulated WAN (issue 6)",
+            "",
+            "Command: `tools/bench.sh` (rewrites this section and `wan_rtt.png`).",
+            f"Machine: {machine()}; {datetime.date.today().isoformat()}.",
+            f"Each figure: median of {plan.repetitions} runs, (min–max) when they differ.",
+            "",
+            "The link: two network namespaces joined by `tests/netsim/delay_link` (a TUN",
+            "device in each, packets forwarded after a fixed one-way delay of RTT/2).",
+            f"At 0 ms it carries {self.link_mb_s:,.0f} MB/s on one TCP stream, so bandwidth",
+            "does not mask round trips. Upstream: nginx, HTTPS with TLS 1.3 only. egressd",
+            "and the callers run in the client namespace; each run starts a fresh egressd",
+            "(empty pool). New connections are counted by nginx (`$connection_requests`).",
+            "",
+            f"### The Go blog's headline: {plan.headline_requests} sequential fetches of a"
+            " small JSON body",
+            "",
+            "`Fetch` with `BODY_MODE_NONE` of `{\"success\": true, \"message\": \"update "
+            "processed\"}` and a newline; the Go client closes each body unread. The",
+            "physical limit is one round trip per request plus one connection set-up",
+            "(TCP, then TLS 1.3: two round trips).",
+            "",
+            "| RTT | client | new connections | total ms | ms per request | × physical limit |",
+            "|---|---|---|---|---|---|",
+        ]
+        for rtt in plan.rtts:
+            limit = self.physical_limit_ms(rtt)
+            for key, label in CLIENTS:
+                runs = self.headline[(rtt, key)]
+                totals = [run["fetch_ms"] for run in runs]
+                lines.append(
+                    f"| {rtt} ms | {label} | {spread([r['new_connections'] for r in runs])} | "
+                    f"{spread(totals)} | {spread(per_request(runs), 2)} | "
+                    f"{spread([t / limit for t in totals], 2)} |")
+            lines.append(f"| {rtt} ms | physical limit | 1 | {limit:,} | "
+                         f"{limit / plan.headline_requests:.2f} | 1.00 |")
+        if plot:
+            lines += ["", f"![time per request against RTT]({plot})"]
+        lines += [
+            "",
+            f"### The connection table: {plan.table_requests} sequential fetches per row",
+            "",
+            "`Fetch` with `BODY_MODE_NONE` through egressd; the body is left to the drain.",
+            "",
+            "| RTT | body | OFF: new connections | OFF: ms per request |"
+            " FIXED: new connections | FIXED: ms per request |",
+            "|---|---|---|---|---|---|",
+        ]
+        for rtt in plan.rtts:
+            for name, _, _ in TABLE_ROWS:
+                cells = []
+                for mode in MODES:
+                    runs = self.table[(rtt, name, mode)]
+                    cells += [spread([r["new_connections"] for r in runs]),
+                              spread(per_request(runs), 1)]
+                lines.append(f"| {rtt} ms | {name} | " + " | ".join(cells) + " |")
+        lines += self.overhead_markdown() + self.memory_markdown()
+        lines.append(END)
+        return "\n".join(lines) + "\n"
+
+    def overhead_markdown(self):
+        lines = [
+            "",
+            "### Overhead and throughput on loopback",
+            "",
+            f"`h2load` for {self.plan.h2load_seconds} s per run: unary `Fetch` calls"
+            " (`BODY_MODE_FULL`, 1 KiB from nginx over HTTP/1.1) through egressd, and in",
+            "the same run the same 1 KiB from the upstream directly, through nginx set up",
+            "as a reverse-proxy egress gateway, and from the gRPC ceiling",
+            "(`bench/grpc_ceiling.cc`: the same proto and gRPC library, a fixed answer,",
+            "no I/O). Server CPU counts every server process (egressd or the gateway, and",
+            "the upstream nginx) from `/proc`. h2load shares the 2 cores with the servers,",
+            "so CPU per request is the figure that carries.",
+            "",
+            "| shape | system | requests/s | p50 ms | p99 ms | server CPU s per 10k requests |",
+            "|---|---|---|---|---|---|",
+        ]
+        for label, _, _ in SHAPES:
+            for system, description in SYSTEMS:
+                runs = self.overhead[(label, system)]
+                lines.append(
+                    f"| {label} | {description} | {spread([r['rps'] for r in runs])} | "
+                    f"{spread([r['p50'] for r in runs], 2)} | "
+                    f"{spread([r['p99'] for r in runs], 2)} | "
+                    f"{spread([r['cpu_per_10k'] for r in runs], 2)} |")
+        lines += [
+            "",
+            "Ratios of medians (requests/s: higher is better for egressd; CPU per request:"
+            " lower is):",
+            "",
+            "| shape | egressd / ceiling: requests/s | egressd / ceiling: CPU per request |"
+            " egressd / nginx gateway: requests/s | egressd / nginx gateway: CPU per request |",
+            "|---|---|---|---|---|",
+        ]
+        for label, _, _ in SHAPES:
+            cells = []
+            for peer in ("ceiling", "gateway"):
+                for figure in ("rps", "cpu_per_10k"):
+                    ours = statistics.median(r[figure] for r in self.overhead[(label, "egressd")])
+                    theirs = statistics.median(r[figure] for r in self.overhead[(label, peer)])
+                    cells.append(f"{ours / theirs:.2f}")
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        return lines
+
+    def memory_markdown(self):
+        idle_connections, pool_rss = self.memory["pool"]
+        return [
+            "",
+            "### Memory",
+            "",
+            "egressd's resident set (`VmRSS`), in the loopback run above.",
+            "",
+            "| egressd | RSS MiB |",
+            "|---|---|",
+            f"| idle, just started | {self.memory['idle']:.1f} |",
+            f"| {idle_connections:,} idle pooled connections (its gauge), after as many "
+            f"concurrent fetches | {pool_rss:.1f} |",
+            f"| under load, 64 connections (largest sample) | {self.memory['load']:.1f} |",
+        ]
+
+    def plot(self, png, work):
+        data = os.path.join(work, "wan_rtt.dat")
+        with open(data, "w") as out:
+            for rtt in self.plan.rtts:
+                medians = [statistics.median(per_request(self.headline[(rtt, key)]))
+                           for key, _ in CLIENTS]
+                limit = self.physical_limit_ms(rtt) / self.plan.headline_requests
+                out.write(f"{rtt} {limit} " + " ".join(f"{m:.3f}" for m in medians) + "\n")
+        titles = ["physical limit"] + [label.replace("`", "") for _, label in CLIENTS]
+        series = ", ".join(f"'{data}' using 1:{column + 2} with linespoints title '{title}'"
+                           for column, title in enumerate(titles))
+        script = (
+            "set terminal pngcairo size 900,540 font 'sans,10'\n"
+            f"set output '{png}'\n"
+            f"set title '{self.plan.headline_requests} sequential HTTPS fetches, body unread'\n"
+            "set xlabel 'round-trip time (ms)'\n"
+            "set ylabel 'time per request (ms)'\n"
+            "set key top left\n"
+            "set grid\n"
+            f"set xtics ({', '.join(str(r) for r in self.plan.rtts)})\n"
+            "set yrange [0:*]\n"
+            f"plot {series}\n")
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+BEGIN = "<!-- bench/run.py: begin (generated; edit the script, not this) -->"
+END = "<!-- bench/run.py: end -->"
+
+
+def replace_section(path, section):
+    """Puts section in place of the previous one in path, or first if there was none."""
+    with open(path) as results:
+        text = results.read()
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+    else:
+        title, _, rest = text.partition("\n\n")
+        text = f"{title}\n\n{section}\n{rest}"
+    with open(path, "w") as results:
+        results.write(text)
+
+
+if __name__ == "__main__":
+    main()

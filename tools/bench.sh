@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The benchmark (bench/run.py): builds what it measures, then runs every scenario over a
+# simulated WAN and rewrites its section of bench/RESULTS.md and bench/wan_rtt.png.
+#   tools/bench.sh            # the full run
+#   tools/bench.sh --smoke    # a few requests per scenario, results printed only (CI)
+# Needs root (network namespaces, TUN devices). Installs what it needs first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install_deps.sh
+bazel build //service:egressd //bench:sequential_fetches //bench:grpc_ceiling \
+  //tests/netsim:delay_link
+go_client="$(mktemp -d)/go_client"
+(cd bench/go_client && GOCACHE="${GOCACHE:-/tmp/egress-go-cache}" GO111MODULE=off \
+  go build -o "$go_client" main.go)
+exec /usr/bin/python3 bench/run.py --bin=bazel-bin --go_client="$go_client" "$@"
