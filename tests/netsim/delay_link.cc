@@ -9,7 +9,10 @@
 // process. Addresses and routes are the caller's (`ip -n NAME addr add ...`).
 //
 // One thread per direction; a packet waits in a bounded FIFO until it is due, and a full
-// FIFO drops, as a router queue would.
+// FIFO drops, as a router queue would. The devices take segmentation and checksum
+// offload (a virtio-net header on each packet, passed through untouched), so a read or a
+// write moves up to 64 KiB of TCP segments at once, as a NIC with TSO would: this is what
+// lets one thread per direction carry well over 100 MB/s.
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,9 +52,10 @@ int OpenTunIn(const std::string& netns, const std::string& device) {
   const int tun = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (tun < 0) Die("open /dev/net/tun");
   ifreq request{};
-  request.ifr_flags = IFF_TUN | IFF_NO_PI;
+  request.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR;
   std::snprintf(request.ifr_name, IFNAMSIZ, "%s", device.c_str());
   if (ioctl(tun, TUNSETIFF, &request) != 0) Die("create " + device + " in " + netns);
+  if (ioctl(tun, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) != 0) Die("offload");
   if (setns(original, CLONE_NEWNET) != 0) Die("leave namespace " + netns);
   close(original);
   close(target);
@@ -60,11 +65,11 @@ int OpenTunIn(const std::string& netns, const std::string& device) {
 // Packets from `in` written to `out` `delay` after they were read.
 class Direction {
  public:
-  static constexpr size_t kSlots = 16384;     // ~200 ms at 100 MB/s of 1500-byte packets
-  static constexpr size_t kSlotBytes = 2048;  // the devices keep the default MTU, 1500
+  // About 100 ms at 300 MB/s; past it packets are lost.
+  static constexpr size_t kMaxQueuedBytes = 32 << 20;
 
   Direction(int in, int out, Clock::duration delay, int stop_fd)
-      : in_(in), out_(out), delay_(delay), stop_fd_(stop_fd), slots_(kSlots) {}
+      : in_(in), out_(out), delay_(delay), stop_fd_(stop_fd), scratch_(kMaxPacketBytes) {}
 
   void Run() {
     for (;;) {
@@ -80,48 +85,45 @@ class Direction {
   uint64_t dropped() const { return dropped_; }
 
  private:
-  struct Slot {
+  static constexpr size_t kMaxPacketBytes = 65536 + 64;  // a GSO packet and its header
+
+  struct Packet {
     Clock::time_point due;
     std::vector<char> bytes;
-    ssize_t size = 0;
   };
 
   void ReadAvailable() {
     for (;;) {
-      const bool full = count_ == kSlots;  // then the packet is read and lost
-      Slot& slot = full ? overflow_ : slots_[(head_ + count_) % kSlots];
-      if (slot.bytes.empty()) slot.bytes.resize(kSlotBytes);
-      const ssize_t n = read(in_, slot.bytes.data(), slot.bytes.size());
+      const ssize_t n = read(in_, scratch_.data(), scratch_.size());
       if (n < 0) {
         if (errno == EAGAIN || errno == EINTR) return;
         Die("read");
       }
-      if (full) {
+      if (queued_bytes_ + n > kMaxQueuedBytes) {
         ++dropped_;
         continue;
       }
-      slot.size = n;
-      slot.due = Clock::now() + delay_;
-      ++count_;
+      queue_.push_back({Clock::now() + delay_, {scratch_.begin(), scratch_.begin() + n}});
+      queued_bytes_ += n;
     }
   }
 
   void SendDue() {
     const Clock::time_point now = Clock::now();
-    while (count_ > 0 && slots_[head_].due <= now) {
-      const Slot& slot = slots_[head_];
+    while (!queue_.empty() && queue_.front().due <= now) {
+      const std::vector<char>& bytes = queue_.front().bytes;
       // A write the stack refuses (no buffer, device going down) is a lost packet, as
       // on a real link; TCP recovers.
-      if (write(out_, slot.bytes.data(), slot.size) < 0) ++dropped_;
-      head_ = (head_ + 1) % kSlots;
-      --count_;
+      if (write(out_, bytes.data(), bytes.size()) < 0) ++dropped_;
+      queued_bytes_ -= bytes.size();
+      queue_.pop_front();
     }
   }
 
   const timespec* TimeUntilNextDue() {
-    if (count_ == 0) return nullptr;
+    if (queue_.empty()) return nullptr;
     const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        slots_[head_].due - Clock::now());
+        queue_.front().due - Clock::now());
     const int64_t ns = std::max<int64_t>(0, wait.count());
     timeout_ = {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
     return &timeout_;
@@ -131,10 +133,9 @@ class Direction {
   const int out_;
   const Clock::duration delay_;
   const int stop_fd_;
-  std::vector<Slot> slots_;
-  Slot overflow_;
-  size_t head_ = 0;
-  size_t count_ = 0;
+  std::vector<char> scratch_;
+  std::deque<Packet> queue_;
+  size_t queued_bytes_ = 0;
   uint64_t dropped_ = 0;
   timespec timeout_{};
 };
