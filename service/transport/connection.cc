@@ -324,10 +324,17 @@ void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback do
     self->read_done_ = std::move(done);
     self->deadline_ = deadline;
     self->phase_timeout_ = absl::InfiniteDuration();
-    self->read_buffer_.resize(std::max<size_t>(max_bytes, 1));
     if (self->parser_->is_done()) {
       return std::exchange(self->read_done_, nullptr)(std::string());
     }
+    // The buffer is zero-filled and handed over with each read: never larger than what
+    // is left of a body of known length (most are small; the benchmark saw 64 KiB
+    // memsets per 1 KiB fetch).
+    uint64_t size = std::max<size_t>(max_bytes, 1);
+    if (const auto remaining = KnownBodyBytesLeft(*self->parser_)) {
+      size = std::min<uint64_t>(size, std::max<uint64_t>(*remaining, 1));
+    }
+    self->read_buffer_.resize(size);
     self->ReadBodyStep();
   });
 }

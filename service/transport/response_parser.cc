@@ -39,12 +39,15 @@ ResponseHead HeadOf(const ResponseParser& parser) {
   return head;
 }
 
+std::optional<uint64_t> KnownBodyBytesLeft(const ResponseParser& parser) {
+  if (const auto remaining = parser.content_length_remaining()) return *remaining;
+  return std::nullopt;
+}
+
 UnreadBody UnreadBodyOf(const ResponseParser& parser, bool request_keep_alive) {
   UnreadBody unread;
   unread.keep_alive = request_keep_alive && parser.keep_alive();
-  if (const auto remaining = parser.content_length_remaining()) {
-    unread.remaining_length = *remaining;
-  }
+  unread.remaining_length = KnownBodyBytesLeft(parser);
   return unread;
 }
 

@@ -33,6 +33,10 @@ size_t BodyBytesFilled(const ResponseParser& parser, size_t size);
 // The head of a parsed (final) response.
 ResponseHead HeadOf(const ResponseParser& parser);
 
+// The body bytes still to come when the response has a Content-Length; none if chunked
+// or read until the connection closes.
+std::optional<uint64_t> KnownBodyBytesLeft(const ResponseParser& parser);
+
 // What is left of the body, for the drain decision.
 UnreadBody UnreadBodyOf(const ResponseParser& parser, bool request_keep_alive);
 
