@@ -102,13 +102,17 @@ def stop(process, seconds=10):
         process.wait()
 
 
-_RECEIVER = """
+# The start of each server script: one connection accepted on port 7777.
+_ACCEPT = """
 import socket, time
 server = socket.socket()
 server.bind(('{address}', 7777))
 server.listen()
 print('listening', flush=True)
 connection, _ = server.accept()
+"""
+
+_RECEIVER = _ACCEPT + """
 buffer = bytearray(1 << 20)
 total, start = 0, time.monotonic()
 while True:
@@ -130,12 +134,50 @@ connection.close()
 """
 
 
+def _across(wan, server_script, client_script):
+    """Runs a Python server script in the server namespace (it prints a line once it
+    listens) and a client script in the client namespace; returns both their outputs."""
+    server = wan.spawn(wan.SERVER, ["/usr/bin/python3", "-c", server_script],
+                       stdout=subprocess.PIPE, text=True)
+    server.stdout.readline()
+    client = wan.run(wan.CLIENT, ["/usr/bin/python3", "-c", client_script],
+                     stdout=subprocess.PIPE, text=True, check=True)
+    return server.stdout.read(), client.stdout
+
+
 def measure_throughput(wan, seconds=5):
     """MB/s of one TCP stream from the client namespace to the server namespace."""
-    receiver = wan.spawn(wan.SERVER, ["/usr/bin/python3", "-c",
-                                      _RECEIVER.format(address=SERVER_ADDRESS)],
-                         stdout=subprocess.PIPE, text=True)
-    receiver.stdout.readline()
-    wan.run(wan.CLIENT, ["/usr/bin/python3", "-c",
-                         _SENDER.format(address=SERVER_ADDRESS, seconds=seconds)], check=True)
-    return float(receiver.stdout.readline())
+    received, _ = _across(wan, _RECEIVER.format(address=SERVER_ADDRESS),
+                          _SENDER.format(address=SERVER_ADDRESS, seconds=seconds))
+    return float(received)
+
+
+_ECHO = _ACCEPT + """
+connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while True:
+    data = connection.recv(64)
+    if not data:
+        break
+    connection.sendall(data)
+"""
+
+_PING = """
+import socket, statistics, time
+connection = socket.create_connection(('{address}', 7777))
+connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+times = []
+for _ in range({count}):
+    start = time.perf_counter()
+    connection.sendall(b'x')
+    connection.recv(64)
+    times.append((time.perf_counter() - start) * 1000)
+print(statistics.median(times))
+"""
+
+
+def measure_rtt_ms(wan, count=100):
+    """The median round trip of one byte over an open TCP connection across the link:
+    the delay, plus what waking the link and the endpoints costs on this machine."""
+    _, ping = _across(wan, _ECHO.format(address=SERVER_ADDRESS),
+                      _PING.format(address=SERVER_ADDRESS, count=count))
+    return float(ping)
