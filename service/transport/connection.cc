@@ -279,6 +279,9 @@ void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
     broken_ = true;
     return std::exchange(head_done_, nullptr)(Fail("sending the request to", ec), false);
   }
+  // The body is sent: an idle connection must not hold a large upload for its lifetime.
+  request_.body().clear();
+  request_.body().shrink_to_fit();
   ReadHead();
 }
 

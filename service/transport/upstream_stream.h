@@ -2,6 +2,7 @@
 #define EGRESS_SERVICE_TRANSPORT_UPSTREAM_STREAM_H_
 
 #include <utility>
+#include <variant>
 
 #include "boost/asio/ssl.hpp"
 #include "boost/beast/core/tcp_stream.hpp"
@@ -10,24 +11,29 @@
 namespace egress::transport {
 
 // A TCP stream that is TLS-wrapped or plain, chosen at construction, so that one
-// Connection class serves both schemes. Timeouts live on the TCP layer (tcp()).
+// Connection class serves both schemes. Timeouts live on the TCP layer (tcp()). A plain
+// stream has no TLS state at all: an SSL object and its record buffers cost about 50 KiB
+// per connection, which a pool of idle plain connections would carry for nothing.
 class UpstreamStream {
  public:
   using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
   using executor_type = boost::beast::tcp_stream::executor_type;
 
   UpstreamStream(executor_type executor, boost::asio::ssl::context& tls_context, bool use_tls)
-      : stream_(boost::beast::tcp_stream(std::move(executor)), tls_context), use_tls_(use_tls) {}
+      : stream_(Make(std::move(executor), tls_context, use_tls)) {}
 
-  executor_type get_executor() { return stream_.get_executor(); }
-  boost::beast::tcp_stream& tcp() { return stream_.next_layer(); }
-  TlsStream& tls() { return stream_; }
-  bool use_tls() const { return use_tls_; }
+  executor_type get_executor() { return tcp().get_executor(); }
+  boost::beast::tcp_stream& tcp() {
+    if (auto* tls = std::get_if<TlsStream>(&stream_)) return tls->next_layer();
+    return std::get<boost::beast::tcp_stream>(stream_);
+  }
+  TlsStream& tls() { return std::get<TlsStream>(stream_); }
+  bool use_tls() const { return std::holds_alternative<TlsStream>(stream_); }
 
   template <class MutableBuffers, class Handler>
   void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
-    if (use_tls_) {
-      stream_.async_read_some(buffers, std::forward<Handler>(handler));
+    if (use_tls()) {
+      tls().async_read_some(buffers, std::forward<Handler>(handler));
     } else {
       tcp().async_read_some(buffers, std::forward<Handler>(handler));
     }
@@ -35,16 +41,26 @@ class UpstreamStream {
 
   template <class ConstBuffers, class Handler>
   void async_write_some(const ConstBuffers& buffers, Handler&& handler) {
-    if (use_tls_) {
-      stream_.async_write_some(buffers, std::forward<Handler>(handler));
+    if (use_tls()) {
+      tls().async_write_some(buffers, std::forward<Handler>(handler));
     } else {
       tcp().async_write_some(buffers, std::forward<Handler>(handler));
     }
   }
 
  private:
-  TlsStream stream_;  // in plain mode only its TCP layer is used
-  bool use_tls_;
+  using Stream = std::variant<boost::beast::tcp_stream, TlsStream>;
+
+  static Stream Make(executor_type executor, boost::asio::ssl::context& tls_context,
+                     bool use_tls) {
+    if (use_tls) {
+      return Stream(std::in_place_type<TlsStream>, boost::beast::tcp_stream(std::move(executor)),
+                    tls_context);
+    }
+    return Stream(std::in_place_type<boost::beast::tcp_stream>, std::move(executor));
+  }
+
+  Stream stream_;
 };
 
 }  // namespace egress::transport

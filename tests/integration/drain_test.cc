@@ -1,7 +1,6 @@
 // Auto-drain through Fetch with BODY_MODE_NONE, counted at the upstream (nginx's access
 // log) and at the transport's decision points.
 #include <chrono>
-#include <thread>
 
 #include "tests/support/egress_fixture.h"
 
@@ -23,9 +22,8 @@ class DrainTest : public EgressTest {
       EXPECT_TRUE(status.ok()) << status.error_message();
       EXPECT_EQ(response.status_code(), 200);
       EXPECT_TRUE(response.body().empty());
-      std::this_thread::sleep_for(Gap(20));
+      WaitForQuietPool();  // the drain is over, however long a busy machine made it
     }
-    WaitForQuietPool();
     return nginx().NewConnections(LoggedUri(path), 10);
   }
 };
@@ -39,7 +37,11 @@ TEST_F(DrainTest, SmallContentLengthBodyIsDrainedAndOneConnectionServesAll) {
 }
 
 TEST_F(DrainTest, ContentLengthExactlyAtTheByteCapIsDrained) {
-  StartEgress();
+  // 256 KiB over TLS can take longer than the 50 ms time cap on a busy machine; this test
+  // is about the byte cap alone.
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_drain()->mutable_max_duration()->set_seconds(5);
+  });
   EXPECT_EQ(TenSpacedHeadOnlyFetches("/cl/262144"), 1);
   EXPECT_EQ(observer_.drains_completed, 10);
 }
