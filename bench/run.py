@@ -314,9 +314,9 @@ class Report:
             + ", ".join(f"{self.measured_rtt[rtt]:.2f} ms at {rtt} ms" for rtt in plan.rtts)
             + ": waking a sleeping thread costs a few",
             "hundred microseconds on this virtual machine. Upstream: nginx, HTTPS with",
-            "TLS 1.3 only. egressd",
-            "and the callers run in the client namespace; each run starts a fresh egressd",
-            "(empty pool). New connections are counted by nginx (`$connection_requests`).",
+            "TLS 1.3 only. egressd and the callers run in the client namespace; each run",
+            "starts a fresh egressd (empty pool). New connections are counted by nginx",
+            "(`$connection_requests`).",
             "",
             f"### The Go blog's headline: {plan.headline_requests} sequential fetches of a"
             " small JSON body",
