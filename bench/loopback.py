@@ -11,6 +11,7 @@ import os
 import subprocess
 import threading
 
+from nginx import start_nginx
 from wan import readable_tempdir
 
 UPSTREAM_PORT = 8080
@@ -42,8 +43,8 @@ class Loopback:
         os.makedirs(www)
         with open(os.path.join(www, "1k"), "wb") as out:
             out.write(b"x" * 1024)
-        self.upstream = self._nginx("upstream", UPSTREAM_CONFIG, UPSTREAM_PORT)
-        self.gateway = self._nginx("gateway", GATEWAY_CONFIG, GATEWAY_PORT)
+        self.upstream = self._nginx("upstream", UPSTREAM_HTTP, UPSTREAM_PORT, workers="1")
+        self.gateway = self._nginx("gateway", GATEWAY_HTTP, GATEWAY_PORT, workers="auto")
         config = os.path.join(self.dir, "egressd.textproto")
         with open(config, "w") as out:
             out.write(EGRESSD_CONFIG)
@@ -61,20 +62,13 @@ class Loopback:
         if len(http_get(wan, ns, f"http://127.0.0.1:{UPSTREAM_PORT}/1k")) != 1024 + 1:
             raise RuntimeError("the upstream nginx does not serve /1k")
 
-    def _nginx(self, name, template, port):
+    def _nginx(self, name, template, port, workers):
         prefix = os.path.join(self.dir, name)
         os.makedirs(prefix)
-        config = os.path.join(prefix, "nginx.conf")
-        values = {"prefix": prefix, "www": os.path.join(self.dir, "www"), "port": port,
-                  "upstream": UPSTREAM_PORT}
+        values = {"www": os.path.join(self.dir, "www"), "port": port, "upstream": UPSTREAM_PORT}
         for key, value in values.items():
             template = template.replace("{" + key + "}", str(value))
-        with open(config, "w") as out:
-            out.write(template)
-        process = self.wan.spawn(self.ns, ["nginx", "-c", config, "-p", prefix, "-e",
-                                           os.path.join(prefix, "error.log")])
-        self.wan.wait_for_port(self.ns, "127.0.0.1", port)
-        return process
+        return start_nginx(self.wan, self.ns, prefix, template, "127.0.0.1", port, workers)
 
     def _grpc_frame(self, path):
         """The body of a unary Fetch call as h2load sends it: a gRPC frame holding a
@@ -252,46 +246,23 @@ policy { allow_cidrs: "127.0.0.0/8" }
 transport { max_idle_per_origin: 2000 }
 """
 
-UPSTREAM_CONFIG = """
-daemon off;
-worker_processes 1;
-pid {prefix}/nginx.pid;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
-events { worker_connections 8192; }
-http {
+# Inside nginx's http blocks; the rest is bench/nginx.py's.
+UPSTREAM_HTTP = """
   access_log off;
-  client_body_temp_path {prefix}/client_body;
-  proxy_temp_path {prefix}/proxy;
-  fastcgi_temp_path {prefix}/fastcgi;
-  uwsgi_temp_path {prefix}/uwsgi;
-  scgi_temp_path {prefix}/scgi;
-  keepalive_requests 1000000;
   keepalive_timeout 300s;
   server {
     listen 127.0.0.1:{port};
     root {www};
     location = /slow { echo_sleep 1; echo "slow"; }
   }
-}
 """
 
-GATEWAY_CONFIG = """
-daemon off;
-worker_processes auto;
-pid {prefix}/nginx.pid;
-events { worker_connections 8192; }
-http {
+GATEWAY_HTTP = """
   access_log off;
-  client_body_temp_path {prefix}/client_body;
-  proxy_temp_path {prefix}/proxy;
-  fastcgi_temp_path {prefix}/fastcgi;
-  uwsgi_temp_path {prefix}/uwsgi;
-  scgi_temp_path {prefix}/scgi;
   upstream origin {
     server 127.0.0.1:{upstream};
     keepalive 128;
   }
-  keepalive_requests 1000000;  # also bounds requests per HTTP/2 connection
   server {
     listen 127.0.0.1:{port} http2;
     http2_max_concurrent_streams 128;
@@ -301,5 +272,4 @@ http {
       proxy_set_header Connection "";
     }
   }
-}
 """

@@ -15,11 +15,13 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
 from wan import (SERVER_ADDRESS, Wan, measure_rtt_ms, measure_throughput,  # noqa: E402
                  readable_tempdir, stop)
 from loopback import SHAPES, SYSTEMS, Loopback, rss_mib  # noqa: E402
+from nginx import start_nginx  # noqa: E402
 
 HTTPS_PORT = 8443
 EGRESSD_GRPC = "127.0.0.1:50051"
@@ -122,16 +124,17 @@ class Tools:
         self.sequential_fetches = os.path.join(bazel_bin, "bench/sequential_fetches")
         self.grpc_ceiling = os.path.join(bazel_bin, "bench/grpc_ceiling")
         self.go_client = go_client
-        self.work = work
         self.ca = make_pki(work)
+        self.configs = {}  # drain mode -> egressd's config file
+        for mode in MODES:
+            self.configs[mode] = os.path.join(work, f"egressd-{mode}.textproto")
+            with open(self.configs[mode], "w") as out:
+                out.write(f'drain {{ mode: DRAIN_MODE_{mode} }}\n'
+                          f'transport {{ extra_ca_file: "{self.ca}" }}\n'
+                          f'policy {{ allow_cidrs: "{SERVER_ADDRESS}/32" }}\n')
 
     def egressd_fetches(self, wan, mode, path, requests, gap_ms):
-        config = os.path.join(self.work, f"egressd-{mode}.textproto")
-        with open(config, "w") as out:
-            out.write(f'drain {{ mode: DRAIN_MODE_{mode} }}\n'
-                      f'transport {{ extra_ca_file: "{self.ca}" }}\n'
-                      f'policy {{ allow_cidrs: "{SERVER_ADDRESS}/32" }}\n')
-        egressd = wan.spawn(wan.CLIENT, [self.egressd, f"--config={config}",
+        egressd = wan.spawn(wan.CLIENT, [self.egressd, f"--config={self.configs[mode]}",
                                          f"--grpc_listen={EGRESSD_GRPC}"],
                             stderr=subprocess.DEVNULL)
         try:
@@ -187,14 +190,9 @@ class Upstream:
             with open(os.path.join(www, str(size)), "wb") as out:
                 out.write(b"x" * size)
         self.log = os.path.join(self.dir, "access.log")
-        config = os.path.join(self.dir, "nginx.conf")
-        with open(config, "w") as out:
-            out.write(NGINX_CONFIG.format(dir=self.dir, pki=os.path.join(work, "pki"),
-                                          address=SERVER_ADDRESS, port=HTTPS_PORT,
-                                          json=JSON_BODY))
-        wan.spawn(wan.SERVER, ["nginx", "-c", config, "-p", self.dir, "-e",
-                               os.path.join(self.dir, "error.log")])
-        wan.wait_for_port(wan.SERVER, SERVER_ADDRESS, HTTPS_PORT)
+        http = UPSTREAM_HTTP.format(dir=self.dir, pki=os.path.join(work, "pki"),
+                                    address=SERVER_ADDRESS, port=HTTPS_PORT, json=JSON_BODY)
+        start_nginx(wan, wan.SERVER, self.dir, http, SERVER_ADDRESS, HTTPS_PORT)
 
     def measure(self, fetches, path):
         """Runs fetches(); returns its JSON with the new connections nginx saw added."""
@@ -215,25 +213,14 @@ class Upstream:
             entries = [e for e in self._entries()[len(before):] if e[2] == path]
             if len(entries) >= expected:
                 return entries
-            subprocess.run(["sleep", "0.05"])
+            time.sleep(0.05)
         raise RuntimeError(f"nginx logged {len(entries)} of {expected} requests for {path}")
 
 
-NGINX_CONFIG = """
-daemon off;
-worker_processes 1;
-pid {dir}/nginx.pid;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
-events {{ worker_connections 4096; }}
-http {{
+# Inside nginx's http block; the rest is bench/nginx.py's.
+UPSTREAM_HTTP = """
   log_format counted '$connection $connection_requests $uri';
   access_log {dir}/access.log counted;
-  client_body_temp_path {dir}/client_body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
-  keepalive_requests 1000000;
   keepalive_timeout 300s;
   server {{
     listen {address}:{port} ssl;
@@ -252,7 +239,6 @@ http {{
       echo_duplicate 1024 "a"; echo_flush; echo_sleep 0.01; echo_duplicate 1024 "b";
     }}
   }}
-}}
 """
 
 

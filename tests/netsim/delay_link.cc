@@ -35,6 +35,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+
+ABSL_FLAG(std::string, netns_a, "", "the first network namespace (ip netns add)");
+ABSL_FLAG(std::string, netns_b, "", "the second network namespace");
+ABSL_FLAG(std::string, device, "wan0", "the TUN device's name in both");
+ABSL_FLAG(int64_t, one_way_delay_us, 0, "how long each packet waits, in microseconds");
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -143,22 +151,14 @@ class Direction {
   timespec timeout_{};
 };
 
-std::string Flag(int argc, char** argv, const std::string& name) {
-  const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) return argv[i] + prefix.size();
-  }
-  std::fprintf(stderr, "delay_link: missing %s<value>\n", prefix.c_str());
-  std::exit(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string netns_a = Flag(argc, argv, "netns_a");
-  const std::string netns_b = Flag(argc, argv, "netns_b");
-  const std::string device = Flag(argc, argv, "device");
-  const auto delay = std::chrono::microseconds(std::stoll(Flag(argc, argv, "one_way_delay_us")));
+  absl::ParseCommandLine(argc, argv);
+  const std::string netns_a = absl::GetFlag(FLAGS_netns_a);
+  const std::string netns_b = absl::GetFlag(FLAGS_netns_b);
+  const std::string device = absl::GetFlag(FLAGS_device);
+  const auto delay = std::chrono::microseconds(absl::GetFlag(FLAGS_one_way_delay_us));
 
   // Signals are taken by sigwait below, in this thread only.
   sigset_t signals;
