@@ -1,5 +1,6 @@
 #include "service/config.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -82,35 +83,53 @@ absl::Status ParseList(absl::string_view name,
   return absl::OkStatus();
 }
 
-// The drain policy a DrainPolicy message asks for, defaults from `fallback`.
+// The drain policy a DrainPolicy message asks for. Unset fields take `fallback`'s values
+// when the mode is the same, else the built-in defaults of the mode asked for (an
+// origin switched to ADAPTIVE gets ADAPTIVE's ceilings, not FIXED's caps).
 absl::StatusOr<transport::DrainSettings> BuildDrain(absl::string_view name,
                                                     egress::v1::DrainPolicy* drain,
                                                     transport::DrainSettings fallback) {
-  transport::DrainSettings settings = fallback;
+  transport::DrainMode mode = fallback.mode;
   switch (drain->mode()) {
-    case egress::v1::DRAIN_MODE_UNSPECIFIED:
-      drain->set_mode(fallback.mode == transport::DrainMode::kOff ? egress::v1::DRAIN_MODE_OFF
-                                                                 : egress::v1::DRAIN_MODE_FIXED);
-      break;
-    case egress::v1::DRAIN_MODE_FIXED:
-      settings.mode = transport::DrainMode::kFixed;
-      break;
-    case egress::v1::DRAIN_MODE_OFF:
-      settings.mode = transport::DrainMode::kOff;
-      break;
+    case egress::v1::DRAIN_MODE_UNSPECIFIED: break;
+    case egress::v1::DRAIN_MODE_OFF: mode = transport::DrainMode::kOff; break;
+    case egress::v1::DRAIN_MODE_FIXED: mode = transport::DrainMode::kFixed; break;
+    case egress::v1::DRAIN_MODE_ADAPTIVE: mode = transport::DrainMode::kAdaptive; break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ".mode: ", egress::v1::DrainMode_Name(drain->mode()),
-                       " is not supported yet; use DRAIN_MODE_FIXED or DRAIN_MODE_OFF"));
+      return absl::InvalidArgumentError(absl::StrCat(name, ".mode: unknown mode ", drain->mode()));
   }
-  if (drain->max_bytes() == 0) drain->set_max_bytes(fallback.max_bytes);
-  settings.max_bytes = drain->max_bytes();
+  transport::DrainSettings settings =
+      mode == fallback.mode ? fallback : transport::DrainSettings::DefaultsFor(mode);
+  drain->set_mode(mode == transport::DrainMode::kOff     ? egress::v1::DRAIN_MODE_OFF
+                  : mode == transport::DrainMode::kFixed ? egress::v1::DRAIN_MODE_FIXED
+                                                         : egress::v1::DRAIN_MODE_ADAPTIVE);
+  NumberOrDefault(drain, &v1::DrainPolicy::max_bytes, &v1::DrainPolicy::set_max_bytes,
+                  &settings.max_bytes);
   const bool duration_set = drain->has_max_duration();
   if (auto status = DurationField(absl::StrCat(name, ".max_duration"), duration_set,
-                                  drain->mutable_max_duration(), fallback.max_duration,
+                                  drain->mutable_max_duration(), settings.max_duration,
                                   &settings.max_duration);
       !status.ok()) {
     return status;
+  }
+  if (drain->cost_factor() < 0 || drain->cost_factor() > 1000 ||
+      std::isnan(drain->cost_factor())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".cost_factor: must be between 0 (exclusive) and 1000 (got ",
+        drain->cost_factor(), ")"));
+  }
+  NumberOrDefault(drain, &v1::DrainPolicy::cost_factor, &v1::DrainPolicy::set_cost_factor,
+                  &settings.cost_factor);
+  if (drain->has_min_dial_cost()) {
+    const absl::Duration floor = FromProto(drain->min_dial_cost());
+    if (floor < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".min_dial_cost: must not be negative (got ",
+                       absl::FormatDuration(floor), ")"));
+    }
+    settings.min_dial_cost = floor;
+  } else {
+    ToProto(settings.min_dial_cost, drain->mutable_min_dial_cost());
   }
   return settings;
 }
@@ -201,6 +220,8 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   t.max_conns_per_origin = tp->max_conns_per_origin();
   NumberOrDefault(tp, &v1::TransportConfig::max_waiting_per_origin,
                   &v1::TransportConfig::set_max_waiting_per_origin, &t.max_waiting_per_origin);
+  NumberOrDefault(tp, &v1::TransportConfig::drain_budget_bytes,
+                  &v1::TransportConfig::set_drain_budget_bytes, &t.drain_budget_bytes);
   NumberOrDefault(tp, &v1::TransportConfig::max_response_header_bytes,
                   &v1::TransportConfig::set_max_response_header_bytes,
                   &t.max_response_header_bytes);

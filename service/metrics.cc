@@ -1,5 +1,6 @@
 #include "service/metrics.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "prometheus/client_metric.h"
@@ -174,6 +175,29 @@ void Metrics::OnPolicyDenied(const transport::Origin&, transport::DenyReason rea
   ++policy_denied_[static_cast<size_t>(reason)];
 }
 
+void Metrics::OnOriginCost(const transport::Origin& origin, const transport::OriginCost& cost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  For(origin).cost = cost;
+}
+
+void Metrics::OnDrainBudget(uint64_t in_use, uint64_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  budget_in_use_ = in_use;
+  budget_peak_ = std::max(budget_peak_, in_use);
+  budget_limit_ = limit;
+}
+
+void Metrics::OnDrainAwareAcquisition(const transport::Origin& origin,
+                                      transport::DrainAwareChoice choice, bool got_drained) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).drain_aware[static_cast<size_t>(choice)][got_drained];
+}
+
+void Metrics::OnSurplusConnection(const transport::Origin& origin, bool kept) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).surplus[kept];
+}
+
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
   const auto index = static_cast<size_t>(code);
@@ -215,6 +239,29 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily denied = Family("egress_policy_denied_total",
                                "Destinations refused by the egress policy, by reason.",
                                MetricType::Counter);
+  MetricFamily dial_cost = Family("egress_origin_dial_seconds",
+                                  "Moving estimate of a new connection's time (DNS, connect, TLS).",
+                                  MetricType::Gauge);
+  MetricFamily body_rate = Family("egress_origin_body_bytes_per_second",
+                                  "Moving estimate of how fast drained bodies arrive (warm "
+                                  "connections, drains of 16 KiB or more).",
+                                  MetricType::Gauge);
+  MetricFamily drain_time = Family("egress_origin_drain_seconds",
+                                   "Moving estimate of how long a completed drain takes.",
+                                   MetricType::Gauge);
+  MetricFamily drain_aware = Family(
+      "egress_drain_aware_acquisitions_total",
+      "Requests that found no idle connection while one was draining (ADAPTIVE): whether "
+      "they waited or dialed, and which connection carried them.",
+      MetricType::Counter);
+  MetricFamily surplus = Family(
+      "egress_surplus_connections_total",
+      "Dials that lost the race to a drained connection: kept idle, or closed (pool full).",
+      MetricType::Counter);
+  MetricFamily budget = Family("egress_drain_budget_bytes",
+                               "The global budget of bytes ADAPTIVE drains may read at once: "
+                               "in use, the most ever in use, and the limit.",
+                               MetricType::Gauge);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, c] : origins_) {
@@ -243,7 +290,28 @@ std::vector<MetricFamily> Metrics::Collect() const {
       AddSample(pool, {origin, {"state", "idle"}}, c.idle);
       AddSample(pool, {origin, {"state", "active"}}, c.active);
       AddSample(pool, {origin, {"state", "draining"}}, c.draining);
+      if (c.cost.dial) AddSample(dial_cost, {origin}, absl::ToDoubleSeconds(*c.cost.dial));
+      if (c.cost.body_bytes_per_second) {
+        AddSample(body_rate, {origin}, *c.cost.body_bytes_per_second);
+      }
+      if (c.cost.drain_time) {
+        AddSample(drain_time, {origin}, absl::ToDoubleSeconds(*c.cost.drain_time));
+      }
+      for (auto choice : {transport::DrainAwareChoice::kWait, transport::DrainAwareChoice::kDial}) {
+        for (bool got_drained : {false, true}) {
+          AddSample(drain_aware,
+                    {origin,
+                     {"choice", std::string(ToString(choice))},
+                     {"connection", got_drained ? "drained" : "new"}},
+                    c.drain_aware[static_cast<size_t>(choice)][got_drained]);
+        }
+      }
+      AddSample(surplus, {origin, {"fate", "kept_idle"}}, c.surplus[true]);
+      AddSample(surplus, {origin, {"fate", "closed"}}, c.surplus[false]);
     }
+    AddSample(budget, {{"state", "in_use"}}, budget_in_use_);
+    AddSample(budget, {{"state", "peak"}}, budget_peak_);
+    AddSample(budget, {{"state", "limit"}}, budget_limit_);
     for (size_t i = 0; i < fetches_by_code_.size(); ++i) {
       AddSample(fetches, {{"code", kCodeNames[i]}}, fetches_by_code_[i]);
     }
@@ -253,9 +321,10 @@ std::vector<MetricFamily> Metrics::Collect() const {
                 policy_denied_[i]);
     }
   }
-  std::vector<MetricFamily> families = {requests, opened, closed, started,  completed, abandoned,
-                                        skipped,  bytes,  retries, pool,    fetches,
-                                        denied};
+  std::vector<MetricFamily> families = {
+      requests, opened,  closed,    started,     completed,  abandoned, skipped,
+      bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
+      drain_time, drain_aware, surplus, budget};
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

@@ -49,6 +49,11 @@ class Metrics final : public transport::TransportObserver,
   void OnRetry(const transport::Origin& origin) override;
   void OnPoolWait(const transport::Origin& origin, absl::Duration waited) override;
   void OnPolicyDenied(const transport::Origin& origin, transport::DenyReason reason) override;
+  void OnOriginCost(const transport::Origin& origin, const transport::OriginCost& cost) override;
+  void OnDrainBudget(uint64_t in_use, uint64_t limit) override;
+  void OnDrainAwareAcquisition(const transport::Origin& origin,
+                               transport::DrainAwareChoice choice, bool got_drained) override;
+  void OnSurplusConnection(const transport::Origin& origin, bool kept) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -71,6 +76,9 @@ class Metrics final : public transport::TransportObserver,
     int64_t idle = 0;
     int64_t active = 0;
     int64_t draining = 0;
+    transport::OriginCost cost;
+    std::array<std::array<uint64_t, 2>, 2> drain_aware{};  // [wait, dial][new, drained]
+    std::array<uint64_t, 2> surplus{};                     // [closed, kept]
   };
 
   // The row for an origin's label; creates it, or falls back to "other".
@@ -96,6 +104,9 @@ class Metrics final : public transport::TransportObserver,
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
   // Not by origin: a caller probing many internal names must not explode the label.
   std::array<uint64_t, transport::kDenyReasonCount> policy_denied_ ABSL_GUARDED_BY(mu_){};
+  uint64_t budget_in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t budget_peak_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t budget_limit_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace egress

@@ -22,8 +22,6 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-constexpr size_t kDrainScratchBytes = 64 * 1024;
-
 bool IsHttpParseError(beast::error_code ec) {
   return ec.category() == http::make_error_code(http::error::bad_version).category();
 }
@@ -378,24 +376,43 @@ UnreadBody Connection::unread_body() const {
   return UnreadBodyOf(*parser_, request_.keep_alive());
 }
 
-void Connection::DrainBody(const Drain& caps, DrainCallback done) {
+void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t reserved,
+                           DrainCallback done) {
+  // The progress is in place before the pool can see the connection draining. No I/O is
+  // pending between the response and its drain, so the parser may be read here.
+  const absl::Time start = absl::Now();
+  drain_start_ns_ = absl::ToUnixNanos(start);
+  const auto rest = KnownBodyBytesLeft(*parser_);
+  drain_remaining_ = rest ? *rest : kLengthUnknown;
   state_ = ConnectionState::kDraining;
   observer_.OnDrainStarted(origin_);
-  net::dispatch(stream_.get_executor(),
-                [self = shared_from_this(), caps, done = std::move(done)]() mutable {
-                  self->drain_caps_ = caps;
-                  self->drain_done_ = std::move(done);
-                  self->drain_outcome_ = DrainOutcome{};
-                  self->drain_start_ = absl::Now();
-                  self->deadline_ = self->drain_start_ + caps.max_duration;
-                  self->drain_scratch_.resize(kDrainScratchBytes);
-                  self->ExpireAfter(caps.max_duration);
-                  self->DrainStep();
-                });
+  net::dispatch(stream_.get_executor(), [self = shared_from_this(), caps, budget, reserved,
+                                         start, done = std::move(done)]() mutable {
+    self->drain_caps_ = caps;
+    self->drain_budget_ = budget;
+    self->drain_reserved_ = reserved;
+    self->drain_done_ = std::move(done);
+    self->drain_outcome_ = DrainOutcome{};
+    self->drain_start_ = start;
+    self->deadline_ = self->drain_start_ + caps.max_duration;
+    self->phase_timeout_ = caps.max_duration;
+    self->drain_scratch_.resize(kDrainReadBytes);
+    self->DrainStep();
+  });
+}
+
+DrainProgress Connection::drain_progress() const {
+  DrainProgress progress;
+  progress.elapsed = absl::Now() - absl::FromUnixNanos(drain_start_ns_.load());
+  if (const uint64_t rest = drain_remaining_.load(); rest != kLengthUnknown) {
+    progress.remaining_length = rest;
+  }
+  return progress;
 }
 
 void Connection::DrainStep() {
-  std::optional<DrainAbandonReason> verdict;
+  const auto rest = KnownBodyBytesLeft(*parser_);
+  drain_remaining_ = rest ? *rest : kLengthUnknown;
   const bool over_cap = drain_outcome_.bytes > drain_caps_.max_bytes;
   if (over_cap || parser_->is_done()) {
     if (over_cap) drain_outcome_.abandoned = DrainAbandonReason::kByteCap;
@@ -404,7 +421,17 @@ void Connection::DrainStep() {
   // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
   const size_t want = static_cast<size_t>(std::min<uint64_t>(
       drain_scratch_.size(), drain_caps_.max_bytes + 1 - drain_outcome_.bytes));
+  const uint64_t needed = drain_outcome_.bytes + want;
+  if (drain_budget_ && needed > drain_reserved_) {
+    if (!drain_budget_->TryReserve(needed - drain_reserved_)) {
+      drain_outcome_.abandoned = DrainAbandonReason::kBudget;
+      return FinishDrain();
+    }
+    drain_reserved_ = needed;
+  }
   LendBodyBuffer(*parser_, drain_scratch_.data(), want);
+  // Each read may wait for the pause limit, never past the time cap (deadline_).
+  ExpireAfter(drain_caps_.max_pause);
   http::async_read_some(
       stream_, buffer_, *parser_,
       [self = shared_from_this(), want](beast::error_code ec, size_t /*bytes_transferred*/) {
@@ -412,9 +439,11 @@ void Connection::DrainStep() {
         self->drain_outcome_.bytes += BodyBytesFilled(*self->parser_, want);
         if (ec) {
           self->broken_ = true;
-          self->drain_outcome_.abandoned = ec == beast::error::timeout
-                                               ? DrainAbandonReason::kTimeCap
-                                               : DrainAbandonReason::kError;
+          const bool time_cap = absl::Now() + absl::Milliseconds(1) >= self->deadline_;
+          self->drain_outcome_.abandoned =
+              ec != beast::error::timeout ? DrainAbandonReason::kError
+              : time_cap                  ? DrainAbandonReason::kTimeCap
+                                          : DrainAbandonReason::kSlowerThanDial;
           return self->FinishDrain();
         }
         self->DrainStep();
@@ -424,6 +453,8 @@ void Connection::DrainStep() {
 void Connection::FinishDrain() {
   drain_outcome_.duration = absl::Now() - drain_start_;
   drain_scratch_ = {};
+  if (drain_budget_) drain_budget_->Release(std::exchange(drain_reserved_, 0));
+  drain_budget_ = nullptr;
   if (!broken_) stream_.tcp().expires_never();
   state_ = ConnectionState::kActive;
   if (drain_outcome_.abandoned) {

@@ -17,6 +17,7 @@
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
+#include "service/transport/drain_budget.h"
 #include "service/transport/drain_decision.h"
 #include "service/transport/observer.h"
 #include "service/transport/request.h"
@@ -78,9 +79,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // closes and the read fails. For a body the caller let go of mid-read.
   void CutReadShortAfter(absl::Duration limit);
 
+  // A drain reads (and a budgeted one reserves) at most this much at a time.
+  static constexpr uint64_t kDrainReadBytes = 64 * 1024;
+
   // Reads and discards the rest of the body within the given caps. The connection is
-  // draining from the call until `done`, when it is active again.
-  void DrainBody(const Drain& caps, DrainCallback done);
+  // draining from the call until `done`, when it is active again. A budgeted drain
+  // holds `reserved` bytes of `budget` already, reserves more before it reads past
+  // them, and releases all of it when it ends.
+  void DrainBody(const Drain& caps, DrainBudget* budget, uint64_t reserved, DrainCallback done);
+
+  // How far a drain under way has come; for the pool, from any thread.
+  DrainProgress drain_progress() const;
 
   // What is left of the body, for the drain decision.
   UnreadBody unread_body() const;
@@ -152,9 +161,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string read_buffer_;
   DrainCallback drain_done_;
   Drain drain_caps_{};
+  DrainBudget* drain_budget_ = nullptr;
+  uint64_t drain_reserved_ = 0;
   DrainOutcome drain_outcome_;
   absl::Time drain_start_;
   std::vector<char> drain_scratch_;
+  // The drain's progress for other threads: start (Unix ns) and the known rest, if any.
+  static constexpr uint64_t kLengthUnknown = ~uint64_t{0};
+  std::atomic<int64_t> drain_start_ns_{0};
+  std::atomic<uint64_t> drain_remaining_{kLengthUnknown};
 };
 
 }  // namespace egress::transport

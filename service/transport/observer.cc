@@ -35,6 +35,8 @@ absl::string_view ToString(DrainSkipReason reason) {
     case DrainSkipReason::kConnectionClose: return "connection_close";
     case DrainSkipReason::kOverByteCap: return "over_byte_cap";
     case DrainSkipReason::kDisabled: return "disabled";
+    case DrainSkipReason::kOverBudget: return "over_budget";
+    case DrainSkipReason::kSlowerThanDial: return "slower_than_dial";
   }
   return "unknown";
 }
@@ -44,6 +46,16 @@ absl::string_view ToString(DrainAbandonReason reason) {
     case DrainAbandonReason::kByteCap: return "byte_cap";
     case DrainAbandonReason::kTimeCap: return "time_cap";
     case DrainAbandonReason::kError: return "error";
+    case DrainAbandonReason::kSlowerThanDial: return "slower_than_dial";
+    case DrainAbandonReason::kBudget: return "budget";
+  }
+  return "unknown";
+}
+
+absl::string_view ToString(DrainAwareChoice choice) {
+  switch (choice) {
+    case DrainAwareChoice::kWait: return "wait";
+    case DrainAwareChoice::kDial: return "dial";
   }
   return "unknown";
 }

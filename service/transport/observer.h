@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "absl/time/time.h"
@@ -45,19 +46,37 @@ enum class DrainSkipReason {
   kConnectionClose,  // the response says Connection: close: the connection is lost anyway
   kOverByteCap,      // Content-Length left to read is above the byte cap
   kDisabled,         // drain mode OFF
+  kOverBudget,       // ADAPTIVE: the global drain byte budget has no room for this body
+  kSlowerThanDial,   // ADAPTIVE: at the origin's body rate, finishing costs more than a dial
 };
-inline constexpr size_t kDrainSkipReasonCount = 3;
+inline constexpr size_t kDrainSkipReasonCount = 5;
 
 enum class DrainAbandonReason {
   kByteCap,  // more than max_bytes without reaching the end
   kTimeCap,  // the body did not end within max_duration
   kError,    // the connection failed while draining
+  kSlowerThanDial,  // ADAPTIVE: no byte came for longer than a new connection costs
+  kBudget,          // ADAPTIVE: the global drain byte budget had no room for more
 };
-inline constexpr size_t kDrainAbandonReasonCount = 3;
+inline constexpr size_t kDrainAbandonReasonCount = 5;
+
+// What the transport has learned about an origin: moving estimates, none until seen.
+struct OriginCost {
+  std::optional<absl::Duration> dial;              // DNS + TCP connect + TLS handshake
+  std::optional<double> body_bytes_per_second;     // how fast drained bodies arrive
+  std::optional<absl::Duration> drain_time;        // how long a completed drain takes
+};
+
+// How a request that found no idle connection, while one was draining, got one.
+enum class DrainAwareChoice {
+  kWait,  // it waited for the draining connection (expected sooner than a dial)
+  kDial,  // it dialed at once (the drain was expected to take longer, or is unknown)
+};
 
 absl::string_view ToString(CloseReason reason);
 absl::string_view ToString(DrainSkipReason reason);
 absl::string_view ToString(DrainAbandonReason reason);
+absl::string_view ToString(DrainAwareChoice choice);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -99,6 +118,19 @@ class TransportObserver {
   virtual void OnPoolWait(const Origin& origin, absl::Duration waited) = 0;
   // The egress policy refused a destination; nothing was sent.
   virtual void OnPolicyDenied(const Origin& origin, DenyReason reason) = 0;
+  // The cost estimates of an origin changed (after a dial or a drain).
+  virtual void OnOriginCost(const Origin& origin, const OriginCost& cost) = 0;
+  // Bytes ADAPTIVE drains hold of the global drain budget, after a change. Calls come in
+  // the order of the changes.
+  virtual void OnDrainBudget(uint64_t in_use, uint64_t limit) = 0;
+  // A request found no idle connection while one was draining (ADAPTIVE): what it chose,
+  // and whether it ended up on the drained connection or a new one.
+  virtual void OnDrainAwareAcquisition(const Origin& origin, DrainAwareChoice choice,
+                                       bool got_drained) = 0;
+  // A dial made while a drain was under way finished after the drained connection had
+  // served the request: the new connection idles in the pool (kept) or, with the pool
+  // full, is closed.
+  virtual void OnSurplusConnection(const Origin& origin, bool kept) = 0;
 };
 
 }  // namespace egress::transport

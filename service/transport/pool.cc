@@ -51,11 +51,56 @@ ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
   return lease;
 }
 
+ConnectionPool::Lease ConnectionPool::TakeIdle(OriginPool& pool, absl::Time now) {
+  IdleEntry entry = std::move(pool.idle.back());
+  pool.idle.pop_back();
+  entry.connection->SetPooled(false);
+  ++pool.reused;
+  Lease lease;
+  lease.connection = std::move(entry.connection);
+  lease.reused = true;
+  lease.idle_for = now - entry.since;
+  return lease;
+}
+
 void ConnectionPool::RemoveIdle(OriginPool& pool, const Connection& connection) {
   auto& idle = pool.idle;
   idle.erase(std::remove_if(idle.begin(), idle.end(),
                             [&](const IdleEntry& e) { return e.connection.get() == &connection; }),
              idle.end());
+}
+
+bool ConnectionPool::AnyDraining(const OriginPool& pool) const {
+  return std::any_of(pool.live.begin(), pool.live.end(), [](const auto& entry) {
+    return entry.second->state() == ConnectionState::kDraining;
+  });
+}
+
+std::optional<AcquireDecision> ConnectionPool::DrainAwareDecision(const OriginPool& pool) const {
+  const PoolLimits& limits = LimitsOf(pool);
+  if (!limits.drain_aware) return std::nullopt;
+  std::vector<std::optional<absl::Duration>> finishes;
+  for (const auto& [id, connection] : pool.live) {
+    if (connection->state() != ConnectionState::kDraining) continue;
+    finishes.push_back(ExpectedTimeToFinish(connection->drain_progress(), pool.cost.estimate()));
+  }
+  if (finishes.empty()) return std::nullopt;
+  return DecideAcquire(DialCost(limits.min_dial_cost, pool.cost.estimate()), finishes);
+}
+
+ConnectionPool::WaitId ConnectionPool::Enqueue(OriginPool& pool, WaitFor what, bool fresh,
+                                               absl::Time until, absl::Time deadline,
+                                               LeaseCallback done, WaitId id) {
+  const WaitId wait_id = id ? id : next_wait_id_++;
+  auto timer = std::make_shared<net::steady_timer>(net::make_strand(executor_));
+  const absl::Duration wait = std::min(until - absl::Now(), absl::Hours(24));
+  timer->expires_after(absl::ToChronoNanoseconds(std::max(wait, absl::ZeroDuration())));
+  timer->async_wait([this, wait_id](boost::system::error_code ec) {
+    if (ec == net::error::operation_aborted) return;  // served or cancelled first
+    OnWaitExpired(wait_id);
+  });
+  pool.waiters.push_back(Waiter{wait_id, what, fresh, deadline, std::move(done), std::move(timer)});
+  return wait_id;
 }
 
 ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
@@ -73,21 +118,28 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
       bool served = false;
       // Most recently used first; expired ones are retired on the way.
       while (!fresh && !served && !pool.idle.empty()) {
-        IdleEntry entry = std::move(pool.idle.back());
-        pool.idle.pop_back();
-        if (now - entry.since > LimitsOf(pool).idle_timeout) {
-          RetireLocked(pool, entry.connection, CloseReason::kIdleTimeout, deferred);
+        if (now - pool.idle.back().since > LimitsOf(pool).idle_timeout) {
+          const std::shared_ptr<Connection> expired = pool.idle.back().connection;
+          RetireLocked(pool, expired, CloseReason::kIdleTimeout, deferred);
           continue;
         }
-        entry.connection->SetPooled(false);
-        ++pool.reused;
-        deferred.callbacks.emplace_back(std::move(done),
-                                        Lease{entry.connection, true, now - entry.since});
+        deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, now));
         served = true;
       }
-      if (!served && HasRoom(pool)) {
-        deferred.callbacks.emplace_back(std::move(done), NewConnection(pool));
-      } else if (!served && pool.waiters.size() >= LimitsOf(pool).max_waiting) {
+      const std::optional<AcquireDecision> decision =
+          served || fresh ? std::nullopt : DrainAwareDecision(pool);
+      if (served) {
+      } else if (decision && decision->choice == DrainAwareChoice::kWait) {
+        wait_id = Enqueue(pool, WaitFor::kDrain, fresh, std::min(now + decision->wait, deadline),
+                          deadline, std::move(done));
+      } else if (HasRoom(pool)) {
+        Lease lease = NewConnection(pool);
+        if (decision) {
+          lease.drain_choice = DrainAwareChoice::kDial;
+          lease.may_race = true;
+        }
+        deferred.callbacks.emplace_back(std::move(done), std::move(lease));
+      } else if (pool.waiters.size() >= LimitsOf(pool).max_waiting) {
         deferred.callbacks.emplace_back(
             std::move(done),
             absl::ResourceExhaustedError(absl::StrCat(
@@ -95,17 +147,29 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
                 " are busy and ", pool.waiters.size(),
                 " requests already wait for one (transport.max_conns_per_origin, "
                 "transport.max_waiting_per_origin); retry later")));
-      } else if (!served) {
-        wait_id = next_wait_id_++;
-        auto timer = std::make_shared<net::steady_timer>(net::make_strand(executor_));
-        const absl::Duration wait = std::min(deadline - now, absl::Hours(24));
-        timer->expires_after(absl::ToChronoNanoseconds(std::max(wait, absl::ZeroDuration())));
-        timer->async_wait([this, wait_id](boost::system::error_code ec) {
-          if (ec == net::error::operation_aborted) return;  // served or cancelled first
-          OnWaitExpired(wait_id);
-        });
-        pool.waiters.push_back(Waiter{wait_id, fresh, std::move(done), std::move(timer)});
+      } else {
+        wait_id = Enqueue(pool, WaitFor::kRoom, fresh, deadline, deadline, std::move(done));
       }
+    }
+  }
+  Run(deferred);
+  return wait_id;
+}
+
+ConnectionPool::WaitId ConnectionPool::AwaitReturn(const Origin& origin, absl::Time deadline,
+                                                   LeaseCallback done) {
+  Deferred deferred;
+  WaitId wait_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OriginPool& pool = PoolFor(origin);
+    if (shut_down_) {
+      deferred.callbacks.emplace_back(std::move(done),
+                                      absl::UnavailableError("egress is shutting down"));
+    } else if (!pool.idle.empty()) {  // one came back since Acquire
+      deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, absl::Now()));
+    } else {
+      wait_id = Enqueue(pool, WaitFor::kReturn, false, deadline, deadline, std::move(done));
     }
   }
   Run(deferred);
@@ -132,12 +196,27 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
     std::lock_guard<std::mutex> lock(mu_);
     std::string key;
     if (auto waiter = TakeWaiter(id, &key)) {
-      deferred.callbacks.emplace_back(
-          std::move(waiter->done),
-          absl::DeadlineExceededError(absl::StrCat(
-              "deadline expired while waiting for a connection to ", key, ": all ",
-              LimitsOf(origins_.at(key)).max_conns_per_origin,
-              " connections allowed by transport.max_conns_per_origin are busy")));
+      OriginPool& pool = origins_.at(key);
+      const absl::Time now = absl::Now();
+      if (waiter->what == WaitFor::kDrain && now < waiter->deadline) {
+        // The drain it waited for is late: dial after all, or wait for room.
+        if (HasRoom(pool)) {
+          Lease lease = NewConnection(pool);
+          lease.drain_choice = DrainAwareChoice::kWait;
+          lease.may_race = AnyDraining(pool);
+          deferred.callbacks.emplace_back(std::move(waiter->done), std::move(lease));
+        } else {
+          Enqueue(pool, WaitFor::kRoom, waiter->fresh, waiter->deadline, waiter->deadline,
+                  std::move(waiter->done), id);  // the same id: CancelWait still finds it
+        }
+      } else {
+        deferred.callbacks.emplace_back(
+            std::move(waiter->done),
+            absl::DeadlineExceededError(absl::StrCat(
+                "deadline expired while waiting for a connection to ", key, ": all ",
+                LimitsOf(pool).max_conns_per_origin,
+                " connections allowed by transport.max_conns_per_origin are busy")));
+      }
     }
   }
   Run(deferred);
@@ -158,8 +237,9 @@ void ConnectionPool::CancelWait(WaitId id) {
   Run(deferred);
 }
 
-void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
+bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
   Deferred deferred;
+  bool kept = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
@@ -170,10 +250,12 @@ void ConnectionPool::Return(std::shared_ptr<Connection> connection) {
     } else {
       connection->SetPooled(true);
       pool.idle.push_back(IdleEntry{std::move(connection), absl::Now()});
+      kept = true;
     }
-    ServeWaiters(pool, deferred);
+    ServeWaiters(pool, /*retired=*/!kept, deferred);
   }
   Run(deferred);
+  return kept;
 }
 
 void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, CloseReason reason) {
@@ -182,7 +264,7 @@ void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, Close
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
     RetireLocked(pool, connection, reason, deferred);
-    ServeWaiters(pool, deferred);
+    ServeWaiters(pool, /*retired=*/true, deferred);
   }
   Run(deferred);
 }
@@ -196,24 +278,51 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
   deferred.closes.push_back(connection);
 }
 
-void ConnectionPool::ServeWaiters(OriginPool& pool, Deferred& deferred) {
-  while (!pool.waiters.empty()) {
-    Waiter& waiter = pool.waiters.front();
+void ConnectionPool::ServeWaiters(OriginPool& pool, bool retired, Deferred& deferred) {
+  const absl::Time now = absl::Now();
+  for (auto it = pool.waiters.begin(); it != pool.waiters.end();) {
+    Waiter& waiter = *it;
+    std::optional<Lease> lease;
     if (!waiter.fresh && !pool.idle.empty()) {
-      IdleEntry entry = std::move(pool.idle.back());
-      pool.idle.pop_back();
-      entry.connection->SetPooled(false);
-      ++pool.reused;
-      deferred.callbacks.emplace_back(
-          std::move(waiter.done), Lease{entry.connection, true, absl::Now() - entry.since});
-    } else if (HasRoom(pool)) {
-      deferred.callbacks.emplace_back(std::move(waiter.done), NewConnection(pool));
+      lease = TakeIdle(pool, now);
+      if (waiter.what == WaitFor::kDrain) lease->drain_choice = DrainAwareChoice::kWait;
+    } else if (waiter.what == WaitFor::kRoom && HasRoom(pool)) {
+      lease = NewConnection(pool);
+    } else if (waiter.what == WaitFor::kDrain && retired && HasRoom(pool)) {
+      // Perhaps the very drain it waited for was abandoned: no point waiting longer.
+      lease = NewConnection(pool);
+      lease->drain_choice = DrainAwareChoice::kWait;
+      lease->may_race = AnyDraining(pool);
+    } else if (waiter.what == WaitFor::kRoom) {
+      return;  // first come, first served: no one behind it gets room before it
     } else {
-      return;
+      ++it;
+      continue;
     }
     CancelTimer(waiter.timer);
-    pool.waiters.pop_front();
+    deferred.callbacks.emplace_back(std::move(waiter.done), *std::move(lease));
+    it = pool.waiters.erase(it);
   }
+}
+
+OriginCost ConnectionPool::CostOf(const Origin& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PoolFor(origin).cost.estimate();
+}
+
+OriginCost ConnectionPool::RecordDial(const Origin& origin, absl::Duration duration) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CostModel& cost = PoolFor(origin).cost;
+  cost.RecordDial(duration);
+  return cost.estimate();
+}
+
+OriginCost ConnectionPool::RecordDrain(const Origin& origin, uint64_t bytes,
+                                       absl::Duration duration, bool completed, bool warm) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CostModel& cost = PoolFor(origin).cost;
+  cost.RecordDrain(bytes, duration, completed, warm);
+  return cost.estimate();
 }
 
 void ConnectionPool::Run(Deferred& deferred) {
@@ -231,7 +340,7 @@ void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
         const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
         RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
       }
-      ServeWaiters(pool, deferred);
+      ServeWaiters(pool, /*retired=*/true, deferred);
     }
   }
   Run(deferred);

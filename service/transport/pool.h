@@ -17,6 +17,8 @@
 #include "boost/asio/any_io_executor.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "service/transport/connection.h"
+#include "service/transport/cost_model.h"
+#include "service/transport/drain_decision.h"
 #include "service/transport/observer.h"
 #include "service/transport/origin.h"
 
@@ -39,6 +41,9 @@ struct PoolLimits {
   uint32_t max_conns_per_origin = 0;  // 0 = unlimited
   absl::Duration idle_timeout = absl::Seconds(90);
   uint32_t max_waiting = 256;  // requests queued for a connection; more fail at once
+  // ADAPTIVE: a request finding no idle connection may wait for a draining one.
+  bool drain_aware = false;
+  absl::Duration min_dial_cost = absl::ZeroDuration();  // see DrainSettings::min_dial_cost
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -69,6 +74,11 @@ class ConnectionPool {
     std::shared_ptr<Connection> connection;
     bool reused = false;
     absl::Duration idle_for;  // how long it sat idle, when reused
+    // Set when the request found no idle connection while one was draining.
+    std::optional<DrainAwareChoice> drain_choice;
+    // A new connection while drains are under way: one of them may end before the dial
+    // does, and AwaitReturn hands it over.
+    bool may_race = false;
   };
   using LeaseCallback = std::function<void(absl::StatusOr<Lease>)>;
   using WaitId = uint64_t;
@@ -83,14 +93,29 @@ class ConnectionPool {
   // the deadline passes (DEADLINE_EXCEEDED), unless max_waiting requests already wait
   // (RESOURCE_EXHAUSTED at once). `fresh` skips idle connections (a retry).
   // `done` may run before Acquire returns. The returned id names a queued wait.
+  //
+  // For a drain-aware origin (ADAPTIVE), a request that finds no idle connection while
+  // some are draining asks the cost model: it waits for the one expected to end before a
+  // dial would (bounded; it dials after that, or at once when a connection is retired),
+  // or it gets a new connection with may_race set.
   WaitId Acquire(const Origin& origin, bool fresh, absl::Time deadline, LeaseCallback done);
+  // For a request dialing a may_race connection: `done` gets the first connection that
+  // comes back to the pool before the wait is cancelled or the deadline passes.
+  WaitId AwaitReturn(const Origin& origin, absl::Time deadline, LeaseCallback done);
   // Gives up a queued wait: its callback gets CANCELLED. No effect once served.
   void CancelWait(WaitId id);
 
-  // A connection whose exchange ended cleanly: it goes to a waiting request or idles.
-  void Return(std::shared_ptr<Connection> connection);
+  // A connection whose exchange ended cleanly (or a new one nobody needed any more): it
+  // goes to a waiting request or idles. False when the pool was full and closed it.
+  bool Return(std::shared_ptr<Connection> connection);
   // Closes a connection and frees its place.
   void Retire(const std::shared_ptr<Connection>& connection, CloseReason reason);
+
+  OriginCost CostOf(const Origin& origin);
+  // What was learned of an origin's costs (see CostModel); each returns the new estimate.
+  OriginCost RecordDial(const Origin& origin, absl::Duration duration);
+  OriginCost RecordDrain(const Origin& origin, uint64_t bytes, absl::Duration duration,
+                         bool completed, bool warm);
 
   std::vector<OriginStats> Stats() const;
   // New limits for every origin: surplus idle connections are retired at once, and
@@ -104,9 +129,16 @@ class ConnectionPool {
     std::shared_ptr<Connection> connection;
     absl::Time since;
   };
+  enum class WaitFor {
+    kRoom,    // room under max_conns_per_origin (or an idle connection)
+    kDrain,   // a draining connection to come back; dials when the timer fires first
+    kReturn,  // a connection coming back, while the request's own dial goes on
+  };
   struct Waiter {
     WaitId id;
+    WaitFor what;
     bool fresh;
+    absl::Time deadline;
     LeaseCallback done;
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
@@ -117,6 +149,7 @@ class ConnectionPool {
     std::deque<Waiter> waiters;
     uint64_t opened = 0;
     uint64_t reused = 0;
+    CostModel cost;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -130,10 +163,23 @@ class ConnectionPool {
     return limits_.For(pool.origin.host);
   }
   Lease NewConnection(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The most recently used idle connection, taken out of the pool.
+  Lease TakeIdle(OriginPool& pool, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AnyDraining(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the cost model says for a request finding no idle connection; none when the
+  // origin is not drain-aware or nothing is draining.
+  std::optional<AcquireDecision> DrainAwareDecision(const OriginPool& pool) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a request under `id` (a new one if 0); its timer fires at `until`.
+  WaitId Enqueue(OriginPool& pool, WaitFor what, bool fresh, absl::Time until,
+                 absl::Time deadline, LeaseCallback done, WaitId id = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveIdle(OriginPool& pool, const Connection& connection)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Serves queued requests that the origin now has room (or an idle connection) for.
-  void ServeWaiters(OriginPool& pool, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Serves queued requests that the origin now has an idle connection or room for;
+  // `retired`: a connection went away, so those waiting for a drain dial now.
+  void ServeWaiters(OriginPool& pool, bool retired, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RetireLocked(OriginPool& pool, const std::shared_ptr<Connection>& connection,
                     CloseReason reason, Deferred& deferred)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -15,13 +15,29 @@ namespace egress::transport {
 enum class DrainMode {
   kOff,    // never drain: unread bytes mean the connection is closed (Go 1.26)
   kFixed,  // drain up to max_bytes or max_duration (Go 1.27)
+  kAdaptive,  // drain while finishing is cheaper than a new connection, within the caps
 };
 
 // What happens to a response body the caller did not read to its end.
 struct DrainSettings {
   DrainMode mode = DrainMode::kFixed;
-  uint64_t max_bytes = 256 * 1024;
+  uint64_t max_bytes = 256 * 1024;  // FIXED: the cap; ADAPTIVE: the hard ceiling
   absl::Duration max_duration = absl::Milliseconds(50);
+  // ADAPTIVE only: drain while finishing takes less than a dial times this.
+  double cost_factor = 1.0;
+  // ADAPTIVE only: a dial is taken to cost at least this, whatever was learned.
+  absl::Duration min_dial_cost = absl::ZeroDuration();
+
+  // The built-in defaults of a mode: ADAPTIVE's ceilings are far above FIXED's caps.
+  static DrainSettings DefaultsFor(DrainMode mode) {
+    DrainSettings settings;
+    settings.mode = mode;
+    if (mode == DrainMode::kAdaptive) {
+      settings.max_bytes = 4 * 1024 * 1024;
+      settings.max_duration = absl::Seconds(1);
+    }
+    return settings;
+  }
 };
 
 struct TransportSettings;
@@ -59,6 +75,7 @@ struct TransportSettings {
   uint32_t max_response_header_bytes = 64 * 1024;
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
+  uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
   std::vector<OriginOverride> origin_overrides;  // first match wins
 

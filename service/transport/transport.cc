@@ -51,16 +51,18 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void Cancel() override {
     std::shared_ptr<Connection> connection;
-    ConnectionPool::WaitId wait_id = 0;
+    ConnectionPool::WaitId wait_id = 0, race_wait_id = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_ || finished_) return;
       cancelled_ = true;
       connection = connection_;
       wait_id = wait_id_;
+      race_wait_id = std::exchange(race_wait_id_, 0);
     }
     if (connection) connection->Close();  // the pending I/O fails and reports back
     if (wait_id) transport_.pool_.CancelWait(wait_id);
+    if (race_wait_id) transport_.pool_.CancelWait(race_wait_id);
   }
 
  private:
@@ -105,22 +107,82 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Acquire(/*fresh=*/false);
     }
     if (lease_.reused) return Send();
+    if (lease_.may_race) AwaitDrained();
     lease_.connection->Dial(settings_, deadline_,
-                            [self = shared_from_this()](absl::Status status) {
-                              self->OnDial(std::move(status));
-                            });
+                            [self = shared_from_this(), connection = lease_.connection](
+                                absl::Status status) { self->OnDial(connection, std::move(status)); });
   }
 
-  void OnDial(absl::Status status) {
+  // Dialing while drains are under way: a drained connection that comes back before the
+  // dial is done carries the request instead.
+  void AwaitDrained() {
+    const ConnectionPool::WaitId id = transport_.pool_.AwaitReturn(
+        request_.origin, deadline_,
+        [self = shared_from_this()](absl::StatusOr<ConnectionPool::Lease> drained) {
+          self->OnDrainedReturn(std::move(drained));
+        });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (race_ == Race::kOn) race_wait_id_ = id;
+  }
+
+  void OnDrainedReturn(absl::StatusOr<ConnectionPool::Lease> drained) {
+    if (!drained.ok()) return;  // the dial won (or the deadline passed): the dial carries on
+    if (!drained->connection->StillOpenAndQuiet()) {
+      return transport_.pool_.Retire(drained->connection, CloseReason::kStale);
+    }
+    bool take;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      take = race_ == Race::kOn && !cancelled_;
+      race_wait_id_ = 0;
+      if (take) {
+        race_ = Race::kDrainedWon;
+        connection_ = drained->connection;
+      }
+    }
+    if (!take) {
+      transport_.pool_.Return(drained->connection);
+      return;
+    }
+    const std::optional<DrainAwareChoice> choice = lease_.drain_choice;
+    lease_ = *std::move(drained);
+    lease_.drain_choice = choice;
+    Send();
+  }
+
+  void OnDial(const std::shared_ptr<Connection>& connection, absl::Status status) {
+    bool surplus;
+    ConnectionPool::WaitId race_wait_id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      surplus = race_ == Race::kDrainedWon;
+      if (race_ == Race::kOn) race_ = Race::kDialWon;
+      race_wait_id = std::exchange(race_wait_id_, 0);
+    }
+    if (race_wait_id) transport_.pool_.CancelWait(race_wait_id);
     if (!status.ok()) {
-      transport_.pool_.Retire(lease_.connection, CloseReason::kDialFailed);
-      return Finish(std::move(status));
+      transport_.pool_.Retire(connection, CloseReason::kDialFailed);
+      return surplus ? void() : Finish(std::move(status));
+    }
+    const DialTiming& timing = connection->dial_timing();
+    transport_.observer_.OnOriginCost(
+        request_.origin, transport_.pool_.RecordDial(
+                             request_.origin, timing.dns + timing.connect + timing.tls_handshake));
+    if (surplus) {
+      // A drained connection carried the request; this one is ready for the next.
+      const bool kept = transport_.pool_.Return(connection);
+      return transport_.observer_.OnSurplusConnection(request_.origin, kept);
     }
     Send();
   }
 
   void Send() {
-    transport_.observer_.OnUpstreamRequest(request_.origin, lease_.reused);
+    if (lease_.drain_choice) {
+      transport_.observer_.OnDrainAwareAcquisition(request_.origin, *lease_.drain_choice,
+                                                   lease_.reused);
+    }
+    transport_.observer_.OnUpstreamRequest(request_.origin,
+                                           lease_.connection->requests() > 0);
     send_start_ = absl::Now();
     const TransportSettings& settings = settings_;
     lease_.connection->Send(
@@ -208,6 +270,10 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
   ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool
+  // A dial racing a drain (Lease::may_race): the first to finish carries the request.
+  enum class Race { kOn, kDialWon, kDrainedWon };
+  Race race_ ABSL_GUARDED_BY(mu_) = Race::kOn;
+  ConnectionPool::WaitId race_wait_id_ ABSL_GUARDED_BY(mu_) = 0;  // see AwaitDrained
 };
 
 ResponseBody::ResponseBody(std::shared_ptr<State> state) : state_(std::move(state)) {}
@@ -300,13 +366,14 @@ absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapsh
 
 PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
   PoolLimitsByHost limits;
-  limits.defaults = {settings.max_idle_per_origin, settings.max_conns_per_origin,
-                     settings.idle_timeout, settings.max_waiting_per_origin};
+  const auto limits_of = [](const TransportSettings& s) {
+    return PoolLimits{s.max_idle_per_origin,   s.max_conns_per_origin,
+                      s.idle_timeout,          s.max_waiting_per_origin,
+                      s.drain.mode == DrainMode::kAdaptive, s.drain.min_dial_cost};
+  };
+  limits.defaults = limits_of(settings);
   for (const OriginOverride& o : settings.origin_overrides) {
-    const TransportSettings s = settings.With(o);
-    limits.overrides.emplace_back(
-        o.host, PoolLimits{s.max_idle_per_origin, s.max_conns_per_origin, s.idle_timeout,
-                           s.max_waiting_per_origin});
+    limits.overrides.emplace_back(o.host, limits_of(settings.With(o)));
   }
   return limits;
 }
@@ -331,6 +398,7 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
   auto snapshot = MakeSnapshot(std::move(settings));
   if (!snapshot.ok()) return snapshot.status();
   pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
+  drain_budget_.SetLimit((*snapshot)->settings.drain_budget_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   current_ = *std::move(snapshot);
   return absl::OkStatus();
@@ -340,6 +408,7 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
     : observer_(observer),
       current_(snapshot),
       work_(io_context_.get_executor()),
+      drain_budget_(snapshot->settings.drain_budget_bytes, observer),
       pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),
             [this](const Origin& origin) { return MakeConnection(origin); }) {
   unsigned threads = snapshot->settings.io_threads;
@@ -370,21 +439,32 @@ std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time d
 
 void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
   const std::optional<CloseReason> verdict = connection->ReuseVerdict();
-  if (!verdict) return pool_.Return(connection);
+  if (!verdict) {
+    pool_.Return(connection);
+    return;
+  }
   if (*verdict != CloseReason::kUnreadBody) return pool_.Retire(connection, *verdict);
 
   const Origin& origin = connection->origin();
   // The policy in force when the drain starts, not when the request did.
   const auto snapshot = Current();
-  const DrainDecision decision = DecideDrain(
-      snapshot->settings.DrainFor(connection->origin().host), connection->unread_body());
+  const UnreadBody body = connection->unread_body();
+  DrainDecision decision = DecideDrain(snapshot->settings.DrainFor(origin.host), body,
+                                       pool_.CostOf(origin));
+  // A budgeted drain starts with what it will read first: all of a known length.
+  const uint64_t reserve = body.remaining_length.value_or(Connection::kDrainReadBytes);
+  const Drain* drain = std::get_if<Drain>(&decision);
+  if (drain && drain->budgeted && !drain_budget_.TryReserve(reserve)) {
+    decision = DrainSkipReason::kOverBudget;
+  }
   if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
     observer_.OnDrainSkipped(origin, *skip);
     return pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose
                                         ? CloseReason::kConnectionClose
                                         : CloseReason::kUnreadBody);
   }
-  connection->DrainBody(std::get<Drain>(decision),
+  connection->DrainBody(*drain, drain->budgeted ? &drain_budget_ : nullptr,
+                        drain->budgeted ? reserve : 0,
                         [this, connection](const DrainOutcome& outcome) {
                           AfterDrain(connection, outcome);
                         });
@@ -392,6 +472,11 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
 
 void Transport::AfterDrain(const std::shared_ptr<Connection>& connection,
                            const DrainOutcome& outcome) {
+  const Origin& origin = connection->origin();
+  // Warm: an earlier response on this connection already grew TCP's window.
+  observer_.OnOriginCost(origin, pool_.RecordDrain(origin, outcome.bytes, outcome.duration,
+                                                   !outcome.abandoned,
+                                                   connection->requests() > 1));
   if (outcome.abandoned) return pool_.Retire(connection, CloseReason::kDrainAbandoned);
   const std::optional<CloseReason> verdict = connection->ReuseVerdict();
   if (verdict) return pool_.Retire(connection, *verdict);

@@ -17,6 +17,7 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "service/transport/connection.h"
+#include "service/transport/drain_budget.h"
 #include "service/transport/observer.h"
 #include "service/transport/pool.h"
 #include "service/transport/request.h"
@@ -135,6 +136,7 @@ class Transport {
   std::shared_ptr<const Snapshot> current_ ABSL_GUARDED_BY(mu_);
   boost::asio::io_context io_context_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  DrainBudget drain_budget_;
   std::atomic<uint64_t> next_connection_id_{1};
   ConnectionPool pool_;
   std::vector<std::thread> threads_;

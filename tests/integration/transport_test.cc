@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -63,6 +64,34 @@ class TransportTest : public ::testing::Test {
     transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
                       [&](absl::StatusOr<Response> r) { promise.set_value(std::move(r)); });
     return promise.get_future().get();
+  }
+
+  // Switches the transport to DRAIN_MODE_ADAPTIVE, adjusted by `adjust`.
+  void UseAdaptiveDrain(const std::function<void(TransportSettings&)>& adjust) {
+    TransportSettings settings = transport_->Current()->settings;
+    const uint64_t budget = settings.drain_budget_bytes;
+    settings.drain = DrainSettings::DefaultsFor(DrainMode::kAdaptive);
+    adjust(settings);
+    ASSERT_TRUE(transport_->UpdateSettings(settings).ok());
+    if (settings.drain_budget_bytes == budget) return;
+    ASSERT_EQ(observer_.budget_limit, settings.drain_budget_bytes);
+  }
+
+  // Fetches /stall (1 KiB, 80 ms of silence, 1 KiB) and lets go of it: it drains.
+  uint64_t StartStalledDrain() {
+    auto stalled = Get("/stall");
+    EXPECT_TRUE(stalled.ok()) << stalled.status();
+    if (!stalled.ok()) return 0;
+    stalled->body->Close();
+    return stalled->connection.connection_id;
+  }
+
+  void WaitForDrainsCompleted(int count) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    while (observer_.drains_completed < count && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    ASSERT_EQ(observer_.drains_completed, count);
   }
 
   // Reads the body to its end.
@@ -182,6 +211,77 @@ TEST_F(TransportTest, HeadRequestHasNoBodyAndKeepsTheConnection) {
   EXPECT_TRUE(body->empty());
   EXPECT_EQ(observer_.drains_started, 0);
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
+}
+
+// Drain-aware acquisition (ADAPTIVE). Each test first lets one /stall body drain to its
+// end, so that the origin's drain time (80 ms) is learned; the next /stall is let go of
+// and a request follows at once, while that drain is under way.
+
+TEST_F(TransportTest, AdaptiveRequestWaitsForTheDrainingConnectionWhenADialIsExpensive) {
+  UseAdaptiveDrain([](TransportSettings& s) { s.drain.min_dial_cost = absl::Seconds(10); });
+  StartStalledDrain();
+  WaitForDrainsCompleted(1);
+  const uint64_t draining = StartStalledDrain();
+
+  auto next = Get("/cl/1k");
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->connection.connection_id, draining);
+  EXPECT_TRUE(next->connection.reused);
+  EXPECT_EQ(observer_.opened, 1);
+  EXPECT_EQ(observer_.waited_for_drain, 1);
+  EXPECT_EQ(observer_.dialed_during_drain, 0);
+  EXPECT_EQ(observer_.got_drained_connection, 1);
+  EXPECT_EQ(observer_.drains_completed, 2);
+}
+
+TEST_F(TransportTest, AdaptiveRequestDialsWhileTheDrainGoesOnWhenADialIsCheap) {
+  // A loopback dial takes a few milliseconds, the drain 80: dial. The factor lets the
+  // drain itself go on through the silence (up to the 1 s ceiling).
+  UseAdaptiveDrain([](TransportSettings& s) { s.drain.cost_factor = 1000; });
+  StartStalledDrain();
+  WaitForDrainsCompleted(1);
+  const uint64_t draining = StartStalledDrain();
+
+  auto next = Get("/cl/1k");
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_NE(next->connection.connection_id, draining);
+  EXPECT_FALSE(next->connection.reused);
+  EXPECT_EQ(observer_.opened, 2);
+  EXPECT_EQ(observer_.dialed_during_drain, 1);
+  EXPECT_EQ(observer_.waited_for_drain, 0);
+  EXPECT_EQ(observer_.got_drained_connection, 0);
+  EXPECT_TRUE(ReadAll(*next->body).ok());
+  // The drain still ends and its connection joins the pool.
+  WaitForDrainsCompleted(2);
+  EXPECT_EQ(transport_->PoolStats().front().idle, 2);
+}
+
+TEST_F(TransportTest, AdaptiveDrainsNeverHoldMoreThanTheBudget) {
+  constexpr uint64_t kBudget = 1 << 20;  // room for three 262,145-byte bodies
+  constexpr int kFetches = 64;
+  UseAdaptiveDrain([](TransportSettings& s) { s.drain_budget_bytes = kBudget; });
+  std::vector<std::thread> threads;
+  std::vector<absl::StatusOr<Response>> responses(kFetches);
+  for (int i = 0; i < kFetches; ++i) {
+    threads.emplace_back([&, i] { responses[i] = Get("/cl/262145"); });
+  }
+  for (auto& thread : threads) thread.join();
+  // All 64 bodies let go of at once, none read: 64 drains want 16 MiB.
+  for (auto& response : responses) {
+    ASSERT_TRUE(response.ok()) << response.status();
+    response->body->Close();
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (Quiet() == false && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+
+  const int skipped = observer_.Skipped(DrainSkipReason::kOverBudget);
+  EXPECT_GT(skipped, 0);
+  EXPECT_GT(observer_.drains_started, 0);
+  EXPECT_EQ(observer_.drains_started + skipped, kFetches);
+  EXPECT_GT(observer_.budget_peak, 0u);
+  EXPECT_LE(observer_.budget_peak, kBudget);
+  EXPECT_EQ(observer_.budget_in_use, 0u);
+  EXPECT_EQ(observer_.drain_bytes, observer_.drains_completed * 262145u);
 }
 
 }  // namespace

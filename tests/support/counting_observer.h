@@ -43,6 +43,22 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) override {
     ++policy_denied[static_cast<size_t>(reason)];
   }
+  void OnOriginCost(const transport::Origin&, const transport::OriginCost&) override {}
+  void OnDrainBudget(uint64_t in_use, uint64_t limit) override {
+    uint64_t peak = budget_peak.load();
+    while (in_use > peak && !budget_peak.compare_exchange_weak(peak, in_use)) {
+    }
+    budget_in_use = in_use;
+    budget_limit = limit;
+  }
+  void OnDrainAwareAcquisition(const transport::Origin&, transport::DrainAwareChoice choice,
+                               bool got_drained) override {
+    ++(choice == transport::DrainAwareChoice::kWait ? waited_for_drain : dialed_during_drain);
+    if (got_drained) ++got_drained_connection;
+  }
+  void OnSurplusConnection(const transport::Origin&, bool kept) override {
+    ++(kept ? surplus_kept : surplus_closed);
+  }
   int Denied(transport::DenyReason r) const { return policy_denied[static_cast<size_t>(r)]; }
   int AllDenied() const {
     int total = 0;
@@ -78,6 +94,14 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};
+  std::atomic<uint64_t> budget_in_use{0};
+  std::atomic<uint64_t> budget_peak{0};
+  std::atomic<uint64_t> budget_limit{0};
+  std::atomic<int> waited_for_drain{0};
+  std::atomic<int> dialed_during_drain{0};
+  std::atomic<int> got_drained_connection{0};
+  std::atomic<int> surplus_kept{0};
+  std::atomic<int> surplus_closed{0};
 };
 
 }  // namespace egress::testing

@@ -36,6 +36,40 @@ TEST(Config, ValuesGivenAreKept) {
   EXPECT_FALSE(config->transport.policy->Check("h", boost::asio::ip::make_address("127.0.0.1")));
 }
 
+TEST(Config, AdaptiveGetsItsOwnCeilingsAndTheBudgetItsDefault) {
+  auto config = LoadConfigText("drain { mode: DRAIN_MODE_ADAPTIVE }", "adaptive");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::DrainSettings& drain = config->transport.drain;
+  EXPECT_EQ(drain.mode, transport::DrainMode::kAdaptive);
+  EXPECT_EQ(drain.max_bytes, 4u * 1024 * 1024);
+  EXPECT_EQ(drain.max_duration, absl::Seconds(1));
+  EXPECT_EQ(drain.cost_factor, 1.0);
+  EXPECT_EQ(config->transport.drain_budget_bytes, 32u * 1024 * 1024);
+  // GetConfig shows what is in force.
+  EXPECT_EQ(config->proto.drain().max_bytes(), 4u * 1024 * 1024);
+  EXPECT_EQ(config->proto.transport().drain_budget_bytes(), 32u * 1024 * 1024);
+}
+
+TEST(Config, AnOriginSwitchedToAdaptiveDoesNotInheritFixedCaps) {
+  auto config = LoadConfigText(
+      "drain { max_bytes: 1000 }\n"
+      "transport { drain_budget_bytes: 5000000 origins { host: \"*.slow.test\"\n"
+      "  drain { mode: DRAIN_MODE_ADAPTIVE cost_factor: 2.5 min_dial_cost { nanos: 200000000 } }\n"
+      "} origins { host: \"fixed.test\" drain { max_duration { seconds: 2 } } } }",
+      "override");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::DrainSettings& adaptive = config->transport.DrainFor("a.slow.test");
+  EXPECT_EQ(adaptive.mode, transport::DrainMode::kAdaptive);
+  EXPECT_EQ(adaptive.max_bytes, 4u * 1024 * 1024);
+  EXPECT_EQ(adaptive.cost_factor, 2.5);
+  EXPECT_EQ(adaptive.min_dial_cost, absl::Milliseconds(200));
+  // The same mode as the default: unset fields come from the default.
+  const transport::DrainSettings& fixed = config->transport.DrainFor("fixed.test");
+  EXPECT_EQ(fixed.max_bytes, 1000u);
+  EXPECT_EQ(fixed.max_duration, absl::Seconds(2));
+  EXPECT_EQ(config->transport.drain_budget_bytes, 5000000u);
+}
+
 struct Bad {
   const char* name;
   const char* text;
@@ -74,7 +108,12 @@ INSTANTIATE_TEST_SUITE_P(
             "policy.callers[0].identity: must not be empty"},
         Bad{"small_header_limit", "transport { max_response_header_bytes: 10 }",
             "transport.max_response_header_bytes"},
-        Bad{"adaptive_not_yet", "drain { mode: DRAIN_MODE_ADAPTIVE }", "drain.mode"},
+        Bad{"negative_cost_factor", "drain { mode: DRAIN_MODE_ADAPTIVE cost_factor: -1 }",
+            "drain.cost_factor: must be between 0"},
+        Bad{"huge_cost_factor", "drain { cost_factor: 1e9 }", "drain.cost_factor"},
+        Bad{"negative_min_dial_cost",
+            "transport { origins { host: \"a.com\" drain { min_dial_cost { seconds: -1 } } } }",
+            "transport.origins[0].drain.min_dial_cost: must not be negative"},
         Bad{"not_text_format", "transport {", "line 1"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
