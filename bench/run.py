@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The benchmark (issue 6): egressd's drain modes over a simulated WAN, side by side with a
+"""The benchmark (issues 6 and 7): egressd's drain modes over a simulated WAN, side by side with a
 Go client, all in one run. Rewrites its section of bench/RESULTS.md and the plot beside it.
 
     tools/bench.sh            # the full run, about 15 minutes; rewrites bench/RESULTS.md
@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
 from wan import (SERVER_ADDRESS, Wan, measure_rtt_ms, measure_throughput,  # noqa: E402
                  readable_tempdir, stop)
-from loopback import SHAPES, SYSTEMS, Loopback, rss_mib  # noqa: E402
+from loopback import CEILING_GRPC, SHAPES, SYSTEMS, Loopback, rss_mib  # noqa: E402
 from nginx import start_nginx  # noqa: E402
 
 HTTPS_PORT = 8443
@@ -38,7 +38,7 @@ TABLE_ROWS = [
     ("second half 10 ms late, gap 0", "/late-half", 0),
     ("second half 10 ms late, gap 30 ms", "/late-half", 30),
 ]
-MODES = ["OFF", "FIXED"]
+MODES = ["OFF", "FIXED", "ADAPTIVE"]
 
 
 def main():
@@ -72,7 +72,7 @@ def main():
         memory["load"] = max(run["egressd_rss_max"] for run in overhead[("64 connections",
                                                                           "egressd")])
 
-    headline, table, measured_rtt = {}, {}, {}
+    headline, table, measured_rtt, grpc_floor = {}, {}, {}, {}
     for rtt in plan.rtts:
         with Wan(tools.delay_link, rtt_ms=rtt) as wan:
             measured_rtt[rtt] = measure_rtt_ms(wan)
@@ -85,6 +85,8 @@ def main():
                 run = upstream.measure(lambda: tools.go_fetches(
                     wan, "/json", plan.headline_requests), "/json")
                 headline.setdefault((rtt, "Go"), []).append(run)
+                grpc_floor.setdefault(rtt, []).append(tools.grpc_floor(
+                    wan, plan.headline_requests, gap_ms=rtt))
                 for name, path, gap in TABLE_ROWS:
                     for mode in MODES:
                         run = upstream.measure(lambda: tools.egressd_fetches(
@@ -92,7 +94,8 @@ def main():
                         table.setdefault((rtt, name, mode), []).append(run)
                 print(f"rtt {rtt} ms, repetition {repetition + 1}: done", flush=True)
 
-    report = Report(plan, link_mb_s, measured_rtt, headline, table, overhead, memory)
+    report = Report(plan, link_mb_s, measured_rtt, grpc_floor, headline, table, overhead,
+                    memory)
     if args.smoke:
         print(report.markdown(plot=None))
         return
@@ -143,6 +146,19 @@ class Tools:
                                   f"--gap_ms={gap_ms}"])
         finally:
             stop(egressd)
+
+    def grpc_floor(self, wan, requests, gap_ms):
+        """Sequential calls to a gRPC server that answers at once, each after `gap_ms` of
+        idleness, as egressd's caller and server are idle while the upstream answers."""
+        ceiling = wan.spawn(wan.CLIENT, [self.grpc_ceiling, f"--listen={CEILING_GRPC}"])
+        try:
+            host, port = CEILING_GRPC.split(":")
+            wan.wait_for_port(wan.CLIENT, host, int(port))
+            return run_json(wan, [self.sequential_fetches, f"--target={CEILING_GRPC}",
+                                  f"--url={upstream_url('/json')}", f"--requests={requests}",
+                                  f"--gap_ms={gap_ms}"])
+        finally:
+            stop(ceiling)
 
     def go_fetches(self, wan, path, requests):
         return run_json(wan, [self.go_client, f"-url={upstream_url(path)}", f"-ca={self.ca}",
@@ -264,14 +280,17 @@ def machine():
 
 CLIENTS = [("OFF", "egressd, drain OFF (Go 1.26 behaviour)"),
            ("FIXED", "egressd, drain FIXED (Go 1.27: 256 KiB / 50 ms)"),
+           ("ADAPTIVE", "egressd, drain ADAPTIVE (by cost, drain-aware acquisition)"),
            ("Go", "Go 1.19 net/http direct, `resp.Body.Close()` only")]
 
 
 class Report:
-    def __init__(self, plan, link_mb_s, measured_rtt, headline, table, overhead, memory):
+    def __init__(self, plan, link_mb_s, measured_rtt, grpc_floor, headline, table, overhead,
+                 memory):
         self.plan = plan
         self.link_mb_s = link_mb_s
         self.measured_rtt = measured_rtt
+        self.grpc_floor = grpc_floor
         self.headline = headline
         self.table = table
         self.overhead = overhead
@@ -286,7 +305,7 @@ class Report:
         plan = self.plan
         lines = [
             BEGIN,
-            "## Drain modes over a simulated WAN (issue 6)",
+            "## Drain modes over a simulated WAN (issues 6 and 7)",
             "",
             "Command: `tools/bench.sh` (rewrites this section and `wan_rtt.png`).",
             f"Machine: {machine()}; {datetime.date.today().isoformat()}.",
@@ -311,6 +330,10 @@ class Report:
             "processed\"}` and a newline; the Go client closes each body unread. The",
             "physical limit is one round trip per request plus one connection set-up",
             "(TCP, then TLS 1.3: two round trips), at the link's measured round trip.",
+            "egressd's callers reach it over gRPC: the last row of each RTT adds what one",
+            "gRPC call costs on this machine when caller and server have been idle for the",
+            "round trip (`bench/grpc_ceiling`, a server that answers at once, called",
+            f"{plan.headline_requests} times with the RTT as the gap, in the same run).",
             "",
             "| RTT | client | new connections | total ms | ms per request | × physical limit |",
             "|---|---|---|---|---|---|",
@@ -326,6 +349,12 @@ class Report:
                     f"{spread([t / limit for t in totals], 2)} |")
             lines.append(f"| {rtt} ms | physical limit | 1 | {limit:,.0f} | "
                          f"{limit / plan.headline_requests:.2f} | 1.00 |")
+            floors = [run["fetch_ms"] for run in self.grpc_floor[rtt]]
+            with_grpc = [limit + floor for floor in floors]
+            lines.append(f"| {rtt} ms | physical limit + one gRPC call per request | 1 | "
+                         f"{spread(with_grpc)} | "
+                         f"{spread([t / plan.headline_requests for t in with_grpc], 2)} | "
+                         f"{spread([t / limit for t in with_grpc], 2)} |")
         if plot:
             lines += ["", f"![time per request against RTT]({plot})"]
         lines += [
@@ -334,9 +363,10 @@ class Report:
             "",
             "`Fetch` with `BODY_MODE_NONE` through egressd; the body is left to the drain.",
             "",
-            "| RTT | body | OFF: new connections | OFF: ms per request |"
-            " FIXED: new connections | FIXED: ms per request |",
-            "|---|---|---|---|---|---|",
+            "| RTT | body | "
+            + " | ".join(f"{mode}: new connections | {mode}: ms per request" for mode in MODES)
+            + " |",
+            "|---|---|" + "---|---|" * len(MODES),
         ]
         for rtt in plan.rtts:
             for name, _, _ in TABLE_ROWS:

@@ -43,7 +43,10 @@ class PrometheusTest : public ::testing::Test {
         // Drains to "localhost" end by bytes, never by the clock, however slow the build
         // (sanitizers): the byte-cap and completed-drain counts stay exact.
         << "  origins { host: \"localhost\" drain { mode: DRAIN_MODE_FIXED "
-           "max_duration { seconds: 5 } } } }\n"
+           "max_duration { seconds: 5 } } }\n"
+        // ADAPTIVE, with pauses of up to 1000 loopback dials let through, for the same reason.
+        << "  origins { host: \"127.0.0.2\" drain { mode: DRAIN_MODE_ADAPTIVE "
+           "cost_factor: 1000 max_duration { seconds: 5 } } } }\n"
         << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n";
     metrics_port_ = FreePort();
     grpc_port_ = FreePort();
@@ -111,6 +114,7 @@ class PrometheusTest : public ::testing::Test {
     chunked_ = absl::StrCat("http://localhost:", http);
     stalled_ = absl::StrCat("http://127.0.0.1:", http);
     closing_ = absl::StrCat("https://localhost:", nginx_->idle_close_port());
+    adaptive_ = absl::StrCat("http://127.0.0.2:", http);
     workload_start_ = absl::Now();
     const auto gap = std::chrono::milliseconds(20);
     HeadOnlyFetches(*stub, small_ + "/cl/1k", 10, gap);
@@ -118,6 +122,7 @@ class PrometheusTest : public ::testing::Test {
     HeadOnlyFetches(*stub, chunked_ + "/chunked/300k", 5, gap);
     HeadOnlyFetches(*stub, stalled_ + "/stall", 5, std::chrono::milliseconds(100));
     HeadOnlyFetches(*stub, closing_ + "/close/1k", 5, gap);
+    HeadOnlyFetches(*stub, adaptive_ + "/cl/262145", 5, gap);
     WaitForScrapeOfAllFetches();
     // Counters that appear already at their final value show no rate; a second round on
     // the small-body origin, after its series exist, gives rate() something to see.
@@ -180,7 +185,7 @@ class PrometheusTest : public ::testing::Test {
   static inline int metrics_port_ = 0;
   static inline int prometheus_port_ = 0;
   static inline int fetches_ = 0;
-  static inline std::string small_, over_cap_, chunked_, stalled_, closing_;
+  static inline std::string small_, over_cap_, chunked_, stalled_, closing_, adaptive_;
   static inline absl::Time workload_start_, workload_end_;
 };
 
@@ -213,6 +218,24 @@ TEST_F(PrometheusTest, StalledBodyIsAbandonedAtTheTimeCap) {
   EXPECT_EQ(Count("egress_upstream_connections_opened_total", stalled_), 5);
 }
 
+TEST_F(PrometheusTest, AdaptiveDrainsWhatFixedSkipsAndExportsWhatItLearned) {
+  EXPECT_EQ(Count("egress_drains_completed_total", adaptive_), 5);
+  EXPECT_EQ(Count("egress_drains_skipped_total", adaptive_), 0);
+  EXPECT_EQ(Count("egress_upstream_connections_opened_total", adaptive_), 1);
+  EXPECT_EQ(Count("egress_drain_bytes_total", adaptive_), 5 * 262145);
+  EXPECT_GT(Count("egress_origin_dial_seconds", adaptive_), 0);
+  // Four drains on a connection that had carried a response before: a rate was learned.
+  EXPECT_GT(Count("egress_origin_body_bytes_per_second", adaptive_), 0);
+  EXPECT_GT(Count("egress_origin_drain_seconds", adaptive_), 0);
+  // Each drain reserved its whole known length of the budget, and gave it back.
+  EXPECT_EQ(Query("egress_drain_budget_bytes{state=\"limit\"}"), 32 * 1024 * 1024);
+  EXPECT_GE(Query("egress_drain_budget_bytes{state=\"peak\"}"), 262145);
+  EXPECT_LE(Query("egress_drain_budget_bytes{state=\"peak\"}"), 32 * 1024 * 1024);
+  EXPECT_EQ(Query("egress_drain_budget_bytes{state=\"in_use\"}"), 0);
+  // FIXED origins learn dial costs too (for a switch to ADAPTIVE), but never race.
+  EXPECT_EQ(Count("egress_drain_aware_acquisitions_total", small_), 0);
+}
+
 TEST_F(PrometheusTest, ConnectionCloseSkipsTheDrain) {
   EXPECT_EQ(Count("egress_drains_started_total", closing_), 0);
   EXPECT_EQ(Count("egress_drains_skipped_total", closing_, ",reason=\"connection_close\""), 5);
@@ -221,16 +244,16 @@ TEST_F(PrometheusTest, ConnectionCloseSkipsTheDrain) {
 }
 
 TEST_F(PrometheusTest, ReuseRateIsWhatTheWorkloadImplies) {
-  // 40 requests; only the small-body origin reuses: 19 of its 20.
+  // 45 requests; the small-body origin reuses 19 of its 20, the ADAPTIVE one 4 of 5.
   EXPECT_DOUBLE_EQ(Query("sum(egress_upstream_requests_total{connection=\"reused\"}) / "
                          "sum(egress_upstream_requests_total)"),
-                   19.0 / 40.0);
-  EXPECT_EQ(Query("sum(egress_fetches_total{code=\"OK\"})"), 40);
+                   23.0 / 45.0);
+  EXPECT_EQ(Query("sum(egress_fetches_total{code=\"OK\"})"), 45);
 }
 
 TEST_F(PrometheusTest, PoolWaitIsObservedOncePerUpstreamRequest) {
-  EXPECT_EQ(Query("egress_pool_wait_seconds_count"), 40);
-  EXPECT_EQ(Query("sum(egress_upstream_requests_total)"), 40);
+  EXPECT_EQ(Query("egress_pool_wait_seconds_count"), 45);
+  EXPECT_EQ(Query("sum(egress_upstream_requests_total)"), 45);
 }
 
 TEST_F(PrometheusTest, InvariantsHoldOnEveryScrape) {
