@@ -107,10 +107,13 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Acquire(/*fresh=*/false);
     }
     if (lease_.reused) return Send();
+    // Taken first: a drained connection that comes back at once replaces lease_.
+    const std::shared_ptr<Connection> dialing = lease_.connection;
     if (lease_.may_race) AwaitDrained();
-    lease_.connection->Dial(settings_, deadline_,
-                            [self = shared_from_this(), connection = lease_.connection](
-                                absl::Status status) { self->OnDial(connection, std::move(status)); });
+    dialing->Dial(settings_, deadline_,
+                  [self = shared_from_this(), dialing](absl::Status status) {
+                    self->OnDial(dialing, std::move(status));
+                  });
   }
 
   // Dialing while drains are under way: a drained connection that comes back before the

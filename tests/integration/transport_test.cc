@@ -2,6 +2,11 @@
 // and drains. This is the suite ThreadSanitizer checks (see .bazelrc).
 #include "service/transport/transport.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -57,8 +62,10 @@ class TransportTest : public ::testing::Test {
     return true;
   }
 
-  absl::StatusOr<Response> Get(const std::string& path) {
-    auto request = MakeRequest("GET", nginx_->HttpsUrl(path), {}, "");
+  absl::StatusOr<Response> Get(const std::string& path) { return GetUrl(nginx_->HttpsUrl(path)); }
+
+  absl::StatusOr<Response> GetUrl(const std::string& url) {
+    auto request = MakeRequest("GET", url, {}, "");
     if (!request.ok()) return request.status();
     std::promise<absl::StatusOr<Response>> promise;
     transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
@@ -282,6 +289,108 @@ TEST_F(TransportTest, AdaptiveDrainsNeverHoldMoreThanTheBudget) {
   EXPECT_LE(observer_.budget_peak, kBudget);
   EXPECT_EQ(observer_.budget_in_use, 0u);
   EXPECT_EQ(observer_.drain_bytes, observer_.drains_completed * 262145u);
+}
+
+// An upstream whose new connections stall: one connection is served, then its accept
+// queue is kept full so that the next SYN is dropped and retried a second later.
+// Its one connection answers the first request with half of a 2 KiB body, 200 ms of
+// silence and the rest; every later request on it with "ok".
+class StallingListener {
+ public:
+  StallingListener() {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    listen(listener_, 0);  // room for one connection not yet accepted
+    socklen_t length = sizeof(address);
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    server_ = std::thread([this] { Serve(); });
+  }
+  ~StallingListener() {
+    shutdown(listener_, SHUT_RDWR);
+    if (served_ >= 0) shutdown(served_, SHUT_RDWR);
+    server_.join();
+    for (int fd : {listener_, served_, filler_}) close(fd);
+  }
+
+  std::string Url(const std::string& path) const {
+    return absl::StrCat("http://127.0.0.1:", port_, path);
+  }
+  // Fills the accept queue (after the first connection was accepted).
+  void StallNewConnections() {
+    filler_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port_);
+    connect(filler_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  }
+  // Empties the queue: a stalled connection gets through at its next SYN.
+  void LetNewConnectionsIn() { close(accept(listener_, nullptr, nullptr)); }
+
+ private:
+  void Serve() {
+    served_ = accept(listener_, nullptr, nullptr);
+    std::string request;
+    bool first = true;
+    char buffer[4096];
+    while (true) {
+      const ssize_t got = read(served_, buffer, sizeof(buffer));
+      if (got <= 0) return;
+      request.append(buffer, got);
+      if (request.find("\r\n\r\n") == std::string::npos) continue;
+      request.clear();
+      if (first) {
+        first = false;
+        Send("HTTP/1.1 200 OK\r\nContent-Length: 2048\r\n\r\n" + std::string(1024, 'a'));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        Send(std::string(1024, 'b'));
+      } else {
+        Send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+      }
+    }
+  }
+  void Send(const std::string& bytes) {
+    (void)!write(served_, bytes.data(), bytes.size());  // a failed write ends the test's read
+  }
+
+  int listener_ = -1;
+  int served_ = -1;
+  int filler_ = -1;
+  int port_ = 0;
+  std::thread server_;
+};
+
+TEST_F(TransportTest, AdaptiveRequestDialingWhileADrainRunsTakesTheDrainedConnectionIfItIsFirst) {
+  // Nothing learned of this origin's drains: the request dials at once. The floor on the
+  // dial cost keeps the drain going through the silence.
+  UseAdaptiveDrain([](TransportSettings& s) { s.drain.min_dial_cost = absl::Seconds(1); });
+  StallingListener upstream;
+  auto first = GetUrl(upstream.Url("/half"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  upstream.StallNewConnections();
+  first->body->Close();
+
+  auto next = GetUrl(upstream.Url("/next"));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->connection.connection_id, first->connection.connection_id);
+  EXPECT_EQ(ReadAll(*next->body).value_or(""), "ok");
+  EXPECT_EQ(observer_.dialed_during_drain, 1);
+  EXPECT_EQ(observer_.got_drained_connection, 1);
+  EXPECT_EQ(observer_.drains_completed, 1);
+
+  // The dial still ends, and its connection waits in the pool for the next request.
+  upstream.LetNewConnectionsIn();
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (observer_.surplus_kept == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(observer_.surplus_kept, 1);
+  EXPECT_EQ(observer_.opened, 2);
+  EXPECT_EQ(transport_->PoolStats().front().idle, 2);
 }
 
 }  // namespace
