@@ -2,7 +2,7 @@
 """The benchmark (issues 6 and 7): egressd's drain modes over a simulated WAN, side by side with a
 Go client, all in one run. Rewrites its section of bench/RESULTS.md and the plot beside it.
 
-    tools/bench.sh            # the full run, about 15 minutes; rewrites bench/RESULTS.md
+    tools/bench.sh            # the full run, about 20 minutes; rewrites bench/RESULTS.md
     tools/bench.sh --smoke    # a few requests per scenario (CI); prints, writes nothing
 
 Not a test: no thresholds. It fails only if a fetch fails or a tool is missing.
