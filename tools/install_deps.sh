@@ -11,6 +11,7 @@ packages=(
   prometheus
   clang libclang-rt-14-dev
   golang-go gnuplot-nox nghttp2-client
+  python3-grpcio
 )
 # Node.js for the dashboard type check; a machine may already have its own.
 command -v npm >/dev/null || packages+=(nodejs npm)
@@ -26,11 +27,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# TypeScript and Grafana's dashboard schema, for the dashboard type check (tests have no
-# network, so they are fetched here). Versions pinned for repeatable checks.
+# TypeScript and Grafana's dashboard schema, for the dashboard type check, and gRPC for
+# the Node client (tests have no network, so they are fetched here). Versions pinned for
+# repeatable checks; the Node client's are those of client/node/package.json.
 npm_dir="${EGRESS_NPM_DIR:-/opt/egress-npm}"
-if [[ ! -x "$npm_dir/node_modules/.bin/tsc" || ! -d "$npm_dir/node_modules/@grafana/schema" ]]; then
-  mkdir -p "$npm_dir"
-  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
-    typescript@5.9.3 @grafana/schema@13.2.3
-fi
+npm_packages=(typescript@5.9.3 @grafana/schema@13.2.3 @grpc/grpc-js@1.14.7
+              @grpc/proto-loader@0.8.1)
+for package in "${npm_packages[@]}"; do
+  if [[ ! -d "$npm_dir/node_modules/${package%@*}" ]]; then
+    mkdir -p "$npm_dir"
+    npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "${npm_packages[@]}"
+    break
+  fi
+done

@@ -1,0 +1,112 @@
+#include "client/egress_client.h"
+
+#include "google/protobuf/util/time_util.h"
+
+namespace egress::client {
+
+namespace v1 = egress::v1;
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  // gRPC and absl number their codes alike.
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+EgressClient::EgressClient(ClientOptions options)
+    : options_(std::move(options)),
+      egress_(v1::Egress::NewStub(
+          grpc::CreateChannel(options_.target, grpc::InsecureChannelCredentials()))),
+      admin_(v1::TransportAdmin::NewStub(
+          grpc::CreateChannel(options_.admin_target, grpc::InsecureChannelCredentials()))) {}
+
+std::unique_ptr<grpc::ClientContext> EgressClient::Context(absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  const absl::Duration budget = timeout > absl::ZeroDuration() ? timeout : options_.default_timeout;
+  context->set_deadline(absl::ToChronoTime(absl::Now() + budget));
+  return context;
+}
+
+v1::FetchRequest EgressClient::MakeRequest(absl::string_view url, const FetchOptions& options) {
+  v1::FetchRequest request;
+  request.set_url(std::string(url));
+  request.set_method(options.method);
+  for (const auto& [name, value] : options.headers) {
+    v1::Header* header = request.add_headers();
+    header->set_name(name);
+    header->set_value(value);
+  }
+  request.set_body(options.body);
+  switch (options.body_mode) {
+    case BodyMode::kFull: request.set_body_mode(v1::BODY_MODE_FULL); break;
+    case BodyMode::kHeadOnly: request.set_body_mode(v1::BODY_MODE_NONE); break;
+    case BodyMode::kPrefix: request.set_body_mode(v1::BODY_MODE_PREFIX); break;
+  }
+  request.set_max_body_bytes(options.max_body_bytes);
+  if (options.timeout > absl::ZeroDuration()) {
+    *request.mutable_timeout() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
+        absl::ToInt64Nanoseconds(options.timeout));
+  }
+  request.set_follow_redirects(options.follow_redirects);
+  return request;
+}
+
+absl::StatusOr<v1::FetchResponse> EgressClient::Fetch(absl::string_view url,
+                                                      const FetchOptions& options) const {
+  auto context = Context(options.timeout);
+  v1::FetchResponse response;
+  const grpc::Status status = egress_->Fetch(context.get(), MakeRequest(url, options), &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::FetchResponse> EgressClient::FetchStream(
+    absl::string_view url, const FetchOptions& options,
+    const std::function<bool(absl::string_view chunk)>& on_body) const {
+  auto context = Context(options.timeout);
+  auto reader = egress_->FetchStream(context.get(), MakeRequest(url, options));
+  v1::FetchResponse head;
+  v1::FetchChunk chunk;
+  bool stopped = false;
+  while (!stopped && reader->Read(&chunk)) {
+    if (chunk.has_head()) {
+      head = chunk.head();
+    } else if (!on_body(chunk.body())) {
+      stopped = true;
+      context->TryCancel();  // egressd drains what is left
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok() && !(stopped && status.error_code() == grpc::StatusCode::CANCELLED)) {
+    return FromGrpcStatus(status);
+  }
+  return head;
+}
+
+absl::StatusOr<v1::Config> EgressClient::GetConfig() const {
+  auto context = Context(absl::ZeroDuration());
+  v1::Config config;
+  const grpc::Status status = admin_->GetConfig(context.get(), v1::GetConfigRequest(), &config);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return config;
+}
+
+absl::StatusOr<v1::Config> EgressClient::UpdateConfig(const v1::Config& config) const {
+  auto context = Context(absl::ZeroDuration());
+  v1::UpdateConfigRequest request;
+  *request.mutable_config() = config;
+  v1::Config in_force;
+  const grpc::Status status = admin_->UpdateConfig(context.get(), request, &in_force);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return in_force;
+}
+
+absl::StatusOr<v1::PoolStats> EgressClient::GetPoolStats() const {
+  auto context = Context(absl::ZeroDuration());
+  v1::PoolStats stats;
+  const grpc::Status status =
+      admin_->GetPoolStats(context.get(), v1::GetPoolStatsRequest(), &stats);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return stats;
+}
+
+}  // namespace egress::client

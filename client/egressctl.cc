@@ -1,0 +1,195 @@
+// egressctl: egressd from the command line, for people (readable output) and scripts
+// (--json).
+//
+//   egressctl fetch URL [--head-only | --prefix=N] [-H 'Name: value' ...] [--method=M]
+//   egressctl config get
+//   egressctl config set FILE      (a text-format egress.v1.Config, as --config reads)
+//   egressctl pools
+//
+// --target and --admin name egressd's gRPC and admin addresses. Exit status: 0 done,
+// 1 the call failed (the gRPC code and egressd's message on stderr), 2 bad usage.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "client/egress_client.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:50051", "egressd's gRPC address (--grpc_listen)");
+ABSL_FLAG(std::string, admin, "127.0.0.1:50052", "egressd's admin address (--admin_listen)");
+ABSL_FLAG(bool, json, false, "print the answer as JSON (protobuf's JSON mapping)");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30), "deadline of the call");
+ABSL_FLAG(bool, head_only, false, "fetch: status and headers only (also --head-only)");
+ABSL_FLAG(uint64_t, prefix, 0, "fetch: the first N body bytes only");
+ABSL_FLAG(std::string, method, "", "fetch: the HTTP method (default GET)");
+
+namespace {
+
+namespace v1 = egress::v1;
+using google::protobuf::util::TimeUtil;
+
+constexpr const char* kUsage =
+    "usage: egressctl [--target=HOST:PORT] [--admin=HOST:PORT] [--json] COMMAND\n"
+    "  fetch URL [--head-only | --prefix=N] [-H 'Name: value' ...] [--method=M]\n"
+    "  config get\n"
+    "  config set FILE\n"
+    "  pools\n";
+
+int Usage(const std::string& problem) {
+  std::cerr << "egressctl: " << problem << "\n" << kUsage;
+  return 2;
+}
+
+int Failed(const absl::Status& status) {
+  std::cerr << "egressctl: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << "\n";
+  return 1;
+}
+
+std::string Json(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);  // our own types
+  return json;
+}
+
+std::string Ms(const google::protobuf::Duration& duration) {
+  return absl::StrFormat("%.1f ms", TimeUtil::DurationToNanoseconds(duration) / 1e6);
+}
+
+int Fetch(const egress::client::EgressClient& client, const std::string& url,
+          const std::vector<std::pair<std::string, std::string>>& headers) {
+  egress::client::FetchOptions options;
+  options.method = absl::GetFlag(FLAGS_method);
+  options.headers = headers;
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  if (absl::GetFlag(FLAGS_head_only) && absl::GetFlag(FLAGS_prefix) > 0) {
+    return Usage("--head-only and --prefix exclude each other");
+  }
+  if (absl::GetFlag(FLAGS_head_only)) options.body_mode = egress::client::BodyMode::kHeadOnly;
+  if (absl::GetFlag(FLAGS_prefix) > 0) {
+    options.body_mode = egress::client::BodyMode::kPrefix;
+    options.max_body_bytes = absl::GetFlag(FLAGS_prefix);
+  }
+  auto response = client.Fetch(url, options);
+  if (!response.ok()) return Failed(response.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << Json(*response);
+    return 0;
+  }
+  std::cout << "HTTP " << response->status_code() << "\n";
+  for (const auto& header : response->headers()) {
+    std::cout << header.name() << ": " << header.value() << "\n";
+  }
+  std::cout << "\n" << response->body();
+  if (response->body_truncated()) std::cout << "\n[body truncated]";
+  const auto& connection = response->connection();
+  std::cerr << absl::StrCat("connection ", connection.connection_id(), " to ",
+                            connection.remote_address(),
+                            connection.reused() ? " (reused)" : " (new)",
+                            "; first byte after ", Ms(response->timing().time_to_first_byte()),
+                            ", total ", Ms(response->timing().total()), "\n");
+  return 0;
+}
+
+int Config(const egress::client::EgressClient& client, const std::vector<std::string>& args) {
+  absl::StatusOr<v1::Config> config;
+  if (args.size() == 1 && args[0] == "get") {
+    config = client.GetConfig();
+  } else if (args.size() == 2 && args[0] == "set") {
+    std::ifstream file(args[1]);
+    if (!file) return Usage(absl::StrCat("cannot read ", args[1]));
+    std::stringstream text;
+    text << file.rdbuf();
+    v1::Config wanted;
+    if (!google::protobuf::TextFormat::ParseFromString(text.str(), &wanted)) {
+      return Usage(absl::StrCat(args[1], " is not a text-format egress.v1.Config"));
+    }
+    config = client.UpdateConfig(wanted);
+  } else {
+    return Usage("config takes get, or set FILE");
+  }
+  if (!config.ok()) return Failed(config.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << Json(*config);
+  } else {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(*config, &text);
+    std::cout << text;
+  }
+  return 0;
+}
+
+int Pools(const egress::client::EgressClient& client) {
+  auto stats = client.GetPoolStats();
+  if (!stats.ok()) return Failed(stats.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << Json(*stats);
+    return 0;
+  }
+  std::cout << absl::StrFormat("%-40s %6s %6s %8s %10s %8s %8s\n", "origin", "idle", "active",
+                               "draining", "connecting", "opened", "reused");
+  for (const auto& o : stats->origins()) {
+    std::cout << absl::StrFormat("%-40s %6d %6d %8d %10d %8d %8d\n", o.origin(), o.idle(),
+                                 o.active(), o.draining(), o.connecting(), o.opened(),
+                                 o.reused());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // -H 'Name: value' may repeat, and --head-only is spelled as in curl; Abseil's flags
+  // take neither, so both are picked out first.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string header;
+    if (arg == "-H" && i + 1 < argc) {
+      header = argv[++i];
+    } else if (absl::StartsWith(arg, "-H") && arg.size() > 2) {
+      header = arg.substr(2);
+    } else {
+      static std::string head_only = "--head_only";
+      rest.push_back(arg == "--head-only" ? head_only.data() : argv[i]);
+      continue;
+    }
+    const size_t colon = header.find(':');
+    if (colon == std::string::npos) return Usage(absl::StrCat("-H '", header, "': no colon"));
+    headers.emplace_back(header.substr(0, colon),
+                         std::string(absl::StripLeadingAsciiWhitespace(header.substr(colon + 1))));
+  }
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  std::vector<std::string> args(positional.begin() + 1, positional.end());
+  if (args.empty()) return Usage("no command");
+
+  egress::client::ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_target);
+  options.admin_target = absl::GetFlag(FLAGS_admin);
+  options.default_timeout = absl::GetFlag(FLAGS_timeout);
+  const egress::client::EgressClient client(options);
+
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "fetch" && args.size() == 1) return Fetch(client, args[0], headers);
+  if (command == "config") return Config(client, args);
+  if (command == "pools" && args.empty()) return Pools(client);
+  return Usage(absl::StrCat("unknown command or arguments: ", command));
+}

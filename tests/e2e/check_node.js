@@ -1,0 +1,31 @@
+// Calls egressd through client/node twice for URL, then once for a malformed URL; prints
+// one JSON object per call for tests/e2e/clients_test.cc to check.
+// Usage: node check_node.js CLIENT_DIR TARGET URL
+'use strict';
+
+const path = require('path');
+const [clientDir, target, url] = process.argv.slice(2);
+const { EgressClient } = require(path.resolve(clientDir, 'egress_client.js'));
+
+async function main() {
+  const egress = new EgressClient({ target });
+  try {
+    for (let i = 0; i < 2; ++i) {
+      const r = await egress.fetch(url);
+      const length = r.headers.find(([n]) => n.toLowerCase() === 'content-length');
+      console.log(JSON.stringify({ status: r.statusCode, content_length: length && length[1],
+                                   body: r.body.toString('base64'), reused: r.reused,
+                                   connection_id: String(r.connectionId) }));
+    }
+    try {
+      await egress.fetch('not a url');
+      console.log(JSON.stringify({ error: 'none' }));
+    } catch (error) {
+      console.log(JSON.stringify({ error: error.code, message: error.details }));
+    }
+  } finally {
+    egress.close();
+  }
+}
+
+main().catch((error) => { console.error(error); process.exitCode = 1; });

@@ -1,0 +1,253 @@
+// End to end: the egressd binary in its own process and a real nginx upstream, called
+// from every client we ship: the C++ EgressClient, egressctl, Python and Node. Each
+// checks status, headers, body bytes, connection reuse on a repeated call, and that a
+// bad request arrives as INVALID_ARGUMENT.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/egress_client.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tests/support/child_process.h"
+#include "tests/support/nginx_upstream.h"
+
+namespace egress::testing {
+namespace {
+
+using google::protobuf::Struct;
+
+std::string Runfile(const std::string& path) {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/", path);
+}
+
+// Runs a shell command; returns its standard output, and its exit status in *status.
+std::string RunShell(const std::string& command, int* status) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return output;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
+  *status = pclose(pipe);
+  return output;
+}
+
+// One JSON object per line.
+std::vector<Struct> JsonLines(const std::string& text) {
+  std::vector<Struct> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    Struct object;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &object).ok())
+        << line;
+    lines.push_back(object);
+  }
+  return lines;
+}
+
+std::string Field(const Struct& object, const std::string& name) {
+  const auto it = object.fields().find(name);
+  if (it == object.fields().end()) return "";
+  if (it->second.has_bool_value()) return it->second.bool_value() ? "true" : "false";
+  if (it->second.has_number_value()) return absl::StrCat(it->second.number_value());
+  return it->second.string_value();
+}
+
+class ClientsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/clients-test-", getpid());
+    nginx_ = NginxUpstream::Start(dir_ + "/nginx");
+    std::ofstream(dir_ + "/egress.textproto")
+        << "transport { extra_ca_file: \"" << nginx_->ca_file() << "\" }\n"
+        << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n";
+    grpc_port_ = FreePort();
+    admin_port_ = FreePort();
+    egressd_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{Runfile("service/egressd"),
+                                 absl::StrCat("--grpc_listen=127.0.0.1:", grpc_port_),
+                                 absl::StrCat("--admin_listen=127.0.0.1:", admin_port_),
+                                 absl::StrCat("--metrics_listen=127.0.0.1:", FreePort()),
+                                 "--config=" + dir_ + "/egress.textproto"},
+        dir_ + "/egressd.log");
+    ASSERT_TRUE(WaitForPort(grpc_port_, 30) && WaitForPort(admin_port_, 5));
+  }
+  static void TearDownTestSuite() {
+    egressd_.reset();
+    nginx_.reset();
+  }
+
+  static std::string Target() { return absl::StrCat("127.0.0.1:", grpc_port_); }
+  static std::string Url() { return nginx_->HttpsUrl("/cl/4k"); }
+
+  // Two fetches of Url() and one of a malformed URL, as a client printed them.
+  static void ExpectTwoFetchesAndAnError(const std::vector<Struct>& calls) {
+    ASSERT_EQ(calls.size(), 3u);
+    for (const Struct& call : {calls[0], calls[1]}) {
+      EXPECT_EQ(Field(call, "status"), "200");
+      EXPECT_EQ(Field(call, "content_length"), "4096");
+      std::string body;
+      ASSERT_TRUE(absl::Base64Unescape(Field(call, "body"), &body));
+      EXPECT_EQ(body, NginxUpstream::FileContent("4k"));
+    }
+    EXPECT_EQ(Field(calls[1], "reused"), "true");
+    EXPECT_EQ(Field(calls[1], "connection_id"), Field(calls[0], "connection_id"));
+    EXPECT_EQ(Field(calls[2], "error"), "INVALID_ARGUMENT");
+    EXPECT_NE(Field(calls[2], "message"), "");
+  }
+
+  static inline std::string dir_;
+  static inline std::unique_ptr<NginxUpstream> nginx_;
+  static inline std::unique_ptr<ChildProcess> egressd_;
+  static inline int grpc_port_ = 0;
+  static inline int admin_port_ = 0;
+};
+
+TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
+  client::ClientOptions options;
+  options.target = Target();
+  options.admin_target = absl::StrCat("127.0.0.1:", admin_port_);
+  const client::EgressClient egress(options);
+  auto first = egress.Fetch(Url());
+  auto second = egress.Fetch(Url());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->status_code(), 200);
+  EXPECT_EQ(second->body(), NginxUpstream::FileContent("4k"));
+  EXPECT_TRUE(second->connection().reused());
+  EXPECT_EQ(second->connection().connection_id(), first->connection().connection_id());
+
+  client::FetchOptions head_only;
+  head_only.body_mode = client::BodyMode::kHeadOnly;
+  auto head = egress.Fetch(Url(), head_only);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->body(), "");
+
+  std::string streamed;
+  auto streamed_head = egress.FetchStream(Url(), {}, [&](absl::string_view chunk) {
+    streamed.append(chunk.data(), chunk.size());
+    return true;
+  });
+  ASSERT_TRUE(streamed_head.ok()) << streamed_head.status();
+  EXPECT_EQ(streamed_head->status_code(), 200);
+  EXPECT_EQ(streamed, NginxUpstream::FileContent("4k"));
+
+  EXPECT_TRUE(absl::IsInvalidArgument(egress.Fetch("not a url").status()));
+  client::FetchOptions bad_header;
+  bad_header.headers = {{"X-Evil", "a\r\nInjected: yes"}};
+  EXPECT_TRUE(absl::IsInvalidArgument(egress.Fetch(Url(), bad_header).status()));
+
+  auto config = egress.GetConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->transport().extra_ca_file(), nginx_->ca_file());
+  auto pools = egress.GetPoolStats();
+  ASSERT_TRUE(pools.ok()) << pools.status();
+  EXPECT_GE(pools->origins_size(), 1);
+}
+
+TEST_F(ClientsTest, EgressctlFetchesAsJsonAndReusesTheConnection) {
+  const std::string egressctl =
+      absl::StrCat(Runfile("client/egressctl"), " --target=", Target(),
+                   " --admin=127.0.0.1:", admin_port_);
+  std::vector<egress::v1::FetchResponse> responses(2);
+  for (auto& response : responses) {
+    int status = -1;
+    const std::string json = RunShell(egressctl + " --json fetch " + Url(), &status);
+    ASSERT_EQ(status, 0) << json;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &response).ok()) << json;
+  }
+  EXPECT_EQ(responses[1].status_code(), 200);
+  EXPECT_EQ(responses[1].body(), NginxUpstream::FileContent("4k"));
+  EXPECT_TRUE(responses[1].connection().reused());
+
+  int status = -1;
+  const std::string human =
+      RunShell(egressctl + " fetch --head-only -H 'X-Trace: 1' " + Url() + " 2>/dev/null", &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(human.rfind("HTTP 200\n", 0), 0u) << human;
+  EXPECT_NE(human.find("Content-Length: 4096\n"), std::string::npos) << human;
+
+  const std::string error = RunShell(egressctl + " fetch 'not a url' 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(error.find("INVALID_ARGUMENT"), std::string::npos) << error;
+  RunShell(egressctl + " fetch 2>/dev/null", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+
+  const std::string pools = RunShell(egressctl + " pools", &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(pools.find(absl::StrCat("https://localhost:", nginx_->https_port())),
+            std::string::npos) << pools;
+  const std::string config = RunShell(egressctl + " --json config get", &status);
+  EXPECT_EQ(status, 0);
+  egress::v1::Config parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(config, &parsed).ok()) << config;
+  EXPECT_EQ(parsed.transport().extra_ca_file(), nginx_->ca_file());
+}
+
+TEST_F(ClientsTest, EgressctlSetsTheConfigFromAFile) {
+  std::ofstream(dir_ + "/new.textproto")
+      << "transport { extra_ca_file: \"" << nginx_->ca_file() << "\" max_idle_per_origin: 7 }\n"
+      << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
+  int status = -1;
+  const std::string in_force =
+      RunShell(absl::StrCat(Runfile("client/egressctl"), " --admin=127.0.0.1:", admin_port_,
+                       " config set ", dir_, "/new.textproto"),
+          &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(in_force.find("max_idle_per_origin: 7"), std::string::npos) << in_force;
+}
+
+TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
+  int status = -1;
+  const std::string stubs = dir_ + "/python-stubs";
+  RunShell(absl::StrCat(Runfile("client/python/generate.sh"), " ", stubs), &status);
+  ASSERT_EQ(status, 0);
+  const std::string output =
+      RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_python.py"), " ", stubs,
+                       " ", Runfile("client/python"), " ", Target(), " ", Url()),
+          &status);
+  ASSERT_EQ(status, 0) << output;
+  ExpectTwoFetchesAndAnError(JsonLines(output));
+
+  // The README's example, as printed there.
+  const std::string example = RunShell(
+      absl::StrCat("PYTHONPATH=", stubs, ":", Runfile("client/python"), " /usr/bin/python3 ",
+                   Runfile("client/python/example.py"), " ", Url(), " ", Target()),
+      &status);
+  EXPECT_EQ(status, 0) << example;
+  EXPECT_NE(example.find("fetch 2: HTTP 200"), std::string::npos) << example;
+  EXPECT_NE(example.find("reused True"), std::string::npos) << example;
+}
+
+TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
+  const char* npm_dir = std::getenv("EGRESS_NPM_DIR");
+  int status = -1;
+  const std::string node_env =
+      absl::StrCat("NODE_PATH=", npm_dir ? npm_dir : "/opt/egress-npm", "/node_modules ",
+                   "EGRESS_PROTO_ROOT=", Runfile("proto"), " ");
+  const std::string output = RunShell(
+      absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_node.js"), " ",
+                   Runfile("client/node"), " ", Target(), " ", Url()),
+      &status);
+  ASSERT_EQ(status, 0) << output;
+  ExpectTwoFetchesAndAnError(JsonLines(output));
+
+  const std::string example = RunShell(
+      absl::StrCat(node_env, "node ", Runfile("client/node/example.js"), " ", Url(), " ",
+                   Target()),
+      &status);
+  EXPECT_EQ(status, 0) << example;
+  EXPECT_NE(example.find("fetch 2: HTTP 200"), std::string::npos) << example;
+  EXPECT_NE(example.find("reused true"), std::string::npos) << example;
+}
+
+}  // namespace
+}  // namespace egress::testing
