@@ -40,6 +40,8 @@ ABSL_FLAG(std::string, config, "",
           "built-in defaults serve when empty");
 ABSL_FLAG(absl::Duration, config_poll, absl::Seconds(1),
           "how often the --config file is checked for changes");
+ABSL_FLAG(bool, check_config, false,
+          "validate the --config file, print the config in force and exit (0 valid, 2 not)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "how long in-flight fetches may take to finish after SIGTERM or SIGINT");
 
@@ -76,6 +78,10 @@ int main(int argc, char** argv) {
       config_path.empty() ? egress::BuildConfig(egress::v1::Config())
                           : egress::LoadConfigText(config_text, config_path);
   if (!config.ok()) return Fail(absl::StrCat("invalid config: ", config.status().message()));
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::cout << egress::DescribeConfig(*config) << std::endl;
+    return 0;
+  }
 
   std::string admin_token;
   if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {

