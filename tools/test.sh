@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: a normal build with a smoke run of the benchmark
-# (tools/bench.sh --smoke), then ASan+UBSan, then TSan, then a short run of each fuzz
-# target (tools/fuzz.sh).
+# (tools/bench.sh --smoke) and the container image built and run (tools/image_test.sh),
+# then ASan+UBSan, then TSan, then a short run of each fuzz target (tools/fuzz.sh).
 # Installs what it needs first. Exits non-zero when any test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,13 @@ for config in "" "--config=asan" "--config=tsan"; do
       echo "bench smoke: FAILED" | tee -a "$log"
       status=1
     fi
+    echo "=== container image"
+    if tools/image_test.sh; then
+      echo "container image: ok" | tee -a "$log"
+    else
+      echo "container image: FAILED" | tee -a "$log"
+      status=1
+    fi
   fi
 done
 echo "=== fuzz targets, 20 s each"
@@ -30,8 +37,8 @@ tools/fuzz.sh 20 | tee -a "$log"
 [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 bazel shutdown
 
-passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|bench smoke: ok)' "$log")
-failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|bench smoke: FAILED)' "$log")
+passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|(bench smoke|container image): ok)' "$log")
+failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|(bench smoke|container image): FAILED)' "$log")
 rm -f "$log"
 echo "$passed passed, $failed failed"
 exit $status
