@@ -126,29 +126,30 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
         deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, now));
         served = true;
       }
-      const std::optional<AcquireDecision> decision =
-          served || fresh ? std::nullopt : DrainAwareDecision(pool);
-      if (served) {
-      } else if (decision && decision->choice == DrainAwareChoice::kWait) {
-        wait_id = Enqueue(pool, WaitFor::kDrain, fresh, std::min(now + decision->wait, deadline),
-                          deadline, std::move(done));
-      } else if (HasRoom(pool)) {
-        Lease lease = NewConnection(pool);
-        if (decision) {
-          lease.drain_choice = DrainAwareChoice::kDial;
-          lease.may_race = true;
+      if (!served) {
+        const std::optional<AcquireDecision> decision =
+            fresh ? std::nullopt : DrainAwareDecision(pool);
+        if (decision && decision->choice == DrainAwareChoice::kWait) {
+          wait_id = Enqueue(pool, WaitFor::kDrain, fresh, std::min(now + decision->wait, deadline),
+                            deadline, std::move(done));
+        } else if (HasRoom(pool)) {
+          Lease lease = NewConnection(pool);
+          if (decision) {
+            lease.drain_choice = DrainAwareChoice::kDial;
+            lease.may_race = true;
+          }
+          deferred.callbacks.emplace_back(std::move(done), std::move(lease));
+        } else if (pool.waiters.size() >= LimitsOf(pool).max_waiting) {
+          deferred.callbacks.emplace_back(
+              std::move(done),
+              absl::ResourceExhaustedError(absl::StrCat(
+                  "all ", LimitsOf(pool).max_conns_per_origin, " connections to ", origin.Key(),
+                  " are busy and ", pool.waiters.size(),
+                  " requests already wait for one (transport.max_conns_per_origin, "
+                  "transport.max_waiting_per_origin); retry later")));
+        } else {
+          wait_id = Enqueue(pool, WaitFor::kRoom, fresh, deadline, deadline, std::move(done));
         }
-        deferred.callbacks.emplace_back(std::move(done), std::move(lease));
-      } else if (pool.waiters.size() >= LimitsOf(pool).max_waiting) {
-        deferred.callbacks.emplace_back(
-            std::move(done),
-            absl::ResourceExhaustedError(absl::StrCat(
-                "all ", LimitsOf(pool).max_conns_per_origin, " connections to ", origin.Key(),
-                " are busy and ", pool.waiters.size(),
-                " requests already wait for one (transport.max_conns_per_origin, "
-                "transport.max_waiting_per_origin); retry later")));
-      } else {
-        wait_id = Enqueue(pool, WaitFor::kRoom, fresh, deadline, deadline, std::move(done));
       }
     }
   }

@@ -452,12 +452,14 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
   // The policy in force when the drain starts, not when the request did.
   const auto snapshot = Current();
   const UnreadBody body = connection->unread_body();
-  DrainDecision decision = DecideDrain(snapshot->settings.DrainFor(origin.host), body,
-                                       pool_.CostOf(origin));
+  const DrainSettings& settings = snapshot->settings.DrainFor(origin.host);
+  // Only ADAPTIVE decides by cost: the other modes need not take the pool's lock for it.
+  DrainDecision decision = DecideDrain(
+      settings, body, settings.mode == DrainMode::kAdaptive ? pool_.CostOf(origin) : OriginCost{});
   // A budgeted drain starts with what it will read first: all of a known length.
   const uint64_t reserve = body.remaining_length.value_or(Connection::kDrainReadBytes);
-  const Drain* drain = std::get_if<Drain>(&decision);
-  if (drain && drain->budgeted && !drain_budget_.TryReserve(reserve)) {
+  if (const Drain* drain = std::get_if<Drain>(&decision);
+      drain && drain->budgeted && !drain_budget_.TryReserve(reserve)) {
     decision = DrainSkipReason::kOverBudget;
   }
   if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
@@ -466,8 +468,9 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
                                         ? CloseReason::kConnectionClose
                                         : CloseReason::kUnreadBody);
   }
-  connection->DrainBody(*drain, drain->budgeted ? &drain_budget_ : nullptr,
-                        drain->budgeted ? reserve : 0,
+  const Drain& drain = std::get<Drain>(decision);
+  connection->DrainBody(drain, drain.budgeted ? &drain_budget_ : nullptr,
+                        drain.budgeted ? reserve : 0,
                         [this, connection](const DrainOutcome& outcome) {
                           AfterDrain(connection, outcome);
                         });

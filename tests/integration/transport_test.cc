@@ -93,6 +93,14 @@ class TransportTest : public ::testing::Test {
     return stalled->connection.connection_id;
   }
 
+  // Lets one /stall body drain to its end, so that the origin's drain time is learned,
+  // then starts a second drain; returns the connection it runs on.
+  uint64_t StartStalledDrainOnceItsTimeIsKnown() {
+    StartStalledDrain();
+    WaitForDrainsCompleted(1);
+    return StartStalledDrain();
+  }
+
   void WaitForDrainsCompleted(int count) {
     const absl::Time give_up = absl::Now() + absl::Seconds(5);
     while (observer_.drains_completed < count && absl::Now() < give_up) {
@@ -226,9 +234,7 @@ TEST_F(TransportTest, HeadRequestHasNoBodyAndKeepsTheConnection) {
 
 TEST_F(TransportTest, AdaptiveRequestWaitsForTheDrainingConnectionWhenADialIsExpensive) {
   UseAdaptiveDrain([](TransportSettings& s) { s.drain.min_dial_cost = absl::Seconds(10); });
-  StartStalledDrain();
-  WaitForDrainsCompleted(1);
-  const uint64_t draining = StartStalledDrain();
+  const uint64_t draining = StartStalledDrainOnceItsTimeIsKnown();
 
   auto next = Get("/cl/1k");
   ASSERT_TRUE(next.ok()) << next.status();
@@ -245,9 +251,7 @@ TEST_F(TransportTest, AdaptiveRequestDialsWhileTheDrainGoesOnWhenADialIsCheap) {
   // A loopback dial takes a few milliseconds, the drain 80: dial. The factor lets the
   // drain itself go on through the silence (up to the 1 s ceiling).
   UseAdaptiveDrain([](TransportSettings& s) { s.drain.cost_factor = 1000; });
-  StartStalledDrain();
-  WaitForDrainsCompleted(1);
-  const uint64_t draining = StartStalledDrain();
+  const uint64_t draining = StartStalledDrainOnceItsTimeIsKnown();
 
   auto next = Get("/cl/1k");
   ASSERT_TRUE(next.ok()) << next.status();
