@@ -175,6 +175,15 @@ TEST_F(ClientsTest, EgressctlFetchesAsJsonAndReusesTheConnection) {
   EXPECT_EQ(human.rfind("HTTP 200\n", 0), 0u) << human;
   EXPECT_NE(human.find("Content-Length: 4096\n"), std::string::npos) << human;
 
+  // The spelling, "--prefix N": only the first N body bytes come back.
+  const std::string prefix_json =
+      RunShell(egressctl + " --json fetch --prefix 5 " + Url(), &status);
+  ASSERT_EQ(status, 0) << prefix_json;
+  egress::v1::FetchResponse prefix;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(prefix_json, &prefix).ok())
+      << prefix_json;
+  EXPECT_EQ(prefix.body(), NginxUpstream::FileContent("4k").substr(0, 5));
+
   const std::string error = RunShell(egressctl + " fetch 'not a url' 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(error.find("INVALID_ARGUMENT"), std::string::npos) << error;
