@@ -28,7 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "egress/v1/egress.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "tests/support/child_process.h"
+#include "tests/support/egressd_process.h"
 #include "tests/support/fault_server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -117,21 +117,14 @@ int main(int argc, char** argv) {
       // or never on purpose; nginx keeps the default header timeout.
       << "  origins { host: \"loop.test\" response_header_timeout { nanos: 200000000 } } }\n"
       << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
-  const int grpc_port = egress::testing::FreePort();
-  const int metrics_port = egress::testing::FreePort();
-  auto egressd = std::make_unique<egress::testing::ChildProcess>(
-      std::vector<std::string>{absl::GetFlag(FLAGS_egressd),
-                               absl::StrCat("--grpc_listen=127.0.0.1:", grpc_port),
-                               absl::StrCat("--admin_listen=127.0.0.1:",
-                                            egress::testing::FreePort()),
-                               absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port),
-                               "--config=" + dir + "/egress.textproto"},
-      dir + "/egressd.log");
-  if (!egress::testing::WaitForPort(grpc_port, 30)) {
+  egress::testing::EgressdProcess egressd(absl::GetFlag(FLAGS_egressd),
+                                         dir + "/egress.textproto", dir + "/egressd.log");
+  if (!egressd.WaitUntilListening()) {
     std::fprintf(stderr, "egressd did not start; see %s/egressd.log\n", dir.c_str());
     return 1;
   }
-  const pid_t pid = egressd->pid();
+  const pid_t pid = egressd.process().pid();
+  const int metrics_port = egressd.metrics_port();
 
   using grpc::StatusCode;
   const auto fault = [&](const std::string& path) {
@@ -157,7 +150,7 @@ int main(int argc, char** argv) {
   std::vector<const Scenario*> wheel;  // 1000 slots, each scenario by its weight
   for (const auto& s : scenarios) wheel.insert(wheel.end(), s.weight, &s);
 
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port),
+  auto channel = grpc::CreateChannel(egressd.grpc_target(),
                                      grpc::InsecureChannelCredentials());
   const int total = absl::GetFlag(FLAGS_fetches);
   std::atomic<int> next{0};
@@ -229,6 +222,5 @@ int main(int argc, char** argv) {
               end.fds, end.rss_kib, end.pooled, end.fds - end.pooled);
   std::printf("upstream connections opened: %.0f (%.2f per 1000 fetches)\n", end.opened,
               1000.0 * end.opened / total);
-  egressd.reset();
   return unexpected_not_injected == 0 ? 0 : 1;
 }

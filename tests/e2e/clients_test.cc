@@ -16,17 +16,13 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "tests/support/child_process.h"
+#include "tests/support/egressd_process.h"
 #include "tests/support/nginx_upstream.h"
 
 namespace egress::testing {
 namespace {
 
 using google::protobuf::Struct;
-
-std::string Runfile(const std::string& path) {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/", path);
-}
 
 // Runs a shell command; returns its standard output, and its exit status in *status.
 std::string RunShell(const std::string& command, int* status) {
@@ -69,23 +65,16 @@ class ClientsTest : public ::testing::Test {
     std::ofstream(dir_ + "/egress.textproto")
         << "transport { extra_ca_file: \"" << nginx_->ca_file() << "\" }\n"
         << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n";
-    grpc_port_ = FreePort();
-    admin_port_ = FreePort();
-    egressd_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{Runfile("service/egressd"),
-                                 absl::StrCat("--grpc_listen=127.0.0.1:", grpc_port_),
-                                 absl::StrCat("--admin_listen=127.0.0.1:", admin_port_),
-                                 absl::StrCat("--metrics_listen=127.0.0.1:", FreePort()),
-                                 "--config=" + dir_ + "/egress.textproto"},
-        dir_ + "/egressd.log");
-    ASSERT_TRUE(WaitForPort(grpc_port_, 30) && WaitForPort(admin_port_, 5));
+    egressd_ = std::make_unique<EgressdProcess>(
+        Runfile("service/egressd"), dir_ + "/egress.textproto", dir_ + "/egressd.log");
+    ASSERT_TRUE(egressd_->WaitUntilListening());
   }
   static void TearDownTestSuite() {
     egressd_.reset();
     nginx_.reset();
   }
 
-  static std::string Target() { return absl::StrCat("127.0.0.1:", grpc_port_); }
+  static std::string Target() { return egressd_->grpc_target(); }
   static std::string Url() { return nginx_->HttpsUrl("/cl/4k"); }
 
   // Two fetches of Url() and one of a malformed URL, as a client printed them.
@@ -106,15 +95,13 @@ class ClientsTest : public ::testing::Test {
 
   static inline std::string dir_;
   static inline std::unique_ptr<NginxUpstream> nginx_;
-  static inline std::unique_ptr<ChildProcess> egressd_;
-  static inline int grpc_port_ = 0;
-  static inline int admin_port_ = 0;
+  static inline std::unique_ptr<EgressdProcess> egressd_;
 };
 
 TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
   client::ClientOptions options;
   options.target = Target();
-  options.admin_target = absl::StrCat("127.0.0.1:", admin_port_);
+  options.admin_target = egressd_->admin_target();
   const client::EgressClient egress(options);
   auto first = egress.Fetch(Url());
   auto second = egress.Fetch(Url());
@@ -156,7 +143,7 @@ TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
 TEST_F(ClientsTest, EgressctlFetchesAsJsonAndReusesTheConnection) {
   const std::string egressctl =
       absl::StrCat(Runfile("client/egressctl"), " --target=", Target(),
-                   " --admin=127.0.0.1:", admin_port_);
+                   " --admin=", egressd_->admin_target());
   std::vector<egress::v1::FetchResponse> responses(2);
   for (auto& response : responses) {
     int status = -1;
@@ -207,7 +194,7 @@ TEST_F(ClientsTest, EgressctlSetsTheConfigFromAFile) {
       << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
   int status = -1;
   const std::string in_force =
-      RunShell(absl::StrCat(Runfile("client/egressctl"), " --admin=127.0.0.1:", admin_port_,
+      RunShell(absl::StrCat(Runfile("client/egressctl"), " --admin=", egressd_->admin_target(),
                        " config set ", dir_, "/new.textproto"),
           &status);
   EXPECT_EQ(status, 0);

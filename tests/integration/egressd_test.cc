@@ -1,7 +1,6 @@
 // The egressd binary as a user starts it: no flags, default ports, SIGTERM to stop.
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,7 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "service/config_reloader.h"
-#include "tests/support/child_process.h"
+#include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
 
@@ -56,16 +55,8 @@ std::string HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
 TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsDeniesLoopbackAndStopsOnSigterm) {
   const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/egressd");
   auto nginx = NginxUpstream::Start(dir + "/nginx");
-  const std::string binary =
-      absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/service/egressd");
   const std::string log = dir + "/egressd.log";
-
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log.c_str(), "w", stdout)) _exit(126);
-    execl(binary.c_str(), "egressd", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  ChildProcess egressd({Runfile("service/egressd")}, log);
   ASSERT_TRUE(WaitForPort(50051, 30)) << ReadFile(log);
   ASSERT_TRUE(WaitForPort(9464, 5));
 
@@ -86,19 +77,11 @@ TEST(EgressdTest, WithNoFlagsServesOnTheDefaultPortsDeniesLoopbackAndStopsOnSigt
   EXPECT_THAT(metrics->body, HasSubstr("egress_fetches_total{code=\"PERMISSION_DENIED\"} 1"));
   EXPECT_THAT(metrics->body, HasSubstr("egress_policy_denied_total{reason=\"loopback\"} 1"));
 
-  kill(pid, SIGTERM);
-  int exit_status = 0;
-  ASSERT_EQ(waitpid(pid, &exit_status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(exit_status));
-  EXPECT_EQ(WEXITSTATUS(exit_status), 0);
+  ASSERT_EQ(egressd.Signal(SIGTERM), 0);
+  EXPECT_EQ(egressd.Wait(), 0);
   const std::string output = ReadFile(log);
   EXPECT_THAT(output, HasSubstr("serving Egress on 127.0.0.1:50051"));
   EXPECT_THAT(output, HasSubstr("drain { mode: DRAIN_MODE_FIXED max_bytes: 262144"));
-}
-
-std::string Binary() {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
-                      "/service/egressd");
 }
 
 std::string TestDir(const std::string& name) {
@@ -119,7 +102,7 @@ TEST(EgressdTest, InvalidConfigFilesStopItWithTheFieldNamed) {
   };
   for (const auto& [text, words] : cases) {
     std::ofstream(dir + "/bad.textproto") << text << "\n";
-    const std::string command = absl::StrCat(Binary(), " --config=", dir, "/bad.textproto 2>&1");
+    const std::string command = absl::StrCat(Runfile("service/egressd"), " --config=", dir, "/bad.textproto 2>&1");
     FILE* pipe = popen(command.c_str(), "r");
     char line[1024];
     std::string output;
@@ -168,16 +151,10 @@ TEST_F(ReloadTest, FileChangesAndUpdateConfigTakeTurnsAndABadFileChangesNothing)
   path_ = dir + "/egress.textproto";
   const std::string log = dir + "/egressd.log";
   WriteConfig("drain { max_bytes: 1000 }\n");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log.c_str(), "w", stdout)) _exit(126);
-    execl(Binary().c_str(), "egressd", ("--config=" + path_).c_str(), "--config_poll=50ms",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ASSERT_TRUE(WaitForPort(50052, 30)) << ReadFile(log);
+  EgressdProcess egressd(Runfile("service/egressd"), path_, log, {"--config_poll=50ms"});
+  ASSERT_TRUE(egressd.WaitUntilListening()) << ReadFile(log);
   admin_ = egress::v1::TransportAdmin::NewStub(
-      grpc::CreateChannel("127.0.0.1:50052", grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(egressd.admin_target(), grpc::InsecureChannelCredentials()));
 
   EXPECT_EQ(MaxBytesInForce(), 1000u);
   Update(2000);
@@ -193,20 +170,18 @@ TEST_F(ReloadTest, FileChangesAndUpdateConfigTakeTurnsAndABadFileChangesNothing)
   EXPECT_THAT(ReadFile(log), HasSubstr("rejected config file"));
 
   Update(4000);
-  kill(pid, SIGHUP);  // the file is still bad: nothing changes
+  ASSERT_EQ(egressd.process().Signal(SIGHUP), 0);  // the file is still bad: nothing changes
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(MaxBytesInForce(), 4000u);
 
   WriteConfig("drain { max_bytes: 5000 }\n");
   EXPECT_TRUE(WaitForMaxBytes(5000));
   Update(6000);
-  kill(pid, SIGHUP);  // SIGHUP re-applies the file even though it did not change
+  ASSERT_EQ(egressd.process().Signal(SIGHUP), 0);  // SIGHUP re-applies the file even though it did not change
   EXPECT_TRUE(WaitForMaxBytes(5000));
 
-  kill(pid, SIGTERM);
-  int exit_status = 0;
-  ASSERT_EQ(waitpid(pid, &exit_status, 0), pid);
-  EXPECT_EQ(WEXITSTATUS(exit_status), 0);
+  ASSERT_EQ(egressd.process().Signal(SIGTERM), 0);
+  EXPECT_EQ(egressd.process().Wait(), 0);
 }
 
 }  // namespace
@@ -273,15 +248,10 @@ TEST(EgressdTest, SigtermDuringLoadLosesNoAcceptedFetch) {
   const std::string dir = TestDir("egressd-sigterm");
   auto nginx = NginxUpstream::Start(dir + "/nginx");
   std::ofstream(dir + "/egress.textproto") << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
-  const int port = FreePort();
-  ChildProcess egressd({Binary(), absl::StrCat("--grpc_listen=127.0.0.1:", port),
-                        absl::StrCat("--admin_listen=127.0.0.1:", FreePort()),
-                        absl::StrCat("--metrics_listen=127.0.0.1:", FreePort()),
-                        "--config=" + dir + "/egress.textproto", "--shutdown_grace=10s"},
-                       dir + "/egressd.log");
-  ASSERT_TRUE(WaitForPort(port, 30)) << ReadFile(dir + "/egressd.log");
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                     grpc::InsecureChannelCredentials());
+  EgressdProcess egressd(Runfile("service/egressd"), dir + "/egress.textproto",
+                         dir + "/egressd.log", {"--shutdown_grace=10s"});
+  ASSERT_TRUE(egressd.WaitUntilListening()) << ReadFile(egressd.log_file());
+  auto channel = grpc::CreateChannel(egressd.grpc_target(), grpc::InsecureChannelCredentials());
   HealthWatch watch(channel);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (watch.SoFar().empty() && std::chrono::steady_clock::now() < give_up) {
@@ -320,9 +290,9 @@ TEST(EgressdTest, SigtermDuringLoadLosesNoAcceptedFetch) {
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
   sigterm_sent = true;
-  ASSERT_EQ(egressd.Signal(SIGTERM), 0);
+  ASSERT_EQ(egressd.process().Signal(SIGTERM), 0);
   const auto sigterm_time = std::chrono::steady_clock::now();
-  const int exit_code = egressd.Wait();
+  const int exit_code = egressd.process().Wait();
   // The fetches in flight take 300 ms; the open health Watch must not hold egressd for
   // the rest of its 10 s grace period.
   EXPECT_LT(std::chrono::steady_clock::now() - sigterm_time, std::chrono::seconds(10));

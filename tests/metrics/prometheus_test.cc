@@ -18,7 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "service/config_reloader.h"
-#include "tests/support/child_process.h"
+#include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
 
@@ -48,31 +48,19 @@ class PrometheusTest : public ::testing::Test {
         << "  origins { host: \"127.0.0.2\" drain { mode: DRAIN_MODE_ADAPTIVE "
            "cost_factor: 1000 max_duration { seconds: 5 } } } }\n"
         << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n";
-    metrics_port_ = FreePort();
-    grpc_port_ = FreePort();
-    egressd_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
-                         "/service/egressd"),
-            absl::StrCat("--grpc_listen=127.0.0.1:", grpc_port_),
-            absl::StrCat("--admin_listen=127.0.0.1:", FreePort()),
-            absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_),
-            "--config=" + dir_ + "/egress.textproto"},
-        dir_ + "/egressd.log");
-    ASSERT_TRUE(WaitForPort(grpc_port_, 30) && WaitForPort(metrics_port_, 5))
-        << ReadFile(dir_ + "/egressd.log");
+    egressd_ = std::make_unique<EgressdProcess>(
+        Runfile("service/egressd"), dir_ + "/egress.textproto", dir_ + "/egressd.log");
+    ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadFile(egressd_->log_file());
 
     prometheus_port_ = FreePort();
-    const std::string rules = absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
-                                           std::getenv("TEST_WORKSPACE"),
-                                           "/k8s/base/prometheus/egress-rules.yaml");
+    const std::string rules = Runfile("k8s/base/prometheus/egress-rules.yaml");
     ASSERT_FALSE(ReadFile(rules).empty()) << rules;
     std::ofstream(dir_ + "/prometheus.yml") << absl::StrCat(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "rule_files: ['", rules, "']\n"
         "scrape_configs:\n"
         "  - job_name: egressd\n"
-        "    static_configs: [{targets: ['127.0.0.1:", metrics_port_, "']}]\n");
+        "    static_configs: [{targets: ['127.0.0.1:", egressd_->metrics_port(), "']}]\n");
     prometheus_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{"prometheus", "--config.file=" + dir_ + "/prometheus.yml",
                                  "--storage.tsdb.path=" + dir_ + "/tsdb",
@@ -107,7 +95,7 @@ class PrometheusTest : public ::testing::Test {
 
   static void RunWorkload() {
     auto stub = egress::v1::Egress::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", grpc_port_), grpc::InsecureChannelCredentials()));
+        egressd_->grpc_target(), grpc::InsecureChannelCredentials()));
     const int https = nginx_->https_port(), http = nginx_->http_port();
     small_ = absl::StrCat("https://localhost:", https);
     over_cap_ = absl::StrCat("https://127.0.0.1:", https);
@@ -180,10 +168,8 @@ class PrometheusTest : public ::testing::Test {
 
   static inline std::string dir_;
   static inline std::unique_ptr<NginxUpstream> nginx_;
-  static inline std::unique_ptr<ChildProcess> egressd_;
+  static inline std::unique_ptr<EgressdProcess> egressd_;
   static inline std::unique_ptr<ChildProcess> prometheus_;
-  static inline int grpc_port_ = 0;
-  static inline int metrics_port_ = 0;
   static inline int prometheus_port_ = 0;
   static inline int fetches_ = 0;
   static inline std::string small_, over_cap_, chunked_, stalled_, closing_, adaptive_;
@@ -277,7 +263,7 @@ TEST_F(PrometheusTest, InvariantsHoldOnEveryScrape) {
 }
 
 TEST_F(PrometheusTest, PromtoolAcceptsTheMetricsPage) {
-  auto page = HttpGet(metrics_port_, "/metrics");
+  auto page = HttpGet(egressd_->metrics_port(), "/metrics");
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->status, 200);
   const std::string file = dir_ + "/metrics.txt";
@@ -306,9 +292,7 @@ TEST_F(PrometheusTest, RecordingRulesEvaluate) {
 }
 
 TEST_F(PrometheusTest, EveryDashboardPanelQueryReturnsData) {
-  const std::string path = absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
-                                        std::getenv("TEST_WORKSPACE"),
-                                        "/k8s/base/grafana/egress-dashboard.json");
+  const std::string path = Runfile("k8s/base/grafana/egress-dashboard.json");
   Struct dashboard;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFile(path), &dashboard).ok());
   int queries = 0;

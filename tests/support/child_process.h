@@ -32,6 +32,12 @@ class ChildProcess {
 // Polls until a TCP connection to 127.0.0.1:port succeeds, up to `seconds`.
 bool WaitForPort(int port, int seconds);
 
+// A loopback port that nothing listens on right now.
+int FreePort();
+
+// The path of a file in the test's runfiles, e.g. Runfile("service/egressd").
+std::string Runfile(const std::string& path);
+
 }  // namespace egress::testing
 
 #endif  // EGRESS_TESTS_SUPPORT_CHILD_PROCESS_H_

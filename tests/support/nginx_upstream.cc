@@ -1,7 +1,5 @@
 #include "tests/support/nginx_upstream.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -54,18 +52,6 @@ std::string Locations(const std::string& dir) {
 }
 
 }  // namespace
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::vector<std::pair<std::string, size_t>> NginxUpstream::FileSizes() {
   return {{"1k", 1024},          {"4k", 4096},          {"100k", 102400},

@@ -72,9 +72,6 @@ class NginxUpstream {
   int mtls_port_ = 0;
 };
 
-// A loopback port that nothing listens on right now.
-int FreePort();
-
 }  // namespace egress::testing
 
 #endif  // EGRESS_TESTS_SUPPORT_NGINX_UPSTREAM_H_
