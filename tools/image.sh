@@ -6,15 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag="${1:-egressd:latest}"
-tools/install_deps.sh
-packages=(buildah podman runc debootstrap)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+tools/install_deps.sh buildah podman runc debootstrap
 
 base="docker.io/library/debian:bookworm"  # what the Dockerfile's FROM resolves to
 if ! buildah inspect --type image "$base" >/dev/null 2>&1; then

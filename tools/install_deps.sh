@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian package egressd's build and tests need. Idempotent; needs root.
+# Installs every Debian package egressd's build and tests need, and the PACKAGEs named
+# (for one tool's own needs). Idempotent; needs root.
+#   tools/install_deps.sh [PACKAGE...]
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev
   golang-go gnuplot-nox nghttp2-client
   python3-grpcio
+  "$@"
 )
 # Node.js for the dashboard type check; a machine may already have its own.
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -2,7 +2,6 @@
 // from every client we ship: the C++ EgressClient, egressctl, Python and Node. Each
 // checks status, headers, body bytes, connection reuse on a repeated call, and that a
 // bad request arrives as INVALID_ARGUMENT.
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -23,18 +22,6 @@ namespace egress::testing {
 namespace {
 
 using google::protobuf::Struct;
-
-// Runs a shell command; returns its standard output, and its exit status in *status.
-std::string RunShell(const std::string& command, int* status) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return output;
-  char buffer[4096];
-  size_t got;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
-  *status = pclose(pipe);
-  return output;
-}
 
 // One JSON object per line.
 std::vector<Struct> JsonLines(const std::string& text) {

@@ -102,12 +102,9 @@ TEST(EgressdTest, InvalidConfigFilesStopItWithTheFieldNamed) {
   };
   for (const auto& [text, words] : cases) {
     std::ofstream(dir + "/bad.textproto") << text << "\n";
-    const std::string command = absl::StrCat(Runfile("service/egressd"), " --config=", dir, "/bad.textproto 2>&1");
-    FILE* pipe = popen(command.c_str(), "r");
-    char line[1024];
-    std::string output;
-    while (fgets(line, sizeof(line), pipe)) output += line;
-    const int status = pclose(pipe);
+    int status = -1;
+    const std::string output = RunShell(
+        absl::StrCat(Runfile("service/egressd"), " --config=", dir, "/bad.textproto 2>&1"), &status);
     EXPECT_EQ(WEXITSTATUS(status), 2) << text;
     EXPECT_THAT(output, HasSubstr(words)) << text;
   }

@@ -268,13 +268,9 @@ TEST_F(PrometheusTest, PromtoolAcceptsTheMetricsPage) {
   ASSERT_EQ(page->status, 200);
   const std::string file = dir_ + "/metrics.txt";
   std::ofstream(file) << page->body;
-  const std::string command = "promtool check metrics < " + file + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  char line[512];
-  std::string output;
-  while (fgets(line, sizeof(line), pipe)) output += line;
-  EXPECT_EQ(pclose(pipe), 0) << output;
+  int status = -1;
+  const std::string output = RunShell("promtool check metrics < " + file + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << output;
 }
 
 TEST_F(PrometheusTest, RecordingRulesEvaluate) {

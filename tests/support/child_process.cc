@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -84,6 +85,20 @@ std::string Runfile(const std::string& path) {
   const char* root = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   return std::string(root ? root : ".") + "/" + (workspace ? workspace : "") + "/" + path;
+}
+
+std::string RunShell(const std::string& command, int* status) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    *status = -1;
+    return output;
+  }
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
+  *status = pclose(pipe);
+  return output;
 }
 
 }  // namespace egress::testing

@@ -38,6 +38,10 @@ int FreePort();
 // The path of a file in the test's runfiles, e.g. Runfile("service/egressd").
 std::string Runfile(const std::string& path);
 
+// Runs `command` with /bin/sh and waits for it; returns its standard output, and its wait
+// status (as pclose(3), -1 when it could not start) in *status.
+std::string RunShell(const std::string& command, int* status);
+
 }  // namespace egress::testing
 
 #endif  // EGRESS_TESTS_SUPPORT_CHILD_PROCESS_H_
