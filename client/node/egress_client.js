@@ -54,9 +54,12 @@ class EgressClient {
       max_body_bytes: prefix !== undefined ? prefix : maxBodyBytes,
     };
     const raw = await this.call(this.egress, 'Fetch', request, timeoutMs);
+    const received = raw.headers.map((h) => [h.name, h.value]);
     return {
       statusCode: raw.status_code,
-      headers: raw.headers.map((h) => [h.name, h.value]),
+      headers: received,
+      // The first value of header `name` (case-insensitive), or undefined.
+      header: (name) => (received.find(([n]) => n.toLowerCase() === name.toLowerCase()) || [])[1],
       body: raw.body,
       bodyTruncated: raw.body_truncated,
       reused: raw.connection.reused,

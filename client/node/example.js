@@ -11,9 +11,8 @@ async function main() {
   try {
     for (const attempt of [1, 2]) {
       const response = await egress.fetch(url, { headOnly: true });
-      const contentType = (response.headers.find(([n]) => n.toLowerCase() === 'content-type')
-                           || [])[1];
-      console.log(`fetch ${attempt}: HTTP ${response.statusCode}, content-type ${contentType}, ` +
+      console.log(`fetch ${attempt}: HTTP ${response.statusCode}, ` +
+                  `content-type ${response.header('content-type')}, ` +
                   `connection ${response.connectionId}, reused ${response.reused}`);
     }
   } catch (error) {

@@ -12,8 +12,7 @@ async function main() {
   try {
     for (let i = 0; i < 2; ++i) {
       const r = await egress.fetch(url);
-      const length = r.headers.find(([n]) => n.toLowerCase() === 'content-length');
-      console.log(JSON.stringify({ status: r.statusCode, content_length: length && length[1],
+      console.log(JSON.stringify({ status: r.statusCode, content_length: r.header('Content-Length'),
                                    body: r.body.toString('base64'), reused: r.reused,
                                    connection_id: String(r.connectionId) }));
     }
