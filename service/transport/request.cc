@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url_view.hpp"
 
@@ -52,6 +53,15 @@ absl::Status ValidateHeader(const std::string& name, const std::string& value) {
                        "characters are not allowed"));
     }
   }
+  // Beast's header fields hold at most 65535 bytes with their CRLF; a longer one would
+  // throw while the request is being written.
+  constexpr size_t kMaxFieldBytes = 65533;
+  if (name.size() > kMaxFieldBytes || value.size() > kMaxFieldBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header \"", name.substr(0, 64), name.size() > 64 ? "..." : "", "\" is ",
+        std::max(name.size(), value.size()), " bytes long; a header name or value may have at "
+        "most ", kMaxFieldBytes));
+  }
   // The transport writes these itself from the URL and the body.
   static constexpr std::array<absl::string_view, 3> kReserved = {
       "host", "content-length", "transfer-encoding"};
@@ -60,6 +70,36 @@ absl::Status ValidateHeader(const std::string& name, const std::string& value) {
       return absl::InvalidArgumentError(
           absl::StrCat("header \"", name, "\" is set by egress from the URL and body; "
                        "leave it out of the request"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What egress cannot carry as asked: a tunnel, a switch to another protocol, or a body
+// where HTTP forbids one. Checked before anything is sent (or a connection picked).
+absl::Status ValidateMethodAndFraming(const std::string& method, const HeaderList& headers,
+                                      const std::string& body) {
+  if (absl::EqualsIgnoreCase(method, "CONNECT")) {
+    return absl::InvalidArgumentError(
+        "method CONNECT asks for a tunnel, which egress does not open; fetch the URL "
+        "itself with GET, POST, ...");
+  }
+  if (absl::EqualsIgnoreCase(method, "TRACE") && !body.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method TRACE must not have a body (RFC 9110 9.3.8), and this one has ", body.size(),
+        " bytes; send it without one"));
+  }
+  for (const auto& [name, value] : headers) {
+    bool upgrade = absl::EqualsIgnoreCase(name, "upgrade");
+    if (absl::EqualsIgnoreCase(name, "connection")) {
+      for (absl::string_view option : absl::StrSplit(value, ',')) {
+        upgrade = upgrade || absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(option), "upgrade");
+      }
+    }
+    if (upgrade) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header \"", name, ": ", value, "\" asks to switch protocols, which egress does "
+          "not do (it carries HTTP/1.1 requests and responses only); leave it out"));
     }
   }
   return absl::OkStatus();
@@ -149,6 +189,9 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
 
   for (const auto& [name, value] : headers) {
     if (auto status = ValidateHeader(name, value); !status.ok()) return status;
+  }
+  if (auto status = ValidateMethodAndFraming(request.method, headers, body); !status.ok()) {
+    return status;
   }
   request.headers = std::move(headers);
   request.body = std::move(body);

@@ -32,7 +32,9 @@ struct HttpRequest {
 // Validates a caller's request and builds it. Errors are INVALID_ARGUMENT with a
 // message that names the offending part: the URL (absolute http/https with a host),
 // the method (an RFC 9110 token) or a header (token name; no CR, LF or NUL in values).
-// An empty method means GET.
+// An empty method means GET. What egress cannot send as asked is refused too: CONNECT,
+// a protocol upgrade (an Upgrade header, Connection: upgrade), TRACE with a body, and
+// header fields over 65533 bytes.
 absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
                                         HeaderList headers, std::string body);
 
