@@ -207,6 +207,25 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
   return absl::OkStatus();
 }
 
+// Bounds on what an upstream may make the transport buffer or loop on.
+absl::Status UpstreamInputLimits(v1::TransportConfig* tp, transport::TransportSettings& t) {
+  NumberOrDefault(tp, &v1::TransportConfig::max_chunk_line_bytes,
+                  &v1::TransportConfig::set_max_chunk_line_bytes, &t.max_chunk_line_bytes);
+  if (t.max_chunk_line_bytes < 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport.max_chunk_line_bytes: must be at least 256 (got ", t.max_chunk_line_bytes,
+        ")"));
+  }
+  NumberOrDefault(tp, &v1::TransportConfig::max_interim_responses,
+                  &v1::TransportConfig::set_max_interim_responses, &t.max_interim_responses);
+  if (t.max_interim_responses > 100) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport.max_interim_responses: must be at most 100 (got ", t.max_interim_responses,
+        ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
@@ -229,6 +248,7 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
     return absl::InvalidArgumentError(
         "transport.max_response_header_bytes: must be at least 1024");
   }
+  if (auto status = UpstreamInputLimits(tp, t); !status.ok()) return status;
   t.io_threads = tp->io_threads();
   t.extra_ca_file = tp->extra_ca_file();
   // has_*() is read before mutable_*() creates the field.

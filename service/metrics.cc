@@ -193,6 +193,36 @@ void Metrics::OnDrainAwareAcquisition(const transport::Origin& origin,
   ++For(origin).drain_aware[static_cast<size_t>(choice)][got_drained];
 }
 
+void Metrics::OnUpstreamLimit(const transport::Origin&, transport::UpstreamLimit limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++upstream_limits_[static_cast<size_t>(limit)];
+}
+
+void Metrics::OnTransportException() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++transport_exceptions_;
+}
+
+void Metrics::CollectUpstreamInput(std::vector<MetricFamily>& families) const {
+  MetricFamily limits = Family("egress_upstream_protocol_errors_total",
+                               "Responses that went past a bound on upstream input, by the "
+                               "bound; the fetch failed and the connection was closed.",
+                               MetricType::Counter);
+  MetricFamily exceptions = Family("egress_transport_exceptions_total",
+                                   "Exceptions caught at the transport's I/O handlers; the "
+                                   "connection involved was closed.",
+                                   MetricType::Counter);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < upstream_limits_.size(); ++i) {
+    AddSample(limits,
+              {{"limit", std::string(ToString(static_cast<transport::UpstreamLimit>(i)))}},
+              upstream_limits_[i]);
+  }
+  AddSample(exceptions, {}, transport_exceptions_);
+  families.push_back(std::move(limits));
+  families.push_back(std::move(exceptions));
+}
+
 void Metrics::OnSurplusConnection(const transport::Origin& origin, bool kept) {
   std::lock_guard<std::mutex> lock(mu_);
   ++For(origin).surplus[kept];
@@ -325,6 +355,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
       drain_time, drain_aware, surplus, budget};
+  CollectUpstreamInput(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

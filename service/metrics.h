@@ -54,6 +54,8 @@ class Metrics final : public transport::TransportObserver,
   void OnDrainAwareAcquisition(const transport::Origin& origin,
                                transport::DrainAwareChoice choice, bool got_drained) override;
   void OnSurplusConnection(const transport::Origin& origin, bool kept) override;
+  void OnUpstreamLimit(const transport::Origin& origin, transport::UpstreamLimit limit) override;
+  void OnTransportException() override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -107,6 +109,11 @@ class Metrics final : public transport::TransportObserver,
   uint64_t budget_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_peak_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  // Not by origin either: one hostile upstream is enough to look at the logs.
+  std::array<uint64_t, transport::kUpstreamLimitCount> upstream_limits_ ABSL_GUARDED_BY(mu_){};
+  uint64_t transport_exceptions_ ABSL_GUARDED_BY(mu_) = 0;
+  // egress_upstream_protocol_errors_total and egress_transport_exceptions_total.
+  void CollectUpstreamInput(std::vector<prometheus::MetricFamily>& families) const;
 };
 
 }  // namespace egress

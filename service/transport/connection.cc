@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/beast/core/bind_handler.hpp"
+#include "boost/beast/core/read_size.hpp"
 
 namespace egress::transport {
 
@@ -109,8 +112,22 @@ absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
   }
   if (ec == http::error::header_limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "response headers from ", origin_.Key(), " exceed the limit of ", max_header_bytes_,
-        " bytes (transport.max_response_header_bytes)"));
+        "response headers from ", origin_.Key(), " exceed the limit of ",
+        limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)"));
+  }
+  if (ec == http::error::buffer_overflow && limit_hit_) {
+    switch (*limit_hit_) {
+      case UpstreamLimit::kChunkLine:
+        return absl::UnavailableError(absl::StrCat(
+            "response from ", origin_.Key(), " has a chunk line over the limit of ",
+            limits_.max_chunk_line_bytes, " bytes (transport.max_chunk_line_bytes)"));
+      case UpstreamLimit::kTrailers:
+        return absl::UnavailableError(absl::StrCat(
+            "response from ", origin_.Key(), " has trailers over the limit of ",
+            limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)"));
+      case UpstreamLimit::kInterimResponses:
+        break;  // reported where the head is read
+    }
   }
   if (ec == http::error::end_of_stream) {
     return absl::UnavailableError(
@@ -151,7 +168,7 @@ void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
     self->StartResolveTimer();
     self->resolver_.async_resolve(
         self->origin_.host, std::to_string(self->origin_.port),
-        beast::bind_front_handler(&Connection::OnResolve, self));
+        self->Guarded(&Connection::OnResolve));
   });
 }
 
@@ -201,8 +218,7 @@ void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
   }
   phase_start_ = absl::Now();
   ExpireAfter(dial_settings_.connect_timeout);
-  stream_.tcp().async_connect(allowed, beast::bind_front_handler(&Connection::OnConnect,
-                                                                 shared_from_this()));
+  stream_.tcp().async_connect(allowed, Guarded(&Connection::OnConnect));
 }
 
 void Connection::OnConnect(beast::error_code ec, const tcp::endpoint& endpoint) {
@@ -230,7 +246,7 @@ void Connection::OnConnect(beast::error_code ec, const tcp::endpoint& endpoint) 
   ExpireAfter(dial_settings_.tls_handshake_timeout);
   stream_.tls().async_handshake(
       net::ssl::stream_base::client,
-      beast::bind_front_handler(&Connection::OnHandshake, shared_from_this()));
+      Guarded(&Connection::OnHandshake));
 }
 
 void Connection::OnHandshake(beast::error_code ec) {
@@ -248,27 +264,44 @@ void Connection::OnDialed() {
 }
 
 void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
-                      uint32_t max_header_bytes, absl::Time deadline, HeadCallback done) {
+                      const ResponseLimits& limits, absl::Time deadline, HeadCallback done) {
   http::request<http::string_body> message;
-  message.version(11);
-  message.method_string(request.method);
-  message.target(request.target);
-  message.set(http::field::host, request.origin.HostHeader());
-  for (const auto& [name, value] : request.headers) message.insert(name, value);
-  message.body() = request.body;
-  message.prepare_payload();
+  // MakeRequest refuses what Beast would throw on (a TRACE body, oversized fields); this
+  // is the defence should a request reach here some other way.
+  try {
+    message.version(11);
+    message.method_string(request.method);
+    message.target(request.target);
+    message.set(http::field::host, request.origin.HostHeader());
+    for (const auto& [name, value] : request.headers) message.insert(name, value);
+    message.body() = request.body;
+    message.prepare_payload();
+  } catch (const std::exception& e) {
+    observer_.OnTransportException();
+    return done(absl::InternalError(absl::StrCat("egress could not write the ", request.method,
+                                                 " request for ", request.origin.Key(), ": ",
+                                                 e.what())),
+                false);
+  }
 
   net::dispatch(stream_.get_executor(),
                 [self = shared_from_this(), message = std::move(message), header_timeout,
-                 max_header_bytes, deadline, done = std::move(done)]() mutable {
+                 limits, deadline, done = std::move(done)]() mutable {
                   self->request_ = std::move(message);
                   self->deadline_ = deadline;
-                  self->max_header_bytes_ = max_header_bytes;
+                  self->limits_ = limits;
+                  // Room for a head or trailers at their limit, a chunk line at its own,
+                  // and one read beyond: nothing an upstream sends grows it further.
+                  self->buffer_.max_size(std::max(limits.max_header_bytes,
+                                                  limits.max_chunk_line_bytes) +
+                                         size_t{65536});
+                  self->interim_responses_ = 0;
+                  self->limit_hit_.reset();
                   self->head_done_ = std::move(done);
                   ++self->requests_;
                   self->ExpireAfter(header_timeout);
                   http::async_write(self->stream_, self->request_,
-                                    beast::bind_front_handler(&Connection::OnWrite, self));
+                                    self->Guarded(&Connection::OnWrite));
                 });
 }
 
@@ -284,10 +317,8 @@ void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
 }
 
 void Connection::ReadHead() {
-  ResetResponseParser(parser_, max_header_bytes_, request_.method() == http::verb::head);
-  http::async_read_header(stream_, buffer_, *parser_,
-                          beast::bind_front_handler(&Connection::OnReadHead,
-                                                    shared_from_this()));
+  ResetResponseParser(parser_, limits_.max_header_bytes, request_.method() == http::verb::head);
+  http::async_read_header(stream_, buffer_, *parser_, Guarded(&Connection::OnReadHead));
 }
 
 void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) {
@@ -313,7 +344,19 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
                                             ": status code ", status, " is below 100")),
         true);
   }
-  if (status >= 100 && status < 200) return ReadHead();  // interim: the final one follows
+  if (status >= 100 && status < 200) {  // interim: the final one follows
+    if (++interim_responses_ > limits_.max_interim_responses) {
+      broken_ = true;
+      observer_.OnUpstreamLimit(origin_, UpstreamLimit::kInterimResponses);
+      return std::exchange(head_done_, nullptr)(
+          absl::UnavailableError(absl::StrCat(
+              "response from ", origin_.Key(), " has more than ",
+              limits_.max_interim_responses,
+              " interim (1xx) responses before its final one (transport.max_interim_responses)")),
+          true);
+    }
+    return ReadHead();
+  }
 
   stream_.tcp().expires_never();
   std::exchange(head_done_, nullptr)(HeadOf(*parser_), true);
@@ -343,9 +386,8 @@ void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback do
 void Connection::ReadBodyStep() {
   LendBodyBuffer(*parser_, read_buffer_.data(), read_buffer_.size());
   ExpireAfter(absl::InfiniteDuration());
-  http::async_read_some(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](beast::error_code ec, size_t /*bytes_transferred*/) {
+  ReadSomeBounded(
+      [self = shared_from_this()](beast::error_code ec) {
         if (ec == http::error::need_buffer) ec = {};  // the caller's buffer is full
         if (ec) {
           self->read_cutoff_.cancel();
@@ -360,6 +402,99 @@ void Connection::ReadBodyStep() {
         self->read_buffer_.resize(got);
         std::exchange(self->read_done_, nullptr)(std::exchange(self->read_buffer_, {}));
       });
+}
+
+void Connection::ReadSomeBounded(StepCallback done) {
+  step_done_ = std::move(done);
+  if (buffer_.size() == 0) return ReadMore();
+  ParseBuffered(/*after_read=*/false);
+}
+
+// The loop of Beast's read_some_op, with ExceededLimit() where it would read more.
+void Connection::ParseBuffered(bool after_read) {
+  beast::error_code ec;
+  buffer_.consume(parser_->put(buffer_.data(), ec));
+  if (ec == http::error::need_more) {
+    limit_hit_ = ExceededLimit();
+    if (!limit_hit_) return ReadMore();
+    observer_.OnUpstreamLimit(origin_, *limit_hit_);
+    ec = http::error::buffer_overflow;
+  }
+  if (after_read) return CompleteStep(ec);
+  // Nothing was read: complete later, as Beast does, not inside the caller's call.
+  net::post(stream_.get_executor(), [self = shared_from_this(), ec] {
+    self->Guard([&] { self->CompleteStep(ec); });
+  });
+}
+
+void Connection::ReadMore() {
+  const size_t size = beast::read_size(buffer_, 65536);
+  if (size == 0) {  // cannot happen within the limits above; the buffer bounds it anyway
+    return net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->Guard([&] {
+        self->CompleteStep(http::error::buffer_overflow);
+      });
+    });
+  }
+  stream_.async_read_some(
+      buffer_.prepare(size),
+      [self = shared_from_this()](beast::error_code ec, size_t bytes_transferred) {
+        self->Guard([&] {
+          self->buffer_.commit(bytes_transferred);
+          if (!self->step_done_) return;  // OnException ended the operation
+          if (ec == net::error::eof) {
+            if (!self->parser_->got_some()) ec = http::error::end_of_stream;
+            else {
+              ec = {};
+              self->parser_->put_eof(ec);  // a body that ends with the connection
+            }
+          }
+          if (ec) return self->CompleteStep(ec);
+          self->ParseBuffered(/*after_read=*/true);
+        });
+      });
+}
+
+void Connection::CompleteStep(beast::error_code ec) {
+  // None when OnException ended the operation while a completion was on its way.
+  if (auto done = std::exchange(step_done_, nullptr)) done(ec);
+}
+
+std::optional<UpstreamLimit> Connection::ExceededLimit() const {
+  if (!parser_->is_header_done() || !parser_->chunked()) return std::nullopt;
+  // Waiting in a chunked body, the parser holds an unended chunk line, or a last chunk
+  // whose trailers have not ended. The CRLF after the previous chunk's data comes first.
+  const auto bytes = buffer_.data();
+  absl::string_view data(static_cast<const char*>(bytes.data()), bytes.size());
+  if (absl::StartsWith(data, "\r\n")) data.remove_prefix(2);
+  const size_t eol = data.find("\r\n");
+  if (eol == absl::string_view::npos) {
+    if (data.size() > limits_.max_chunk_line_bytes) return UpstreamLimit::kChunkLine;
+    return std::nullopt;
+  }
+  if (eol > limits_.max_chunk_line_bytes) return UpstreamLimit::kChunkLine;
+  if (data.size() - eol - 2 > limits_.max_header_bytes) return UpstreamLimit::kTrailers;
+  return std::nullopt;
+}
+
+void Connection::OnException(absl::string_view what) {
+  observer_.OnTransportException();
+  std::cerr << "egressd: transport: exception in an I/O handler for " << origin_.Key()
+            << " (connection " << id_ << "): " << what << "; closing the connection\n";
+  broken_ = true;
+  CloseOnStrand();
+  const absl::Status status = absl::InternalError(
+      absl::StrCat("internal error in egress while talking to ", origin_.Key(), " (", what,
+                   "); the connection was closed"));
+  // The operation under way ends with it, unless its own callback is what threw.
+  step_done_ = nullptr;
+  if (status_done_) std::exchange(status_done_, nullptr)(status);
+  if (head_done_) std::exchange(head_done_, nullptr)(status, true);
+  if (read_done_) std::exchange(read_done_, nullptr)(status);
+  if (drain_done_) {
+    drain_outcome_.abandoned = DrainAbandonReason::kError;
+    FinishDrain();
+  }
 }
 
 void Connection::CutReadShortAfter(absl::Duration limit) {
@@ -432,9 +567,8 @@ void Connection::DrainStep() {
   LendBodyBuffer(*parser_, drain_scratch_.data(), want);
   // Each read may wait for the pause limit, never past the time cap (deadline_).
   ExpireAfter(drain_caps_.max_pause);
-  http::async_read_some(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this(), want](beast::error_code ec, size_t /*bytes_transferred*/) {
+  ReadSomeBounded(
+      [self = shared_from_this(), want](beast::error_code ec) {
         if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
         self->drain_outcome_.bytes += BodyBytesFilled(*self->parser_, want);
         if (ec) {
@@ -467,6 +601,7 @@ void Connection::FinishDrain() {
 }
 
 std::optional<CloseReason> Connection::ReuseVerdict() const {
+  if (closing_) return CloseReason::kCancelled;
   if (broken_ || !parser_) return CloseReason::kError;
   if (!parser_->is_done()) return CloseReason::kUnreadBody;
   // Bytes past the end of the response (a Content-Length shorter than what was sent):
@@ -477,6 +612,7 @@ std::optional<CloseReason> Connection::ReuseVerdict() const {
 }
 
 bool Connection::StillOpenAndQuiet() {
+  if (closing_) return false;  // its socket is closed, or about to be: poll would skip it
   // A poll that does not wait. A server that closed may have sent a TLS close_notify
   // first, so the hang-up is looked for even when there are bytes to read.
   pollfd check{stream_.tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
@@ -487,10 +623,12 @@ bool Connection::StillOpenAndQuiet() {
 }
 
 void Connection::Close() {
+  closing_ = true;
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseOnStrand(); });
 }
 
 void Connection::CloseOnStrand() {
+  closing_ = true;
   resolver_.cancel();
   resolve_timer_.cancel();
   read_cutoff_.cancel();

@@ -37,6 +37,13 @@ struct DrainOutcome {
 absl::Status PolicyDenial(const Origin& origin, const boost::asio::ip::address& address,
                           DenyReason reason);
 
+// Bounds on what one response may make the connection buffer or loop on.
+struct ResponseLimits {
+  uint32_t max_header_bytes = 64 * 1024;  // the head, and a chunked body's trailers
+  uint32_t max_chunk_line_bytes = 4096;   // a chunk-size line with its extensions
+  uint32_t max_interim_responses = 5;     // 1xx responses before the final one
+};
+
 // One upstream HTTP/1.1 connection, plain or TLS. Every I/O step runs on the
 // connection's strand; the public methods may be called from any thread, one
 // operation at a time. Kept alive by shared_from_this while I/O is pending.
@@ -69,8 +76,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Dial(const TransportSettings& settings, absl::Time deadline, StatusCallback done);
 
   // Writes the request and reads the response head (skipping 1xx interim responses).
+  // A request Beast cannot serialize fails with INTERNAL (MakeRequest refuses those).
   void Send(const HttpRequest& request, absl::Duration header_timeout,
-            uint32_t max_header_bytes, absl::Time deadline, HeadCallback done);
+            const ResponseLimits& limits, absl::Time deadline, HeadCallback done);
 
   // Reads up to max_bytes of the body (at least one unless the body has ended).
   void ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done);
@@ -106,6 +114,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close();
 
  private:
+  using StepCallback = std::function<void(boost::beast::error_code)>;
+
+  // http::async_read_some with the bounds on a chunked body checked whenever the parser
+  // waits for more bytes: a chunk line or trailers that never end fail with
+  // http::error::buffer_overflow (limit_hit_ says which) instead of growing the buffer.
+  void ReadSomeBounded(StepCallback done);
+  void ReadMore();
+  void ParseBuffered(bool after_read);
+  void CompleteStep(boost::beast::error_code ec);
+  // The bound a chunked body waiting for more bytes is past, if any.
+  std::optional<UpstreamLimit> ExceededLimit() const;
+
+  // The exception boundary of every completion handler: an exception (from the
+  // connection's code or a callback it ran) closes the connection, is counted, and
+  // fails the operation under way with INTERNAL.
+  template <class... Args>
+  auto Guarded(void (Connection::*step)(Args...)) {
+    return [self = shared_from_this(), step](Args... args) {
+      self->Guard([&] { ((*self).*step)(std::forward<Args>(args)...); });
+    };
+  }
+  template <class F>
+  void Guard(F&& step) {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      OnException(e.what());
+    } catch (...) {
+      OnException("an exception of unknown type");
+    }
+  }
+  void OnException(absl::string_view what);
 
   // Bounds a name lookup by the connect timeout and the deadline.
   void StartResolveTimer();
@@ -147,6 +187,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<ResponseParser> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state
+  // Close() was called: the socket is closing or closed, whatever the strand has done.
+  std::atomic<bool> closing_{false};
 
   // State of the operation in flight; one at a time.
   TransportSettings dial_settings_;
@@ -154,7 +196,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   absl::Time phase_start_;
   absl::Time deadline_ = absl::InfiniteFuture();
   absl::Duration phase_timeout_;
-  uint32_t max_header_bytes_ = 0;
+  ResponseLimits limits_;
+  uint32_t interim_responses_ = 0;  // 1xx responses read for the current request
+  std::optional<UpstreamLimit> limit_hit_;
+  StepCallback step_done_;  // see ReadSomeBounded
   StatusCallback status_done_;
   HeadCallback head_done_;
   ReadCallback read_done_;

@@ -60,4 +60,13 @@ absl::string_view ToString(DrainAwareChoice choice) {
   return "unknown";
 }
 
+absl::string_view ToString(UpstreamLimit limit) {
+  switch (limit) {
+    case UpstreamLimit::kChunkLine: return "chunk_line";
+    case UpstreamLimit::kTrailers: return "trailers";
+    case UpstreamLimit::kInterimResponses: return "interim_responses";
+  }
+  return "unknown";
+}
+
 }  // namespace egress::transport

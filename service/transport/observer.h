@@ -60,6 +60,15 @@ enum class DrainAbandonReason {
 };
 inline constexpr size_t kDrainAbandonReasonCount = 5;
 
+// A bound on upstream input that a response went past; the fetch failed UNAVAILABLE
+// and the connection was closed.
+enum class UpstreamLimit {
+  kChunkLine,         // a chunk-size line longer than transport.max_chunk_line_bytes
+  kTrailers,          // trailers past transport.max_response_header_bytes
+  kInterimResponses,  // more 1xx responses than transport.max_interim_responses
+};
+inline constexpr size_t kUpstreamLimitCount = 3;
+
 // What the transport has learned about an origin: moving estimates, none until seen.
 struct OriginCost {
   std::optional<absl::Duration> dial;              // DNS + TCP connect + TLS handshake
@@ -77,6 +86,7 @@ absl::string_view ToString(CloseReason reason);
 absl::string_view ToString(DrainSkipReason reason);
 absl::string_view ToString(DrainAbandonReason reason);
 absl::string_view ToString(DrainAwareChoice choice);
+absl::string_view ToString(UpstreamLimit limit);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -131,6 +141,11 @@ class TransportObserver {
   // served the request: the new connection idles in the pool (kept) or, with the pool
   // full, is closed.
   virtual void OnSurplusConnection(const Origin& origin, bool kept) = 0;
+  // A response went past a bound on upstream input; nothing more is read from it.
+  virtual void OnUpstreamLimit(const Origin& origin, UpstreamLimit limit) = 0;
+  // An exception escaped an I/O handler (or a callback it ran): it was caught, the
+  // connection involved (if known) closed, and the I/O thread carried on.
+  virtual void OnTransportException() = 0;
 };
 
 }  // namespace egress::transport

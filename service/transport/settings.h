@@ -72,7 +72,9 @@ struct TransportSettings {
   absl::Duration tls_handshake_timeout = absl::Seconds(10);
   absl::Duration response_header_timeout = absl::Seconds(30);
   std::string extra_ca_file;  // PEM, trusted in addition to the system store
-  uint32_t max_response_header_bytes = 64 * 1024;
+  uint32_t max_response_header_bytes = 64 * 1024;  // the trailers' limit too, as in Go
+  uint32_t max_chunk_line_bytes = 4096;             // a chunk-size line with extensions
+  uint32_t max_interim_responses = 5;               // 1xx responses before the final one
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together

@@ -1,9 +1,11 @@
 #include "service/transport/transport.h"
 
 #include <algorithm>
+#include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
 #include "service/transport/tls.h"
 
@@ -50,19 +52,21 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   }
 
   void Cancel() override {
-    std::shared_ptr<Connection> connection;
     ConnectionPool::WaitId wait_id = 0, race_wait_id = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_ || finished_) return;
       cancelled_ = true;
-      connection = connection_;
+      // Under the lock: a head that arrives now finds the connection closing (see Deliver).
+      if (connection_) connection_->Close();  // the pending I/O fails and reports back
       wait_id = wait_id_;
       race_wait_id = std::exchange(race_wait_id_, 0);
     }
-    if (connection) connection->Close();  // the pending I/O fails and reports back
-    if (wait_id) transport_.pool_.CancelWait(wait_id);
-    if (race_wait_id) transport_.pool_.CancelWait(race_wait_id);
+    // A cancelled wait runs the callback, and so the caller's: never inside the caller's
+    // own call to Cancel, which may hold the caller's locks.
+    for (const ConnectionPool::WaitId id : {wait_id, race_wait_id}) {
+      if (id) net::post(transport_.io_context_, [pool = &transport_.pool_, id] { pool->CancelWait(id); });
+    }
   }
 
  private:
@@ -189,7 +193,9 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     send_start_ = absl::Now();
     const TransportSettings& settings = settings_;
     lease_.connection->Send(
-        request_, settings.response_header_timeout, settings.max_response_header_bytes,
+        request_, settings.response_header_timeout,
+        ResponseLimits{settings.max_response_header_bytes, settings.max_chunk_line_bytes,
+                       settings.max_interim_responses},
         deadline_,
         [self = shared_from_this()](absl::StatusOr<ResponseHead> head, bool response_started) {
           self->OnHead(std::move(head), response_started);
@@ -228,6 +234,19 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   }
 
   void Deliver(ResponseHead head) {
+    bool cancelled;
+    {
+      // From here Cancel has no effect. One that came first closed the connection under
+      // the head: nothing is delivered, and the connection never reaches the pool.
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+      finished_ = true;
+      connection_ = nullptr;
+    }
+    if (cancelled) {
+      transport_.pool_.Retire(lease_.connection, CloseReason::kCancelled);
+      return Finish(absl::CancelledError("the caller cancelled the request"));
+    }
     Response response;
     response.head = std::move(head);
     ConnectionDetails& details = response.connection;
@@ -416,7 +435,24 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
             [this](const Origin& origin) { return MakeConnection(origin); }) {
   unsigned threads = snapshot->settings.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_context_.run(); });
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { RunIoThread(); });
+}
+
+void Transport::RunIoThread() {
+  // Connections catch what their handlers throw (and close); this catches the rest, so
+  // that no exception ends egressd.
+  for (;;) {
+    try {
+      io_context_.run();
+      return;
+    } catch (const std::exception& e) {
+      observer_.OnTransportException();
+      std::cerr << "egressd: transport: exception in an I/O handler: " << e.what() << "\n";
+    } catch (...) {
+      observer_.OnTransportException();
+      std::cerr << "egressd: transport: exception of unknown type in an I/O handler\n";
+    }
+  }
 }
 
 Transport::~Transport() {

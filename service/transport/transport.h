@@ -130,6 +130,8 @@ class Transport {
   // drained first, or closed.
   void FinishResponse(const std::shared_ptr<Connection>& connection);
   void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome);
+  // One I/O thread: runs handlers until the transport stops, surviving any that throws.
+  void RunIoThread();
 
   TransportObserver& observer_;
   mutable std::mutex mu_;

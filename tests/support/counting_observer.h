@@ -59,6 +59,11 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnSurplusConnection(const transport::Origin&, bool kept) override {
     ++(kept ? surplus_kept : surplus_closed);
   }
+  void OnUpstreamLimit(const transport::Origin&, transport::UpstreamLimit limit) override {
+    ++upstream_limits[static_cast<size_t>(limit)];
+  }
+  void OnTransportException() override { ++exceptions; }
+  int LimitHit(transport::UpstreamLimit l) const { return upstream_limits[static_cast<size_t>(l)]; }
   int Denied(transport::DenyReason r) const { return policy_denied[static_cast<size_t>(r)]; }
   int AllDenied() const {
     int total = 0;
@@ -102,6 +107,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> got_drained_connection{0};
   std::atomic<int> surplus_kept{0};
   std::atomic<int> surplus_closed{0};
+  std::array<std::atomic<int>, transport::kUpstreamLimitCount> upstream_limits{};
+  std::atomic<int> exceptions{0};
 };
 
 }  // namespace egress::testing
