@@ -3,7 +3,6 @@
 // state, the process's open file descriptors are back to their baseline, and a normal
 // fetch succeeds.
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,14 +24,6 @@ using egress::v1::FetchRequest;
 using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
 
-int OpenFileDescriptors() {
-  int count = 0;
-  DIR* dir = opendir("/proc/self/fd");
-  while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
-  closedir(dir);
-  return count;
-}
-
 class FaultsTest : public EgressFaultsTest {
  protected:
   void SetUp() override {
@@ -42,38 +33,8 @@ class FaultsTest : public EgressFaultsTest {
       c.mutable_transport()->mutable_tls_handshake_timeout()->set_nanos(300'000'000);
     });
     ExpectHealthy();  // gRPC's own descriptors are open from here on
-    baseline_fds_ = FixedDescriptors();
-    accepted_before_ = faults().accepted();
+    RecordBaseline();
   }
-
-  // Open descriptors that are neither pooled connections nor the fault server's side of
-  // a connection: what must come back to the baseline.
-  int FixedDescriptors() {
-    return OpenFileDescriptors() - IdleConnections() - faults().open_connections();
-  }
-
-  void ExpectHealthy() {
-    FetchResponse response;
-    const grpc::Status status = Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
-  }
-
-  // The pool and the process are as they were before the fault, and egress still serves.
-  void ExpectRecovered() {
-    WaitForQuietPool();
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while ((FixedDescriptors() != baseline_fds_ ||
-            faults().open_connections() != IdleToFaultServer()) &&
-           std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_EQ(FixedDescriptors(), baseline_fds_);
-    EXPECT_EQ(faults().open_connections(), IdleToFaultServer());
-    ExpectHealthy();
-  }
-
-  int IdleToFaultServer() { return FaultOrigin().idle; }
 
   void ExpectFault(const FetchRequest& request, grpc::StatusCode code, const std::string& words) {
     FetchResponse response;
@@ -83,11 +44,6 @@ class FaultsTest : public EgressFaultsTest {
     EXPECT_EQ(IdleToFaultServer(), 0) << "a connection in an unknown state went back to the pool";
     ExpectRecovered();
   }
-
-  std::string FaultKey() const { return absl::StrCat("http://127.0.0.1:", faults().port()); }
-
-  int baseline_fds_ = 0;
-  int accepted_before_ = 0;
 };
 
 TEST_F(FaultsTest, ResetDuringTheHeadersIsUnavailable) {

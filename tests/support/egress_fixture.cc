@@ -1,5 +1,7 @@
 #include "tests/support/egress_fixture.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -109,7 +111,48 @@ void EgressFaultsTest::TearDownTestSuite() {
 }
 
 transport::OriginStats EgressFaultsTest::FaultOrigin() {
-  return PoolStatsFor(absl::StrCat("http://127.0.0.1:", faults_->port()));
+  return PoolStatsFor(FaultKey());
+}
+
+std::string EgressFaultsTest::FaultKey() const {
+  return absl::StrCat("http://127.0.0.1:", faults_->port());
+}
+
+int OpenFileDescriptors() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
+  closedir(dir);
+  return count;
+}
+
+void EgressFaultsTest::ExpectHealthy() {
+  egress::v1::FetchResponse response;
+  const grpc::Status status = Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+}
+
+void EgressFaultsTest::RecordBaseline() {
+  baseline_fds_ = FixedDescriptors();
+  accepted_before_ = faults().accepted();
+}
+
+int EgressFaultsTest::FixedDescriptors() {
+  return OpenFileDescriptors() - IdleConnections() - faults().open_connections();
+}
+
+void EgressFaultsTest::ExpectRecovered() {
+  WaitForQuietPool();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((FixedDescriptors() != baseline_fds_ ||
+          faults().open_connections() != IdleToFaultServer()) &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(FixedDescriptors(), baseline_fds_);
+  EXPECT_EQ(faults().open_connections(), IdleToFaultServer());
+  ExpectHealthy();
 }
 
 }  // namespace egress::testing

@@ -55,6 +55,9 @@ class EgressTest : public ::testing::Test {
   static std::unique_ptr<NginxUpstream> nginx_;
 };
 
+// The descriptors this process has open.
+int OpenFileDescriptors();
+
 // EgressTest with an upstream that misbehaves on command, for the whole suite.
 class EgressFaultsTest : public EgressTest {
  protected:
@@ -64,6 +67,23 @@ class EgressFaultsTest : public EgressTest {
   static FaultServer& faults() { return *faults_; }
   // The pool's figures for the fault server's plain-HTTP origin.
   transport::OriginStats FaultOrigin();
+  // "http://127.0.0.1:PORT", the fault server's origin as messages name it.
+  std::string FaultKey() const;
+  int IdleToFaultServer() { return FaultOrigin().idle; }
+
+  // A fetch from nginx succeeds with the right body.
+  void ExpectHealthy();
+  // Takes the descriptor baseline ExpectRecovered compares with; call it once egress
+  // has served a fetch (gRPC's own descriptors are open from then on).
+  void RecordBaseline();
+  // Open descriptors that are neither pooled connections nor the fault server's side of
+  // a connection: what must come back to the baseline.
+  int FixedDescriptors();
+  // The pool and the process are as they were before the fault, and egress still serves.
+  void ExpectRecovered();
+
+  int baseline_fds_ = 0;
+  int accepted_before_ = 0;
 
  private:
   static std::unique_ptr<FaultServer> faults_;

@@ -82,6 +82,19 @@ bool Trickle(int fd, const std::string& bytes, const std::atomic<bool>& stopping
   return true;
 }
 
+// Sends `prefix`, then `unit` over and over until the peer goes away (or 2 GiB).
+void SendEndless(int fd, const std::string& prefix, const std::string& unit,
+                 const std::atomic<bool>& stopping) {
+  if (!SendAll(fd, prefix)) return;
+  std::string block;
+  while (block.size() < 64 * 1024) block += unit;
+  for (size_t sent = 0; sent < (size_t{2} << 30) && !stopping; sent += block.size()) {
+    if (!SendAll(fd, block)) return;
+  }
+}
+
+const std::string kChunkedHead = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
 const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 }  // namespace
@@ -206,6 +219,20 @@ void FaultServer::ServeHttp(int fd) {
     } else if (path == "/bad-chunk") {
       SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nnot hex\r\n0\r\n\r\n");
       return WaitForPeerClose(fd);
+    } else if (path == "/endless-chunk-ext") {
+      SendEndless(fd, kChunkedHead + "5;ext=", "a", stopping_);
+      return;
+    } else if (path == "/endless-trailer-line") {
+      SendEndless(fd, kChunkedHead + "5\r\nhello\r\n0\r\nX-Trailer: ", "t", stopping_);
+      return;
+    } else if (path == "/endless-trailer-lines") {
+      SendEndless(fd, kChunkedHead + "5\r\nhello\r\n0\r\n", "X-T: t\r\n", stopping_);
+      return;
+    } else if (path == "/endless-interim") {
+      SendEndless(fd, "", "HTTP/1.1 100 Continue\r\n\r\n", stopping_);
+      return;
+    } else if (path == "/no-content") {
+      if (!SendAll(fd, "HTTP/1.1 204 No Content\r\n\r\n")) return;
     } else if (path == "/never") {
       return WaitForPeerClose(fd);
     } else if (path == "/slow-head") {

@@ -30,6 +30,12 @@ namespace egress::testing {
 //   /close-idle       200 kept alive, then the server closes it 100 ms later
 //   /close-on-reuse   200 kept alive; the next request on the connection is read and
 //                     the connection closed without an answer
+//   /endless-chunk-ext      a chunked body whose first chunk line's extension never ends
+//   /endless-trailer-line   a last chunk, then one trailer line that never ends
+//   /endless-trailer-lines  a last chunk, then short trailer lines without end
+//   /endless-interim        "100 Continue" interim responses without end
+//   /no-content             204, kept alive
+// (the endless ones stop when the peer closes, or after 2 GiB)
 // silent_port() accepts and never sends a byte (a stalled TLS handshake);
 // garbage_port() answers every connection with plain text (a TLS handshake that fails).
 class FaultServer {
