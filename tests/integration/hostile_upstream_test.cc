@@ -266,39 +266,5 @@ TEST_F(HostileUpstreamTest, CancellingAFetchThatWaitsForAConnectionEndsItCancell
   ExpectRecovered();
 }
 
-// A cancel that races a response without a body: whichever wins, no closed connection
-// is ever pooled (one was, and the next request found it "healthy" at fd -1).
-TEST_F(HostileUpstreamTest, CancelRacingABodilessResponseNeverPoolsAClosedConnection) {
-  for (int i = 0; i < 300; ++i) {
-    auto request = transport::MakeRequest("GET", faults().Url("/no-content"), {}, "");
-    ASSERT_TRUE(request.ok());
-    std::promise<void> done;
-    auto pending = server_->transport().Fetch(
-        *std::move(request), absl::Now() + absl::Seconds(5),
-        [&](absl::StatusOr<transport::Response> response) {
-          if (response.ok()) response->body->Close();
-          done.set_value();
-        });
-    // Spread the cancels over the time the exchange takes.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(i % 60 * 5);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    pending->Cancel();
-    done.get_future().wait();
-  }
-  WaitForQuietPool();
-  EXPECT_EQ(observer_.Closed(CloseReason::kStale), 0);
-  EXPECT_EQ(observer_.retries, 0);
-  // A POST is not retried: on a closed pooled connection it would fail.
-  FetchRequest post = Request(faults().Url("/ok"));
-  post.set_method("POST");
-  post.set_body("payload");
-  FetchResponse response;
-  const grpc::Status status = Fetch(post, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(observer_.Closed(CloseReason::kStale), 0);
-  ExpectRecovered();
-}
-
 }  // namespace
 }  // namespace egress::testing

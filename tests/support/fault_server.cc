@@ -231,8 +231,6 @@ void FaultServer::ServeHttp(int fd) {
     } else if (path == "/endless-interim") {
       SendEndless(fd, "", "HTTP/1.1 100 Continue\r\n\r\n", stopping_);
       return;
-    } else if (path == "/no-content") {
-      if (!SendAll(fd, "HTTP/1.1 204 No Content\r\n\r\n")) return;
     } else if (path == "/never") {
       return WaitForPeerClose(fd);
     } else if (path == "/slow-head") {

@@ -34,7 +34,6 @@ namespace egress::testing {
 //   /endless-trailer-line   a last chunk, then one trailer line that never ends
 //   /endless-trailer-lines  a last chunk, then short trailer lines without end
 //   /endless-interim        "100 Continue" interim responses without end
-//   /no-content             204, kept alive
 // (the endless ones stop when the peer closes, or after 2 GiB)
 // silent_port() accepts and never sends a byte (a stalled TLS handshake);
 // garbage_port() answers every connection with plain text (a TLS handshake that fails).
