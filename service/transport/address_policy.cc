@@ -38,6 +38,7 @@ constexpr SpecialCidr kSpecialRanges[] = {
     {"::/128", DenyReason::kUnspecified},
     {"::1/128", DenyReason::kLoopback},
     {"::ffff:0:0/96", DenyReason::kIpv4Embedded},
+    {"::ffff:0:0:0/96", DenyReason::kIpv4Embedded},  // IPv4-translated (RFC 2765)
     {"::/96", DenyReason::kIpv4Embedded},
     {"64:ff9b::/96", DenyReason::kIpv4Embedded},
     {"64:ff9b:1::/48", DenyReason::kIpv4Embedded},
@@ -71,6 +72,14 @@ bool PrefixEqual(const std::array<unsigned char, N>& a, const std::array<unsigne
   if (bits % 8 == 0) return true;
   const unsigned char mask = static_cast<unsigned char>(0xff << (8 - bits % 8));
   return (a[bits / 8] & mask) == (b[bits / 8] & mask);
+}
+
+// An operator's rule: an IPv4 network also matches the IPv4 an IPv6 address embeds.
+bool RuleContains(const Cidr& rule, const ip::address& address) {
+  if (rule.Contains(address)) return true;
+  if (!rule.network.is_v4()) return false;
+  const std::optional<ip::address_v4> embedded = EmbeddedIpv4(address);
+  return embedded && rule.Contains(ip::address(*embedded));
 }
 
 std::string Normalize(absl::string_view host) {
@@ -133,6 +142,23 @@ bool HostPattern::Matches(absl::string_view host) const {
   return name == pattern;
 }
 
+std::optional<ip::address_v4> EmbeddedIpv4(const ip::address& address) {
+  if (!address.is_v6()) return std::nullopt;
+  const ip::address_v6::bytes_type bytes = address.to_v6().to_bytes();
+  // The 96-bit prefixes, each followed by the 32 bits of the IPv4 address.
+  static constexpr std::array<unsigned char, 12> kPrefixes[] = {
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff},        // ::ffff:0:0/96, mapped
+      {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0},        // ::ffff:0:0:0/96, translated
+      {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0},     // 64:ff9b::/96, NAT64
+  };
+  for (const auto& prefix : kPrefixes) {
+    if (std::equal(prefix.begin(), prefix.end(), bytes.begin())) {
+      return ip::address_v4({bytes[12], bytes[13], bytes[14], bytes[15]});
+    }
+  }
+  return std::nullopt;
+}
+
 absl::string_view ToString(DenyReason reason) {
   switch (reason) {
     case DenyReason::kHostDenied: return "host_denied";
@@ -168,10 +194,10 @@ std::optional<DenyReason> AddressPolicy::Check(absl::string_view host,
   if (any(rules_.deny_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
     return DenyReason::kHostDenied;
   }
-  if (any(rules_.deny_cidrs, [&](const Cidr& c) { return c.Contains(address); })) {
+  if (any(rules_.deny_cidrs, [&](const Cidr& c) { return RuleContains(c, address); })) {
     return DenyReason::kCidrDenied;
   }
-  if (any(rules_.allow_cidrs, [&](const Cidr& c) { return c.Contains(address); })) {
+  if (any(rules_.allow_cidrs, [&](const Cidr& c) { return RuleContains(c, address); })) {
     return std::nullopt;
   }
   if (any(rules_.allow_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {

@@ -13,7 +13,8 @@
 
 namespace egress::transport {
 
-// An IPv4 or IPv6 network. IPv4 networks match IPv4 addresses only.
+// An IPv4 or IPv6 network. Contains: IPv4 networks match IPv4 addresses only (an
+// operator's rule also matches IPv6 forms of an IPv4 address: see EmbeddedIpv4).
 struct Cidr {
   boost::asio::ip::address network;
   int prefix_length = 0;
@@ -56,15 +57,25 @@ enum class DenyReason {
   kBroadcast,      // 255.255.255.255
   kReserved,       // 240.0.0.0/4, documentation and benchmark ranges
   kUniqueLocal,    // fc00::/7
-  kIpv4Embedded,   // ::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32
+  kIpv4Embedded,   // ::ffff:0:0/96, ::ffff:0:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48,
+                   // 2002::/16, 2001::/32
   kCallerNotAllowed,  // the caller's rule does not list the host
 };
 inline constexpr size_t kDenyReasonCount = 13;
 absl::string_view ToString(DenyReason reason);
 
+// The IPv4 address an IPv6 address stands for, when it is one of the forms that reach
+// that IPv4 host: IPv4-mapped ::ffff:a.b.c.d (RFC 4291), IPv4-translated
+// ::ffff:0:a.b.c.d (RFC 2765) and NAT64's well-known prefix 64:ff9b::a.b.c.d (RFC 6052).
+// Not the deprecated IPv4-compatible ::a.b.c.d (it holds ::1), nor network-specific
+// NAT64 prefixes, 6to4 or Teredo: the built-in denials refuse those forms whole.
+std::optional<boost::asio::ip::address_v4> EmbeddedIpv4(const boost::asio::ip::address& address);
+
 // Decides which destinations egress may connect to. Checked on resolved addresses, so
 // every spelling of an address (decimal, octal, hex, short IPv4 forms, names that
-// resolve inward) meets the same rule. Precedence, first match wins:
+// resolve inward, IPv6 forms of an IPv4 address) meets the same rule. An IPv4 rule in
+// allow_cidrs or deny_cidrs also matches the EmbeddedIpv4 forms of its addresses.
+// Precedence, first match wins:
 //   1. deny_hosts matches the host            -> denied
 //   2. deny_cidrs contains the address        -> denied
 //   3. allow_cidrs contains the address       -> allowed

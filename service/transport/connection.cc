@@ -87,6 +87,11 @@ std::string Connection::remote_address() const {
                          : absl::StrCat(ip, ":", remote_endpoint_.port());
 }
 
+std::optional<net::ip::address> Connection::remote_ip() const {
+  if (!opened_) return std::nullopt;  // set after remote_endpoint_, which stays put then
+  return remote_endpoint_.address();
+}
+
 void Connection::ExpireAfter(absl::Duration timeout) {
   phase_timeout_ = timeout;
   const absl::Duration budget = std::min(timeout, deadline_ - absl::Now());

@@ -70,6 +70,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int requests() const { return requests_.load(); }
   const DialTiming& dial_timing() const { return dial_timing_; }
   std::string remote_address() const;
+  // The address connected to; none until the dial has succeeded. From any thread.
+  std::optional<boost::asio::ip::address> remote_ip() const;
 
   // Resolves the origin's host, connects and, for https, verifies the server's
   // certificate for the host name and completes the handshake.

@@ -26,6 +26,7 @@ absl::string_view ToString(CloseReason reason) {
     case CloseReason::kStale: return "stale";
     case CloseReason::kCancelled: return "cancelled";
     case CloseReason::kShutdown: return "shutdown";
+    case CloseReason::kPolicy: return "policy";
   }
   return "unknown";
 }

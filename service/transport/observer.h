@@ -39,8 +39,9 @@ enum class CloseReason {
   kStale,            // a reused idle connection turned out to be closed by the server
   kCancelled,        // the caller gave up while the connection was busy
   kShutdown,         // the transport is shutting down
+  kPolicy,           // the egress policy now in force denies its host or address
 };
-inline constexpr size_t kCloseReasonCount = 10;
+inline constexpr size_t kCloseReasonCount = 11;
 
 enum class DrainSkipReason {
   kConnectionClose,  // the response says Connection: close: the connection is lost anyway

@@ -34,8 +34,42 @@ ConnectionPool::~ConnectionPool() { Shutdown(); }
 
 ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
   auto [it, inserted] = origins_.try_emplace(origin.Key());
-  if (inserted) it->second.origin = origin;
+  if (inserted) {
+    it->second.origin = origin;
+    if (auto recent = recent_cost_index_.find(it->first); recent != recent_cost_index_.end()) {
+      it->second.cost = std::move(recent->second->second);
+      recent_costs_.erase(recent->second);
+      recent_cost_index_.erase(recent);
+    }
+  }
   return it->second;
+}
+
+ConnectionPool::OriginIterator ConnectionPool::EraseIfUnused(OriginIterator it) {
+  OriginPool& pool = it->second;
+  if (!pool.live.empty() || !pool.waiters.empty()) return std::next(it);
+  // ADAPTIVE's estimates survive a quiet spell (the idle timeout retiring the last
+  // connection); an origin that never got as far as a dial has none to keep.
+  const OriginCost& learned = pool.cost.estimate();
+  if (learned.dial || learned.body_bytes_per_second || learned.drain_time) {
+    recent_costs_.emplace_front(it->first, std::move(pool.cost));
+    recent_cost_index_[it->first] = recent_costs_.begin();
+    if (recent_costs_.size() > kMaxRecentCosts) {
+      recent_cost_index_.erase(recent_costs_.back().first);
+      recent_costs_.pop_back();
+    }
+  }
+  return origins_.erase(it);
+}
+
+void ConnectionPool::EraseIfUnused(const Origin& origin) {
+  if (auto it = origins_.find(origin.Key()); it != origins_.end()) EraseIfUnused(it);
+}
+
+bool ConnectionPool::DeniedByPolicy(const Connection& connection) const {
+  if (!policy_) return false;
+  const std::optional<net::ip::address> address = connection.remote_ip();
+  return address && policy_->Check(connection.origin().host, *address).has_value();
 }
 
 bool ConnectionPool::HasRoom(const OriginPool& pool) const {
@@ -172,6 +206,7 @@ ConnectionPool::WaitId ConnectionPool::AwaitReturn(const Origin& origin, absl::T
     } else {
       wait_id = Enqueue(pool, WaitFor::kReturn, false, deadline, deadline, std::move(done));
     }
+    EraseIfUnused(origin);  // shutting down, it has nothing queued
   }
   Run(deferred);
   return wait_id;
@@ -218,6 +253,7 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
                 LimitsOf(pool).max_conns_per_origin,
                 " connections allowed by transport.max_conns_per_origin are busy")));
       }
+      EraseIfUnused(origins_.find(key));
     }
   }
   Run(deferred);
@@ -233,6 +269,7 @@ void ConnectionPool::CancelWait(WaitId id) {
       deferred.callbacks.emplace_back(
           std::move(waiter->done),
           absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ", key)));
+      EraseIfUnused(origins_.find(key));
     }
   }
   Run(deferred);
@@ -246,6 +283,8 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
     OriginPool& pool = PoolFor(connection->origin());
     if (shut_down_) {
       RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
+    } else if (DeniedByPolicy(*connection)) {  // dialed under a policy since replaced
+      RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
     } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin) {
       RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
     } else {
@@ -254,6 +293,7 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
       kept = true;
     }
     ServeWaiters(pool, /*retired=*/!kept, deferred);
+    EraseIfUnused(pool.origin);  // `connection` is moved from when kept
   }
   Run(deferred);
   return kept;
@@ -266,6 +306,7 @@ void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, Close
     OriginPool& pool = PoolFor(connection->origin());
     RetireLocked(pool, connection, reason, deferred);
     ServeWaiters(pool, /*retired=*/true, deferred);
+    EraseIfUnused(connection->origin());
   }
   Run(deferred);
 }
@@ -308,14 +349,18 @@ void ConnectionPool::ServeWaiters(OriginPool& pool, bool retired, Deferred& defe
 
 OriginCost ConnectionPool::CostOf(const Origin& origin) {
   std::lock_guard<std::mutex> lock(mu_);
-  return PoolFor(origin).cost.estimate();
+  const OriginCost cost = PoolFor(origin).cost.estimate();
+  EraseIfUnused(origin);
+  return cost;
 }
 
 OriginCost ConnectionPool::RecordDial(const Origin& origin, absl::Duration duration) {
   std::lock_guard<std::mutex> lock(mu_);
   CostModel& cost = PoolFor(origin).cost;
   cost.RecordDial(duration);
-  return cost.estimate();
+  const OriginCost estimate = cost.estimate();
+  EraseIfUnused(origin);
+  return estimate;
 }
 
 OriginCost ConnectionPool::RecordDrain(const Origin& origin, uint64_t bytes,
@@ -323,7 +368,9 @@ OriginCost ConnectionPool::RecordDrain(const Origin& origin, uint64_t bytes,
   std::lock_guard<std::mutex> lock(mu_);
   CostModel& cost = PoolFor(origin).cost;
   cost.RecordDrain(bytes, duration, completed, warm);
-  return cost.estimate();
+  const OriginCost estimate = cost.estimate();
+  EraseIfUnused(origin);
+  return estimate;
 }
 
 void ConnectionPool::Run(Deferred& deferred) {
@@ -336,12 +383,36 @@ void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     limits_ = limits;
-    for (auto& [key, pool] : origins_) {
+    for (auto it = origins_.begin(); it != origins_.end();) {
+      OriginPool& pool = it->second;
       while (pool.idle.size() > LimitsOf(pool).max_idle_per_origin) {
         const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
         RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
       }
       ServeWaiters(pool, /*retired=*/true, deferred);
+      it = EraseIfUnused(it);
+    }
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::SetPolicy(std::shared_ptr<const AddressPolicy> policy) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    policy_ = std::move(policy);
+    // Only idle ones: the others are retired when they come back (see Return).
+    for (auto it = origins_.begin(); it != origins_.end();) {
+      OriginPool& pool = it->second;
+      std::vector<std::shared_ptr<Connection>> denied;
+      for (const IdleEntry& entry : pool.idle) {
+        if (DeniedByPolicy(*entry.connection)) denied.push_back(entry.connection);
+      }
+      for (const auto& connection : denied) {
+        RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
+      }
+      if (!denied.empty()) ServeWaiters(pool, /*retired=*/true, deferred);
+      it = EraseIfUnused(it);
     }
   }
   Run(deferred);
@@ -371,7 +442,8 @@ bool ConnectionPool::SweepIdle() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return false;
     const absl::Time now = absl::Now();
-    for (auto& [key, pool] : origins_) {
+    for (auto it = origins_.begin(); it != origins_.end();) {
+      OriginPool& pool = it->second;
       std::vector<std::shared_ptr<Connection>> expired;
       for (const IdleEntry& entry : pool.idle) {
         if (now - entry.since > LimitsOf(pool).idle_timeout) expired.push_back(entry.connection);
@@ -379,6 +451,7 @@ bool ConnectionPool::SweepIdle() {
       for (const auto& connection : expired) {
         RetireLocked(pool, connection, CloseReason::kIdleTimeout, deferred);
       }
+      it = EraseIfUnused(it);
     }
   }
   Run(deferred);
@@ -414,7 +487,8 @@ void ConnectionPool::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return;
     shut_down_ = true;  // the idle sweep sees it and stops
-    for (auto& [key, pool] : origins_) {
+    for (auto it = origins_.begin(); it != origins_.end();) {
+      OriginPool& pool = it->second;
       while (!pool.idle.empty()) {
         const std::shared_ptr<Connection> connection = pool.idle.back().connection;
         RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
@@ -425,6 +499,7 @@ void ConnectionPool::Shutdown() {
                                         absl::UnavailableError("egress is shutting down"));
       }
       pool.waiters.clear();
+      it = EraseIfUnused(it);
     }
   }
   Run(deferred);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -121,8 +122,15 @@ class ConnectionPool {
   // New limits for every origin: surplus idle connections are retired at once, and
   // queued requests get any room that opened up.
   void SetLimits(PoolLimitsByHost limits);
+  // The egress policy now in force: idle connections it denies (host, or the address
+  // connected to) are retired at once, and from now on a connection coming back that it
+  // denies is retired instead of idling (CloseReason::kPolicy).
+  void SetPolicy(std::shared_ptr<const AddressPolicy> policy);
   // Closes every idle connection and refuses new requests.
   void Shutdown();
+
+  // Cost models kept of origins whose last connection is gone (see OriginPool).
+  static constexpr size_t kMaxRecentCosts = 1024;
 
  private:
   struct IdleEntry {
@@ -142,6 +150,10 @@ class ConnectionPool {
     LeaseCallback done;
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
+  // One origin's connections and waiters; erased as soon as it has neither (an origin
+  // asked for once must not cost memory and lock time for good). References to it stay
+  // valid only until the public call that took them returns. Its cost model outlives it
+  // in recent_costs_ when it learned anything.
   struct OriginPool {
     Origin origin;
     std::map<uint64_t, std::shared_ptr<Connection>> live;  // by connection id
@@ -158,6 +170,13 @@ class ConnectionPool {
   };
 
   OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  using OriginIterator = std::map<std::string, OriginPool>::iterator;
+  // Erases the origin's entry if it has no connection and no waiter, keeping its cost
+  // model; returns the next entry. The last use of a reference to that entry.
+  OriginIterator EraseIfUnused(OriginIterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseIfUnused(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the policy in force denies an opened connection.
+  bool DeniedByPolicy(const Connection& connection) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRoom(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const PoolLimits& LimitsOf(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return limits_.For(pool.origin.host);
@@ -199,6 +218,11 @@ class ConnectionPool {
   mutable std::mutex mu_;
   PoolLimitsByHost limits_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
+  // Cost models of erased origins, most recently used first, at most kMaxRecentCosts.
+  std::list<std::pair<std::string, CostModel>> recent_costs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::list<std::pair<std::string, CostModel>>::iterator>
+      recent_cost_index_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const AddressPolicy> policy_ ABSL_GUARDED_BY(mu_);  // none: no check
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };

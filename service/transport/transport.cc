@@ -110,7 +110,18 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       }
       return Acquire(/*fresh=*/false);
     }
-    if (lease_.reused) return Send();
+    if (lease_.reused) {
+      if (const auto denied = PolicyDenies(*lease_.connection)) {
+        transport_.observer_.OnPolicyDenied(request_.origin, denied->second);
+        transport_.pool_.Retire(lease_.connection, CloseReason::kPolicy);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          connection_ = nullptr;
+        }
+        return Finish(PolicyDenial(request_.origin, denied->first, denied->second));
+      }
+      return Send();
+    }
     // Taken first: a drained connection that comes back at once replaces lease_.
     const std::shared_ptr<Connection> dialing = lease_.connection;
     if (lease_.may_race) AwaitDrained();
@@ -137,6 +148,9 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     if (!drained->connection->StillOpenAndQuiet()) {
       return transport_.pool_.Retire(drained->connection, CloseReason::kStale);
     }
+    if (PolicyDenies(*drained->connection)) {  // the dial, checked itself, carries on
+      return transport_.pool_.Retire(drained->connection, CloseReason::kPolicy);
+    }
     bool take;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -155,6 +169,17 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     lease_ = *std::move(drained);
     lease_.drain_choice = choice;
     Send();
+  }
+
+  // What the policy this request started with says of a pooled connection, which may
+  // have been dialed under an earlier one: the address and the reason, if it denies it.
+  std::optional<std::pair<net::ip::address, DenyReason>> PolicyDenies(
+      const Connection& connection) const {
+    const std::optional<net::ip::address> address = connection.remote_ip();
+    if (!address) return std::nullopt;
+    const std::optional<DenyReason> reason = settings_.policy->Check(request_.origin.host, *address);
+    if (!reason) return std::nullopt;
+    return std::make_pair(*address, *reason);
   }
 
   void OnDial(const std::shared_ptr<Connection>& connection, absl::Status status) {
@@ -420,6 +445,8 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
   auto snapshot = MakeSnapshot(std::move(settings));
   if (!snapshot.ok()) return snapshot.status();
   pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
+  // Before the swap: requests that start after it find no idle connection it denies.
+  pool_.SetPolicy((*snapshot)->settings.policy);
   drain_budget_.SetLimit((*snapshot)->settings.drain_budget_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   current_ = *std::move(snapshot);
@@ -433,6 +460,7 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
       pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),
             [this](const Origin& origin) { return MakeConnection(origin); }) {
+  pool_.SetPolicy(snapshot->settings.policy);
   unsigned threads = snapshot->settings.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { RunIoThread(); });

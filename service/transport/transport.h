@@ -113,7 +113,10 @@ class Transport {
 
   // Swaps in new settings: requests under way finish with the ones they started with,
   // new requests and drains that start afterwards use these; lowered pool limits retire
-  // surplus idle connections at once. io_threads cannot change (restart egressd).
+  // surplus idle connections at once. A new egress policy reaches pooled connections at
+  // once too: idle ones it denies are retired, busy ones when their exchange or drain
+  // ends, and a request checks a connection it reuses against the policy it started
+  // with (PERMISSION_DENIED). io_threads cannot change (restart egressd).
   absl::Status UpdateSettings(TransportSettings settings);
 
  private:

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/executor_work_guard.hpp"
@@ -205,6 +206,157 @@ TEST_F(PoolTest, ShutdownClosesIdleAndRefusesNewRequests) {
   EXPECT_EQ(Stats().idle, 0);
   auto b = Acquire();
   EXPECT_TRUE(absl::IsUnavailable(b.status()));
+}
+
+TEST_F(PoolTest, AnOriginIsDroppedOnceItHasNoConnectionAndNoWaiter) {
+  MakePool({});
+  auto a = Acquire();
+  pool_->Return(a->connection);
+  ASSERT_EQ(pool_->Stats().size(), 1u);  // an idle connection keeps it
+  auto again = Acquire();
+  pool_->Retire(again->connection, CloseReason::kError);
+  EXPECT_TRUE(pool_->Stats().empty());
+}
+
+TEST_F(PoolTest, ThousandsOfOriginsWhoseDialsFailedLeaveNoEntries) {
+  MakePool({});
+  for (int i = 0; i < 3000; ++i) {
+    origin_ = Origin{false, "10.0.0.1", static_cast<uint16_t>(1000 + i)};
+    auto lease = Acquire();
+    ASSERT_TRUE(lease.ok());
+    pool_->Retire(lease->connection, CloseReason::kDialFailed);
+  }
+  EXPECT_TRUE(pool_->Stats().empty());
+}
+
+TEST_F(PoolTest, AnOriginWhoseLastIdleConnectionTimesOutIsDropped) {
+  MakePool({100, 0, absl::Milliseconds(50)});
+  auto a = Acquire();
+  pool_->Return(a->connection);
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while (!pool_->Stats().empty() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_TRUE(pool_->Stats().empty());
+}
+
+TEST_F(PoolTest, AnOriginIsDroppedWhenItsLastWaiterGivesUpAndItsConnectionGoes) {
+  MakePool({100, /*max_conns_per_origin=*/1, absl::Seconds(90)});
+  auto first = Acquire();
+  auto expired = Acquire(absl::Milliseconds(20));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(expired.status()));
+  auto cancelled = StartAcquire();
+  pool_->CancelWait(cancelled->id);
+  cancelled->served.WaitForNotification();
+  EXPECT_EQ(Stats().waiting, 0);
+  pool_->Retire(first->connection, CloseReason::kError);
+  EXPECT_TRUE(pool_->Stats().empty());
+  EXPECT_TRUE(Acquire().ok());  // and comes back when asked for again
+  EXPECT_EQ(Stats().connecting, 1);
+}
+
+TEST_F(PoolTest, WhatAnOriginsCostModelLearnedOutlivesItsEntry) {
+  MakePool({});
+  auto a = Acquire();
+  pool_->RecordDial(origin_, absl::Milliseconds(30));
+  pool_->Retire(a->connection, CloseReason::kIdleTimeout);
+  ASSERT_TRUE(pool_->Stats().empty());
+  EXPECT_EQ(pool_->CostOf(origin_).dial, absl::Milliseconds(30));
+  EXPECT_TRUE(pool_->Stats().empty());  // asking for costs makes no entry
+}
+
+TEST_F(PoolTest, OnlyTheMostRecentlyUsedCostModelsAreKept) {
+  MakePool({});
+  const Origin first = origin_;
+  for (size_t i = 0; i <= ConnectionPool::kMaxRecentCosts; ++i) {
+    origin_ = Origin{false, "example.test", static_cast<uint16_t>(1000 + i)};
+    if (i == 0) origin_ = first;
+    auto lease = Acquire();
+    pool_->RecordDial(origin_, absl::Milliseconds(30));
+    pool_->Retire(lease->connection, CloseReason::kIdleTimeout);
+  }
+  EXPECT_EQ(pool_->CostOf(first).dial, std::nullopt);
+  EXPECT_EQ(pool_->CostOf(origin_).dial, absl::Milliseconds(30));
+}
+
+// Pooled connections that really connected (to a loopback socket that listens and never
+// accepts: the kernel completes the handshake), so that the policy has an address to judge.
+class PoolPolicyTest : public PoolTest {
+ protected:
+  // A listening socket on `address`; the origin for it.
+  Origin Listen(const std::string& address) {
+    listeners_.push_back(std::make_unique<net::ip::tcp::acceptor>(
+        idle_io_, net::ip::tcp::endpoint(net::ip::make_address(address), 0)));
+    return Origin{false, address, listeners_.back()->local_endpoint().port()};
+  }
+
+  // A connection to `origin`, dialed, leased (active).
+  std::shared_ptr<Connection> Dialed(const Origin& origin) {
+    origin_ = origin;
+    auto lease = Acquire();
+    EXPECT_TRUE(lease.ok());
+    std::promise<absl::Status> dialed;
+    TransportSettings settings;
+    settings.policy = Policy({});
+    lease->connection->Dial(settings, absl::Now() + absl::Seconds(5),
+                            [&](absl::Status status) { dialed.set_value(status); });
+    EXPECT_TRUE(dialed.get_future().get().ok());
+    return lease->connection;
+  }
+
+  // Loopback allowed, and whatever `configure` adds.
+  static std::shared_ptr<const AddressPolicy> Policy(
+      const std::function<void(PolicyRules&)>& configure) {
+    PolicyRules rules;
+    rules.allow_cidrs.push_back(*Cidr::Parse("127.0.0.0/8"));
+    if (configure) configure(rules);
+    return std::make_shared<AddressPolicy>(rules);
+  }
+
+  OriginStats StatsOf(const Origin& origin) {
+    for (const auto& stats : pool_->Stats()) {
+      if (stats.origin == origin.Key()) return stats;
+    }
+    return {};
+  }
+
+  net::io_context idle_io_;  // never run: the listeners only listen
+  std::vector<std::unique_ptr<net::ip::tcp::acceptor>> listeners_;
+};
+
+TEST_F(PoolPolicyTest, ANewPolicyRetiresTheIdleConnectionsItDeniesAndKeepsTheOthers) {
+  MakePool({});
+  const Origin kept = Listen("127.0.0.1");
+  const Origin denied_by_address = Listen("127.0.0.2");
+  const Origin denied_by_host = Listen("127.0.0.3");
+  std::vector<std::shared_ptr<Connection>> connections;
+  for (const Origin& origin : {kept, denied_by_address, denied_by_host}) {
+    connections.push_back(Dialed(origin));
+    ASSERT_TRUE(pool_->Return(connections.back()));
+  }
+  pool_->SetPolicy(Policy([](PolicyRules& rules) {
+    rules.deny_cidrs.push_back(*Cidr::Parse("127.0.0.2/32"));
+    rules.deny_hosts.push_back(*HostPattern::Parse("127.0.0.3"));
+  }));
+  EXPECT_EQ(StatsOf(kept).idle, 1);
+  EXPECT_EQ(pool_->Stats().size(), 1u);  // the others' entries are gone with them
+  EXPECT_EQ(connections[0]->state(), ConnectionState::kIdle);
+  EXPECT_EQ(connections[1]->state(), ConnectionState::kClosed);
+  EXPECT_EQ(connections[2]->state(), ConnectionState::kClosed);
+  EXPECT_EQ(observer_.Closed(CloseReason::kPolicy), 2);
+}
+
+TEST_F(PoolPolicyTest, ABusyConnectionThePolicyNowDeniesIsRetiredWhenItComesBack) {
+  MakePool({});
+  const Origin origin = Listen("127.0.0.1");
+  auto connection = Dialed(origin);
+  pool_->SetPolicy(Policy([](PolicyRules& rules) {
+    rules.deny_cidrs.push_back(*Cidr::Parse("127.0.0.1/32"));
+  }));
+  EXPECT_EQ(StatsOf(origin).active, 1);  // its exchange goes on
+  EXPECT_EQ(observer_.Closed(CloseReason::kPolicy), 0);
+  EXPECT_FALSE(pool_->Return(connection));
+  EXPECT_EQ(connection->state(), ConnectionState::kClosed);
+  EXPECT_EQ(observer_.Closed(CloseReason::kPolicy), 1);
+  EXPECT_TRUE(pool_->Stats().empty());
 }
 
 }  // namespace
