@@ -60,4 +60,16 @@ absl::string_view ToString(DrainAwareChoice choice) {
   return "unknown";
 }
 
+absl::string_view ToString(DnsResult result) {
+  switch (result) {
+    case DnsResult::kOk: return "ok";
+    case DnsResult::kNxdomain: return "nxdomain";
+    case DnsResult::kTimeout: return "timeout";
+    case DnsResult::kError: return "error";
+    case DnsResult::kCancelled: return "cancelled";
+    case DnsResult::kOverLimit: return "over_limit";
+  }
+  return "unknown";
+}
+
 }  // namespace egress::transport

@@ -60,6 +60,17 @@ enum class DrainAbandonReason {
 };
 inline constexpr size_t kDrainAbandonReasonCount = 5;
 
+// How a name lookup ended.
+enum class DnsResult {
+  kOk,         // addresses found (in /etc/hosts or from a DNS server)
+  kNxdomain,   // the name does not exist, or has no address records
+  kTimeout,    // no answer: the servers' retries ran out, or the connect timeout or deadline passed
+  kError,      // the servers refused or failed, or the lookup could not start
+  kCancelled,  // the caller gave up first
+  kOverLimit,  // refused: transport.dns.max_lookups(_per_caller) were in flight
+};
+inline constexpr size_t kDnsResultCount = 6;
+
 // What the transport has learned about an origin: moving estimates, none until seen.
 struct OriginCost {
   std::optional<absl::Duration> dial;              // DNS + TCP connect + TLS handshake
@@ -77,6 +88,7 @@ absl::string_view ToString(CloseReason reason);
 absl::string_view ToString(DrainSkipReason reason);
 absl::string_view ToString(DrainAbandonReason reason);
 absl::string_view ToString(DrainAwareChoice choice);
+absl::string_view ToString(DnsResult result);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -131,6 +143,8 @@ class TransportObserver {
   // served the request: the new connection idles in the pool (kept) or, with the pool
   // full, is closed.
   virtual void OnSurplusConnection(const Origin& origin, bool kept) = 0;
+  // A name lookup ended (or was refused). Not by origin: names are unbounded.
+  virtual void OnDnsLookup(DnsResult result) = 0;
 };
 
 }  // namespace egress::transport

@@ -59,6 +59,10 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnSurplusConnection(const transport::Origin&, bool kept) override {
     ++(kept ? surplus_kept : surplus_closed);
   }
+  void OnDnsLookup(transport::DnsResult result) override {
+    ++dns_lookups[static_cast<size_t>(result)];
+  }
+  int DnsLookups(transport::DnsResult r) const { return dns_lookups[static_cast<size_t>(r)]; }
   int Denied(transport::DenyReason r) const { return policy_denied[static_cast<size_t>(r)]; }
   int AllDenied() const {
     int total = 0;
@@ -102,6 +106,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> got_drained_connection{0};
   std::atomic<int> surplus_kept{0};
   std::atomic<int> surplus_closed{0};
+  std::array<std::atomic<int>, transport::kDnsResultCount> dns_lookups{};
 };
 
 }  // namespace egress::testing
