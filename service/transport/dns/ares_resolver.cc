@@ -96,6 +96,13 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
 
   void Start(const DnsSettings& settings) {
     if (!done_) return;  // cancelled before it started
+    // getaddrinfo takes the inet_aton forms of an IPv4 address ("127.1", "2130706433",
+    // "0x7f000001") as that address, and c-ares 1.18 would ask DNS for them: the egress
+    // policy must see the address they stand for.
+    if (in_addr numeric{}; inet_aton(query_.host.c_str(), &numeric)) {
+      return Finish(Endpoints{{net::ip::address_v4(ntohl(numeric.s_addr)), query_.port}},
+                    DnsResult::kOk);
+    }
     InitAres();
     ares_options options{};
     options.sock_state_cb = &Lookup::OnSocketState;
