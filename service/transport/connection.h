@@ -65,9 +65,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const DialTiming& dial_timing() const { return dial_timing_; }
   std::string remote_address() const;
 
-  // Resolves the origin's host (a lookup counted against `caller`'s), connects and, for
-  // https, verifies the server's certificate for the host name and completes the
-  // handshake. `resolver` must outlive the dial.
+  // Resolves the origin's host (the lookup counts against `caller`'s limit), connects
+  // and, for https, verifies the server's certificate for the host name and completes
+  // the handshake. `resolver` must outlive the dial.
   void Dial(const TransportSettings& settings, absl::Time deadline, Resolver& resolver,
             std::string caller, StatusCallback done);
 

@@ -64,7 +64,7 @@ inline constexpr size_t kDrainAbandonReasonCount = 5;
 enum class DnsResult {
   kOk,         // addresses found (in /etc/hosts or from a DNS server)
   kNxdomain,   // the name does not exist, or has no address records
-  kTimeout,    // no answer: the servers' retries ran out, or the connect timeout or deadline passed
+  kTimeout,    // no answer: the servers' retries ran out, or connect timeout or deadline came
   kError,      // the servers refused or failed, or the lookup could not start
   kCancelled,  // the caller gave up first
   kOverLimit,  // refused: transport.dns.max_lookups(_per_caller) were in flight

@@ -34,7 +34,10 @@ class DnsTest : public EgressTest {
   FetchRequest RequestFor(const std::string& host, int timeout_ms = 0) const {
     FetchRequest request =
         Request(absl::StrCat("http://", host, ":", nginx().http_port(), "/cl/1k"));
-    if (timeout_ms) request.mutable_timeout()->set_nanos(timeout_ms * 1'000'000);
+    if (timeout_ms) {
+      request.mutable_timeout()->set_seconds(timeout_ms / 1000);
+      request.mutable_timeout()->set_nanos(timeout_ms % 1000 * 1'000'000);
+    }
     return request;
   }
 
