@@ -9,6 +9,7 @@ RUN apt-get update -qq \
       bazel-bootstrap g++ pkg-config ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libboost1.81-dev libboost-url1.81-dev libssl-dev libabsl-dev prometheus-cpp-dev \
+      libc-ares-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -5,9 +5,12 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "boost/asio/ip/address.hpp"
 #include "google/protobuf/text_format.h"
 #include "service/proto_time.h"
 
@@ -177,6 +180,46 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
   return o;
 }
 
+// A nameserver: "10.0.0.2", "10.0.0.2:53", "fd00::2" or "[fd00::2]:53".
+absl::StatusOr<boost::asio::ip::udp::endpoint> ParseNameserver(absl::string_view text) {
+  const auto invalid = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text, "\" is not an IP address with an optional port (\"10.0.0.2\", "
+        "\"10.0.0.2:53\" or \"[fd00::2]:53\")"));
+  };
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(std::string(text), ec);
+  if (!ec) return boost::asio::ip::udp::endpoint(address, 53);
+  const size_t colon = text.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(text.substr(colon + 1), &port) ||
+      port == 0 || port > 65535) {
+    return invalid();
+  }
+  absl::string_view host = text.substr(0, colon);
+  const bool bracketed = absl::ConsumePrefix(&host, "[") && absl::ConsumeSuffix(&host, "]");
+  address = boost::asio::ip::make_address(std::string(host), ec);
+  // An IPv6 address takes brackets before a port, or its last group reads as the port.
+  if (ec || address.is_v6() != bracketed) return invalid();
+  return boost::asio::ip::udp::endpoint(address, static_cast<uint16_t>(port));
+}
+
+absl::Status BuildDns(egress::v1::DnsConfig* dns, transport::DnsSettings* settings) {
+  NumberOrDefault(dns, &v1::DnsConfig::max_lookups_per_caller,
+                  &v1::DnsConfig::set_max_lookups_per_caller, &settings->max_lookups_per_caller);
+  NumberOrDefault(dns, &v1::DnsConfig::max_lookups, &v1::DnsConfig::set_max_lookups,
+                  &settings->max_lookups);
+  for (int i = 0; i < dns->servers_size(); ++i) {
+    auto server = ParseNameserver(dns->servers(i));
+    if (!server.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("transport.dns.servers[", i, "]: ", server.status().message()));
+    }
+    settings->servers.push_back(*server);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config) {
   transport::PolicyRules rules;
   rules.enabled = !policy->disabled();
@@ -267,6 +310,8 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
        }) {
     if (auto status = DurationField(name, set, field, *out, out); !status.ok()) return status;
   }
+
+  if (auto status = BuildDns(tp->mutable_dns(), &t.dns); !status.ok()) return status;
 
   auto drain = BuildDrain("drain", config.proto.mutable_drain(), t.drain);
   if (!drain.ok()) return drain.status();

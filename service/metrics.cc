@@ -228,6 +228,11 @@ void Metrics::OnSurplusConnection(const transport::Origin& origin, bool kept) {
   ++For(origin).surplus[kept];
 }
 
+void Metrics::OnDnsLookup(transport::DnsResult result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++dns_lookups_[static_cast<size_t>(result)];
+}
+
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
   const auto index = static_cast<size_t>(code);
@@ -292,6 +297,9 @@ std::vector<MetricFamily> Metrics::Collect() const {
                                "The global budget of bytes ADAPTIVE drains may read at once: "
                                "in use, the most ever in use, and the limit.",
                                MetricType::Gauge);
+  MetricFamily dns = Family("egress_dns_lookups_total",
+                            "Name lookups by result (over_limit: refused by transport.dns limits).",
+                            MetricType::Counter);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, c] : origins_) {
@@ -350,11 +358,15 @@ std::vector<MetricFamily> Metrics::Collect() const {
                 {{"reason", std::string(ToString(static_cast<transport::DenyReason>(i)))}},
                 policy_denied_[i]);
     }
+    for (size_t i = 0; i < dns_lookups_.size(); ++i) {
+      AddSample(dns, {{"result", std::string(ToString(static_cast<transport::DnsResult>(i)))}},
+                dns_lookups_[i]);
+    }
   }
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
-      drain_time, drain_aware, surplus, budget};
+      drain_time, drain_aware, surplus, budget, dns};
   CollectUpstreamInput(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;

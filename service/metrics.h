@@ -56,6 +56,7 @@ class Metrics final : public transport::TransportObserver,
   void OnSurplusConnection(const transport::Origin& origin, bool kept) override;
   void OnUpstreamLimit(const transport::Origin& origin, transport::UpstreamLimit limit) override;
   void OnTransportException() override;
+  void OnDnsLookup(transport::DnsResult result) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -106,6 +107,7 @@ class Metrics final : public transport::TransportObserver,
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
   // Not by origin: a caller probing many internal names must not explode the label.
   std::array<uint64_t, transport::kDenyReasonCount> policy_denied_ ABSL_GUARDED_BY(mu_){};
+  std::array<uint64_t, transport::kDnsResultCount> dns_lookups_ ABSL_GUARDED_BY(mu_){};
   uint64_t budget_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_peak_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_limit_ ABSL_GUARDED_BY(mu_) = 0;

@@ -63,8 +63,6 @@ Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls
       observer_(observer),
       tls_context_(std::move(tls_context)),
       stream_(executor, *tls_context_, origin_.tls),
-      resolver_(executor),
-      resolve_timer_(executor),
       read_cutoff_(executor) {}
 
 void Connection::SetPooled(bool idle) {
@@ -158,8 +156,9 @@ absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
 }
 
 void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
-                      StatusCallback done) {
+                      Resolver& resolver, std::string caller, StatusCallback done) {
   net::dispatch(stream_.get_executor(), [self = shared_from_this(), settings, deadline,
+                                         &resolver, caller = std::move(caller),
                                          done = std::move(done)]() mutable {
     self->dial_settings_ = std::move(settings);
     self->deadline_ = deadline;
@@ -170,37 +169,32 @@ void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
     if (!not_an_address) {  // an IP literal needs no lookup
       return self->ConnectChecked({tcp::endpoint(address, self->origin_.port)});
     }
-    self->StartResolveTimer();
-    self->resolver_.async_resolve(
-        self->origin_.host, std::to_string(self->origin_.port),
-        self->Guarded(&Connection::OnResolve));
+    self->Resolve(resolver, std::move(caller));
   });
 }
 
-void Connection::StartResolveTimer() {
-  // getaddrinfo cannot be interrupted; the timer lets the caller go and the lookup's
-  // result, whenever it comes, is ignored.
+void Connection::Resolve(Resolver& resolver, std::string caller) {
   phase_timeout_ = dial_settings_.connect_timeout;
-  resolve_timer_.expires_after(absl::ToChronoNanoseconds(
-      std::max(std::min(phase_timeout_, deadline_ - absl::Now()), absl::ZeroDuration())));
-  resolve_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec) return;  // the lookup finished first
-    self->resolve_timed_out_ = true;
-    self->resolver_.cancel();
-  });
+  Resolver::Query query{origin_.host, origin_.port, std::move(caller),
+                        std::min(deadline_, absl::Now() + phase_timeout_)};
+  lookup_ = resolver.Resolve(std::move(query), dial_settings_.dns, stream_.get_executor(),
+                             Guarded(&Connection::OnResolve));
 }
 
-void Connection::OnResolve(beast::error_code ec, tcp::resolver::results_type results) {
-  resolve_timer_.cancel();
+void Connection::OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints) {
   dial_timing_.dns = absl::Now() - phase_start_;
-  if (ec) {
-    if (resolve_timed_out_) ec = beast::error::timeout;
+  if (!endpoints.ok()) {
     const std::string phase = absl::StrCat("resolving host \"", origin_.host, "\" for");
-    return std::exchange(status_done_, nullptr)(Fail(phase, ec));
+    const absl::Status& status = endpoints.status();
+    absl::Status failure =
+        absl::IsDeadlineExceeded(status) ? Fail(phase, beast::error::timeout)
+        : absl::IsCancelled(status)
+            ? Fail(phase, net::error::operation_aborted)
+            : absl::Status(status.code(), absl::StrCat(phase, " ", origin_.Key(),
+                                                       " failed: ", status.message()));
+    return std::exchange(status_done_, nullptr)(std::move(failure));
   }
-  std::vector<tcp::endpoint> endpoints;
-  for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-  ConnectChecked(endpoints);
+  ConnectChecked(*endpoints);
 }
 
 void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
@@ -634,8 +628,7 @@ void Connection::Close() {
 
 void Connection::CloseOnStrand() {
   closing_ = true;
-  resolver_.cancel();
-  resolve_timer_.cancel();
+  if (auto lookup = lookup_.lock()) lookup->Cancel();
   read_cutoff_.cancel();
   // No TLS close_notify: the peer learns of the close from TCP, as with most clients,
   // and waiting for a slow peer's answer would hold the connection open.

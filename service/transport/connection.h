@@ -17,6 +17,7 @@
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
+#include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
 #include "service/transport/drain_decision.h"
 #include "service/transport/observer.h"
@@ -73,9 +74,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The address connected to; none until the dial has succeeded. From any thread.
   std::optional<boost::asio::ip::address> remote_ip() const;
 
-  // Resolves the origin's host, connects and, for https, verifies the server's
-  // certificate for the host name and completes the handshake.
-  void Dial(const TransportSettings& settings, absl::Time deadline, StatusCallback done);
+  // Resolves the origin's host (the lookup counts against `caller`'s limit), connects
+  // and, for https, verifies the server's certificate for the host name and completes
+  // the handshake. `resolver` must outlive the dial.
+  void Dial(const TransportSettings& settings, absl::Time deadline, Resolver& resolver,
+            std::string caller, StatusCallback done);
 
   // Writes the request and reads the response head (skipping 1xx interim responses).
   // A request Beast cannot serialize fails with INTERNAL (MakeRequest refuses those).
@@ -149,10 +152,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   void OnException(absl::string_view what);
 
-  // Bounds a name lookup by the connect timeout and the deadline.
-  void StartResolveTimer();
-  void OnResolve(boost::beast::error_code ec,
-                 boost::asio::ip::tcp::resolver::results_type results);
+  // Looks the host up, bounded by the connect timeout and the deadline.
+  void Resolve(Resolver& resolver, std::string caller);
+  void OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints);
   // Connects to the endpoints the egress policy allows, or fails with its denial.
   void ConnectChecked(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints);
   void OnConnect(boost::beast::error_code ec, const boost::asio::ip::tcp::endpoint& endpoint);
@@ -180,9 +182,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::shared_ptr<boost::asio::ssl::context> tls_context_;  // outlives stream_
   UpstreamStream stream_;
-  boost::asio::ip::tcp::resolver resolver_;
-  boost::asio::steady_timer resolve_timer_;
-  bool resolve_timed_out_ = false;
+  std::weak_ptr<DnsLookup> lookup_;  // kept alive by its own pending I/O
   boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;

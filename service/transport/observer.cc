@@ -70,4 +70,16 @@ absl::string_view ToString(UpstreamLimit limit) {
   return "unknown";
 }
 
+absl::string_view ToString(DnsResult result) {
+  switch (result) {
+    case DnsResult::kOk: return "ok";
+    case DnsResult::kNxdomain: return "nxdomain";
+    case DnsResult::kTimeout: return "timeout";
+    case DnsResult::kError: return "error";
+    case DnsResult::kCancelled: return "cancelled";
+    case DnsResult::kOverLimit: return "over_limit";
+  }
+  return "unknown";
+}
+
 }  // namespace egress::transport

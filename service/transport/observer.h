@@ -69,6 +69,16 @@ enum class UpstreamLimit {
   kInterimResponses,  // more 1xx responses than transport.max_interim_responses
 };
 inline constexpr size_t kUpstreamLimitCount = 3;
+// How a name lookup ended.
+enum class DnsResult {
+  kOk,         // addresses found (in /etc/hosts or from a DNS server)
+  kNxdomain,   // the name does not exist, or has no address records
+  kTimeout,    // no answer: the servers' retries ran out, or connect timeout or deadline came
+  kError,      // the servers refused or failed, or the lookup could not start
+  kCancelled,  // the caller gave up first
+  kOverLimit,  // refused: transport.dns.max_lookups(_per_caller) were in flight
+};
+inline constexpr size_t kDnsResultCount = 6;
 
 // What the transport has learned about an origin: moving estimates, none until seen.
 struct OriginCost {
@@ -88,6 +98,7 @@ absl::string_view ToString(DrainSkipReason reason);
 absl::string_view ToString(DrainAbandonReason reason);
 absl::string_view ToString(DrainAwareChoice choice);
 absl::string_view ToString(UpstreamLimit limit);
+absl::string_view ToString(DnsResult result);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -147,6 +158,8 @@ class TransportObserver {
   // An exception escaped an I/O handler (or a callback it ran): it was caught, the
   // connection involved (if known) closed, and the I/O thread carried on.
   virtual void OnTransportException() = 0;
+  // A name lookup ended (or was refused). Not by origin: names are unbounded.
+  virtual void OnDnsLookup(DnsResult result) = 0;
 };
 
 }  // namespace egress::transport

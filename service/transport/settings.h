@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "boost/asio/ip/udp.hpp"
 #include "service/transport/address_policy.h"
 
 namespace egress::transport {
@@ -38,6 +39,14 @@ struct DrainSettings {
     }
     return settings;
   }
+};
+
+// Name lookups. Each is bounded by the connect timeout and the request's deadline.
+struct DnsSettings {
+  uint32_t max_lookups_per_caller = 64;  // in flight, per caller identity
+  uint32_t max_lookups = 1024;           // in flight, all callers together
+  // Asked instead of /etc/resolv.conf's nameservers when not empty.
+  std::vector<boost::asio::ip::udp::endpoint> servers;
 };
 
 struct TransportSettings;
@@ -80,6 +89,7 @@ struct TransportSettings {
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
   std::vector<OriginOverride> origin_overrides;  // first match wins
+  DnsSettings dns;
 
   // The first override matching `host`, if any.
   const OriginOverride* OverrideFor(absl::string_view host) const {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
+#include "service/transport/dns/ares_resolver.h"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -125,7 +126,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     // Taken first: a drained connection that comes back at once replaces lease_.
     const std::shared_ptr<Connection> dialing = lease_.connection;
     if (lease_.may_race) AwaitDrained();
-    dialing->Dial(settings_, deadline_,
+    dialing->Dial(settings_, deadline_, *transport_.resolver_, request_.caller,
                   [self = shared_from_this(), dialing](absl::Status status) {
                     self->OnDial(dialing, std::move(status));
                   });
@@ -456,6 +457,7 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
 Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot> snapshot)
     : observer_(observer),
       current_(snapshot),
+      resolver_(std::make_unique<AresResolver>(observer)),
       work_(io_context_.get_executor()),
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
       pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),

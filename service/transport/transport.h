@@ -17,6 +17,7 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "service/transport/connection.h"
+#include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
 #include "service/transport/observer.h"
 #include "service/transport/pool.h"
@@ -139,6 +140,8 @@ class Transport {
   TransportObserver& observer_;
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> current_ ABSL_GUARDED_BY(mu_);
+  // Before io_context_: lookups its handlers hold end (and report) with it.
+  const std::unique_ptr<Resolver> resolver_;
   boost::asio::io_context io_context_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   DrainBudget drain_budget_;

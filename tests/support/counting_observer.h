@@ -64,6 +64,10 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   }
   void OnTransportException() override { ++exceptions; }
   int LimitHit(transport::UpstreamLimit l) const { return upstream_limits[static_cast<size_t>(l)]; }
+  void OnDnsLookup(transport::DnsResult result) override {
+    ++dns_lookups[static_cast<size_t>(result)];
+  }
+  int DnsLookups(transport::DnsResult r) const { return dns_lookups[static_cast<size_t>(r)]; }
   int Denied(transport::DenyReason r) const { return policy_denied[static_cast<size_t>(r)]; }
   int AllDenied() const {
     int total = 0;
@@ -109,6 +113,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> surplus_closed{0};
   std::array<std::atomic<int>, transport::kUpstreamLimitCount> upstream_limits{};
   std::atomic<int> exceptions{0};
+  std::array<std::atomic<int>, transport::kDnsResultCount> dns_lookups{};
 };
 
 }  // namespace egress::testing

@@ -70,6 +70,25 @@ TEST(Config, AnOriginSwitchedToAdaptiveDoesNotInheritFixedCaps) {
   EXPECT_EQ(config->transport.drain_budget_bytes, 5000000u);
 }
 
+TEST(Config, DnsLimitsDefaultAndNameserversTakeAnOptionalPort) {
+  auto config = LoadConfigText(
+      "transport { dns { servers: \"10.0.0.2\" servers: \"127.0.0.53:5353\" "
+      "servers: \"[fd00::2]:54\" servers: \"fd00::3\" } }",
+      "dns");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::DnsSettings& dns = config->transport.dns;
+  EXPECT_EQ(dns.max_lookups_per_caller, 64u);
+  EXPECT_EQ(dns.max_lookups, 1024u);
+  EXPECT_EQ(config->proto.transport().dns().max_lookups_per_caller(), 64u);
+  ASSERT_EQ(dns.servers.size(), 4u);
+  EXPECT_EQ(dns.servers[0].address().to_string(), "10.0.0.2");
+  EXPECT_EQ(dns.servers[0].port(), 53);
+  EXPECT_EQ(dns.servers[1].port(), 5353);
+  EXPECT_EQ(dns.servers[2].address().to_string(), "fd00::2");
+  EXPECT_EQ(dns.servers[2].port(), 54);
+  EXPECT_EQ(dns.servers[3].port(), 53);
+}
+
 struct Bad {
   const char* name;
   const char* text;
@@ -118,6 +137,13 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"negative_min_dial_cost",
             "transport { origins { host: \"a.com\" drain { min_dial_cost { seconds: -1 } } } }",
             "transport.origins[0].drain.min_dial_cost: must not be negative"},
+        Bad{"dns_server_name", "transport { dns { servers: \"ns.example.com\" } }",
+            "transport.dns.servers[0]: \"ns.example.com\" is not an IP address"},
+        Bad{"dns_server_port", "transport { dns { servers: \"10.0.0.2:70000\" } }",
+            "transport.dns.servers[0]"},
+        Bad{"dns_server_v6_port_unbracketed",
+            "transport { dns { servers: \"10.0.0.1\" servers: \"fd00::2:53x\" } }",
+            "transport.dns.servers[1]"},
         Bad{"not_text_format", "transport {", "line 1"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 

@@ -1,0 +1,45 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_DNS_ARES_RESOLVER_H_
+#define EGRESS_SERVICE_TRANSPORT_DNS_ARES_RESOLVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "service/transport/dns/resolver.h"
+#include "service/transport/observer.h"
+
+namespace egress::transport {
+
+// Lookups with c-ares, on the caller's executor. Each lookup has a c-ares channel of its
+// own, its sockets watched by asio: it can be cancelled alone (c-ares 1.18 cancels only
+// whole channels) and it reads /etc/resolv.conf and /etc/hosts as they are now. Must
+// outlive its lookups (the transport declares it before its io_context).
+class AresResolver final : public Resolver {
+ public:
+  explicit AresResolver(TransportObserver& observer);
+
+  std::shared_ptr<DnsLookup> Resolve(Query query, const DnsSettings& settings,
+                                     boost::asio::any_io_executor executor,
+                                     Callback done) override;
+
+ private:
+  class Lookup;
+
+  // A refusal when the caller or everyone has as many lookups in flight as allowed;
+  // otherwise counts one more for the caller.
+  absl::Status Admit(const std::string& caller, const DnsSettings& settings);
+  // A lookup ended: its place is free again.
+  void Release(const std::string& caller, DnsResult result);
+
+  TransportObserver& observer_;
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, uint32_t> in_flight_by_caller_ ABSL_GUARDED_BY(mu_);
+  uint32_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_DNS_ARES_RESOLVER_H_
