@@ -57,6 +57,7 @@ class Metrics final : public transport::TransportObserver,
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
+  void OnBufferedBodyBytes(uint64_t in_use) override;
 
   // prometheus::Collectable
   std::vector<prometheus::MetricFamily> Collect() const override;
@@ -107,6 +108,7 @@ class Metrics final : public transport::TransportObserver,
   uint64_t budget_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_peak_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t buffered_body_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace egress
