@@ -234,6 +234,11 @@ class ExchangeReactor {
     reserved_ += bytes;
     return absl::OkStatus();
   }
+  // Gives back bytes reserved by ReserveBody before the RPC ends.
+  void ReleaseBody(uint64_t bytes) {
+    service_->body_budget.Release(bytes);
+    reserved_ -= bytes;
+  }
 
   void Begin(std::shared_ptr<const ServiceConfig> config,
              const grpc::CallbackServerContext& context, const FetchRequest& request) {
@@ -256,9 +261,12 @@ class ExchangeReactor {
     caller_ = CallerIdentity(context, config_->callers);
     const uint32_t caller_limit = config_->limits.max_concurrent_fetches_per_caller;
     if (!service.caller_counts.TryAcquire(caller_, caller_limit)) {
+      // Callers without an identity share one count.
+      const std::string who = caller_.empty() ? "callers without an identity have their"
+                                              : absl::StrCat("caller \"", caller_, "\" has its");
       return Report(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("caller \"", caller_, "\" has its limit of ", caller_limit,
+          absl::StrCat(who, " limit of ", caller_limit,
                        " concurrent fetches under way (limits.max_concurrent_fetches_per_caller)"
                        "; retry with backoff")));
     }
@@ -532,6 +540,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   // ok is false when the caller has gone: the body is let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
     Guarded("OnWriteDone", [&] {
+      ReleaseBody(std::exchange(chunk_bytes_, 0));  // the chunk is written, or never will be
       if (!ok) {
         body().Close();
         return Complete(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
@@ -551,22 +560,24 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, chunk_.mutable_head());
     KeepBody(std::move(response->body));
-    // The one chunk in hand at a time, reserved for the whole stream.
-    if (auto status = ReserveBody(kStreamChunkBytes); !status.ok()) {
-      body().Close();
-      return Complete(ToGrpcStatus(status));
-    }
     StartWrite(&chunk_);
   }
 
   void OnBody(absl::StatusOr<std::string> bytes) {
     if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
     if (bytes->empty()) return Complete(grpc::Status::OK);
+    // The one chunk in hand, counted until it is written.
+    if (auto status = ReserveBody(bytes->size()); !status.ok()) {
+      body().Close();
+      return Complete(ToGrpcStatus(status));
+    }
+    chunk_bytes_ = bytes->size();
     chunk_.set_body(*std::move(bytes));
     StartWrite(&chunk_);
   }
 
   FetchChunk chunk_;  // the message being written; one write at a time
+  uint64_t chunk_bytes_ = 0;  // body bytes in chunk_, reserved from the budget
 };
 
 }  // namespace

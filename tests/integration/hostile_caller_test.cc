@@ -154,6 +154,32 @@ TEST_F(HostileCallerTest, FetchThatFindsTheBodyBudgetSpentIsResourceExhaustedAtO
   EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
 }
 
+// The holder's 600 KiB fill the budget; a FetchStream cannot hold even its one chunk.
+TEST_F(HostileCallerTest, FetchStreamChunkCountsAgainstTheBodyBudget) {
+  constexpr uint64_t kBudget = 600 * 1024;
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_default_max_body_bytes(kBudget);
+    c.mutable_limits()->set_max_body_bytes_ceiling(kBudget);
+    c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
+  });
+  BackgroundFetch holder(*stub_, Request(faults().Url("/stall-body")));
+  ASSERT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == kBudget; }));
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto reader = stub_->FetchStream(&context, Request(faults().Url("/ok")));
+  egress::v1::FetchChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  EXPECT_EQ(chunk.head().status_code(), 200);
+  EXPECT_FALSE(reader->Read(&chunk));
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("(limits.buffered_body_budget_bytes)"));
+
+  holder.Cancel();
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+}
+
 // Eight callers each ask for the ceiling of an endless body at once: what egress holds
 // stays within the budget (sampled as its resident memory), not eight times the ceiling.
 TEST_F(HostileCallerTest, ManyLargeFetchesStayWithinTheBodyBudget) {
@@ -227,6 +253,23 @@ TEST_F(HostileCallerTest, CallerAtItsConcurrencyLimitIsTurnedAwayWhileOthersAreS
   EXPECT_EQ(first.Wait().error_code(), grpc::StatusCode::CANCELLED);
   // Its place frees up once gRPC is done with it.
   EXPECT_TRUE(WaitFor([&] { return FetchAs("greedy", Request(faults().Url("/ok")), &response).ok(); }));
+}
+
+TEST_F(HostileCallerTest, CallersWithoutAnIdentityShareOneConcurrencyLimit) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_max_concurrent_fetches_per_caller(1);
+  });
+  const int accepted = faults().accepted();
+  BackgroundFetch holder(*stub_, Request(faults().Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return faults().accepted() == accepted + 1; }));
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request(faults().Url("/ok")), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("callers without an identity have their limit of 1 concurrent fetches "
+                        "under way (limits.max_concurrent_fetches_per_caller)"));
+  holder.Cancel();
+  EXPECT_EQ(holder.Wait().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 TEST_F(HostileCallerTest, CredentialsAreDroppedWhenARedirectChangesOrigin) {
