@@ -1,5 +1,6 @@
 #include "client/egress_client.h"
 
+#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace egress::client {
@@ -33,7 +34,13 @@ v1::FetchRequest EgressClient::MakeRequest(absl::string_view url, const FetchOpt
   for (const auto& [name, value] : options.headers) {
     v1::Header* header = request.add_headers();
     header->set_name(name);
-    header->set_value(value);
+    // A proto3 string must be UTF-8; other bytes (e.g. Latin-1) go as they are.
+    if (google::protobuf::internal::IsStructurallyValidUTF8(value.data(),
+                                                          static_cast<int>(value.size()))) {
+      header->set_value(value);
+    } else {
+      header->set_value_bytes(value);
+    }
   }
   request.set_body(options.body);
   switch (options.body_mode) {

@@ -220,6 +220,50 @@ absl::Status BuildDns(egress::v1::DnsConfig* dns, transport::DnsSettings* settin
   return absl::OkStatus();
 }
 
+// policy.redirect_strip_headers: lower-cased; the default list when left empty.
+absl::Status BuildRedirectStripHeaders(egress::v1::PolicyConfig* policy, CallerPolicy* callers) {
+  if (policy->redirect_strip_headers_size() == 0) {
+    for (const auto& name : callers->redirect_strip_headers) {
+      policy->add_redirect_strip_headers(name);
+    }
+    return absl::OkStatus();
+  }
+  callers->redirect_strip_headers.clear();
+  for (int i = 0; i < policy->redirect_strip_headers_size(); ++i) {
+    const std::string& name = policy->redirect_strip_headers(i);
+    if (name.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy.redirect_strip_headers[", i, "]: must not be empty"));
+    }
+    callers->redirect_strip_headers.push_back(absl::AsciiStrToLower(name));
+  }
+  return absl::OkStatus();
+}
+
+// The limits that bound what one caller can make egressd hold: body bytes and time.
+absl::Status BuildCallerLimits(egress::v1::FetchLimits* limits, FetchLimits* l) {
+  NumberOrDefault(limits, &v1::FetchLimits::max_body_bytes_ceiling,
+                  &v1::FetchLimits::set_max_body_bytes_ceiling, &l->max_body_bytes_ceiling);
+  NumberOrDefault(limits, &v1::FetchLimits::buffered_body_budget_bytes,
+                  &v1::FetchLimits::set_buffered_body_budget_bytes,
+                  &l->buffered_body_budget_bytes);
+  l->max_concurrent_fetches_per_caller = limits->max_concurrent_fetches_per_caller();
+  if (l->max_body_bytes_ceiling < l->default_max_body_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.max_body_bytes_ceiling: must be at least limits.default_max_body_bytes (",
+        l->default_max_body_bytes, "); got ", l->max_body_bytes_ceiling));
+  }
+  // A fetch allowed to ask for the ceiling must be able to hold it.
+  if (l->buffered_body_budget_bytes < l->max_body_bytes_ceiling) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.buffered_body_budget_bytes: must be at least limits.max_body_bytes_ceiling (",
+        l->max_body_bytes_ceiling, "); got ", l->buffered_body_budget_bytes));
+  }
+  const bool max_timeout_set = limits->has_max_timeout();
+  return DurationField("limits.max_timeout", max_timeout_set, limits->mutable_max_timeout(),
+                       l->max_timeout, &l->max_timeout);
+}
+
 absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config) {
   transport::PolicyRules rules;
   rules.enabled = !policy->disabled();
@@ -247,7 +291,7 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
   }
   NumberOrDefault(policy, &v1::PolicyConfig::max_redirects,
                   &v1::PolicyConfig::set_max_redirects, &callers.max_redirects);
-  return absl::OkStatus();
+  return BuildRedirectStripHeaders(policy, &callers);
 }
 
 // Bounds on what an upstream may make the transport buffer or loop on.
@@ -344,6 +388,7 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
       !status.ok()) {
     return status;
   }
+  if (auto status = BuildCallerLimits(limits, &l); !status.ok()) return status;
   if (auto status = BuildPolicy(config.proto.mutable_policy(), &config); !status.ok()) {
     return status;
   }

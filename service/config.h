@@ -17,6 +17,10 @@ struct FetchLimits {
   absl::Duration default_timeout = absl::Seconds(60);
   uint32_t max_concurrent_fetches = 10000;
   uint32_t max_request_header_bytes = 64 * 1024;
+  uint64_t max_body_bytes_ceiling = 64 << 20;
+  uint64_t buffered_body_budget_bytes = 256 << 20;
+  absl::Duration max_timeout = absl::Minutes(5);
+  uint32_t max_concurrent_fetches_per_caller = 0;  // 0: no per-caller limit
 };
 
 // Who may reach what, beyond the transport's address policy.
@@ -24,6 +28,9 @@ struct CallerPolicy {
   std::string caller_header;  // metadata key naming the caller; empty: not used
   absl::flat_hash_map<std::string, std::vector<transport::HostPattern>> allowed_hosts;
   uint32_t max_redirects = 5;
+  // Lower-case names of request headers dropped when a redirect changes origin.
+  std::vector<std::string> redirect_strip_headers = {
+      "authorization", "proxy-authorization", "cookie", "cookie2", "www-authenticate"};
 };
 
 // The config in force: validated, with every default filled in, never changed after

@@ -1,6 +1,8 @@
 #ifndef EGRESS_SERVICE_FETCH_OBSERVER_H_
 #define EGRESS_SERVICE_FETCH_OBSERVER_H_
 
+#include <cstdint>
+
 #include "absl/time/time.h"
 #include "grpcpp/support/status_code_enum.h"
 
@@ -12,6 +14,8 @@ class FetchObserver {
  public:
   virtual ~FetchObserver() = default;
   virtual void OnFetchDone(grpc::StatusCode code, absl::Duration duration) = 0;
+  // Response body bytes that fetches hold now (limits.buffered_body_budget_bytes).
+  virtual void OnBufferedBodyBytes(uint64_t in_use) = 0;
 };
 
 }  // namespace egress

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/url/parse.hpp"
@@ -15,6 +19,7 @@
 #include <mutex>
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
+#include "service/utf8_text.h"
 
 namespace egress {
 namespace {
@@ -37,8 +42,10 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
   headers.reserve(request.headers_size());
   size_t header_bytes = 0;
   for (const auto& header : request.headers()) {
-    header_bytes += header.name().size() + header.value().size() + 4;  // ": " and CRLF
-    headers.emplace_back(header.name(), header.value());
+    // value_bytes carries what a proto3 string cannot (e.g. Latin-1); it wins when set.
+    const std::string& value = header.value_bytes().empty() ? header.value() : header.value_bytes();
+    header_bytes += header.name().size() + value.size() + 4;  // ": " and CRLF
+    headers.emplace_back(header.name(), value);
   }
   if (header_bytes > limits.max_request_header_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -50,9 +57,10 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
 }
 
 // The sooner of the gRPC deadline and the request's timeout; the server default when
-// neither is set.
+// neither is set; never later than limits.max_timeout from now (`capped` says whether
+// that cap decided it).
 absl::Time Deadline(const grpc::CallbackServerContext& context, const FetchRequest& request,
-                    const FetchLimits& limits) {
+                    const FetchLimits& limits, bool* capped) {
   const absl::Time now = absl::Now();
   absl::Time deadline = absl::InfiniteFuture();
   const auto grpc_deadline = context.deadline();
@@ -63,7 +71,8 @@ absl::Time Deadline(const grpc::CallbackServerContext& context, const FetchReque
     deadline = std::min(deadline, now + FromProto(request.timeout()));
   }
   if (deadline == absl::InfiniteFuture()) deadline = now + limits.default_timeout;
-  return deadline;
+  *capped = deadline > now + limits.max_timeout;
+  return std::min(deadline, now + limits.max_timeout);
 }
 
 // The caller's identity: the name in its mTLS client certificate when egress serves
@@ -95,10 +104,14 @@ std::optional<std::string> RedirectLocation(const Response& response) {
 }
 
 // The request for the next hop: Location resolved against the current URL; 303, and
-// 301/302 after a POST, become a GET without a body (as browsers and Go do).
+// 301/302 after a POST, become a GET without a body (as browsers and Go do). A hop to
+// another origin (scheme, host or port) goes without the headers in `strip_headers`
+// (lower-case names), so that credentials reach only the origin they were meant for;
+// once dropped they stay dropped, even on a hop back.
 absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& current,
                                                const std::string& current_url,
-                                               std::string& location, int status_code) {
+                                               std::string& location, int status_code,
+                                               const std::vector<std::string>& strip_headers) {
   auto base = boost::urls::parse_uri(current_url);
   auto reference = boost::urls::parse_uri_reference(location);
   if (!base || !reference) {
@@ -116,9 +129,30 @@ absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& cur
   auto next = transport::MakeRequest(to_get ? "GET" : current.method, location,
                                      current.headers, to_get ? "" : current.body);
   if (!next.ok()) return next.status();
+  if (!(next->origin == current.origin)) {
+    auto& headers = next->headers;
+    headers.erase(std::remove_if(headers.begin(), headers.end(),
+                                 [&](const auto& header) {
+                                   return std::find(strip_headers.begin(), strip_headers.end(),
+                                                    absl::AsciiStrToLower(header.first)) !=
+                                          strip_headers.end();
+                                 }),
+                  headers.end());
+  }
   next->caller = current.caller;
   next->caller_allowed_hosts = current.caller_allowed_hosts;
   return next;
+}
+
+// A header value as the contract carries it: text when it is UTF-8, else the exact bytes
+// in value_bytes and their ISO-8859-1 reading in value.
+void SetHeaderValue(const std::string& value, egress::v1::Header* header) {
+  if (IsUtf8(value)) {
+    header->set_value(value);
+    return;
+  }
+  header->set_value(Latin1ToUtf8(value));
+  header->set_value_bytes(value);
 }
 
 // Status, headers, connection info and timing: everything but the body.
@@ -126,8 +160,8 @@ void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
   out->set_status_code(response.head.status_code);
   for (const auto& [name, value] : response.head.headers) {
     auto* header = out->add_headers();
-    header->set_name(name);
-    header->set_value(value);
+    header->set_name(name);  // a token (the parser checks): ASCII
+    SetHeaderValue(value, header);
   }
   const transport::ConnectionDetails& c = response.connection;
   auto* info = out->mutable_connection();
@@ -151,13 +185,64 @@ void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
 template <class Reactor>
 class ExchangeReactor {
  protected:
+  ~ExchangeReactor() {
+    if (service_) service_->body_budget.Release(reserved_);
+  }
+
   // Starts the exchange; the reactor's OnResponse runs once, on an I/O thread, with the
   // final response (after any redirects followed). A request that cannot be sent
   // finishes the RPC at once. `config` is the snapshot the whole RPC runs under.
   void Start(const FetchService::Context& service, std::shared_ptr<const ServiceConfig> config,
              const grpc::CallbackServerContext& context, const FetchRequest& request) {
-    start_ = absl::Now();
     service_ = &service;
+    start_ = absl::Now();
+    try {
+      Begin(std::move(config), context, request);
+    } catch (const std::exception& e) {
+      Abandon("Start", e.what());
+    } catch (...) {
+      Abandon("Start", "an exception that is not a std::exception");
+    }
+  }
+
+  // Runs a callback from the transport or from gRPC. An exception stops here (it must
+  // not unwind into the transport's I/O loop or gRPC's threads): the RPC finishes with
+  // INTERNAL, counted in egress_fetches_total{code="INTERNAL"}, and the body is closed.
+  template <class Callback>
+  void Guarded(const char* where, Callback&& callback) {
+    try {
+      callback();
+    } catch (const std::exception& e) {
+      Abandon(where, e.what());
+      Complete(Internal(where));
+    } catch (...) {
+      Abandon(where, "an exception that is not a std::exception");
+      Complete(Internal(where));
+    }
+  }
+
+  // Reserves `bytes` more of limits.buffered_body_budget_bytes for this RPC until it is
+  // deleted; the error to finish with when the budget is spent.
+  absl::Status ReserveBody(uint64_t bytes) {
+    const uint64_t limit = config_->limits.buffered_body_budget_bytes;
+    if (!service_->body_budget.TryReserve(bytes, limit)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "egress is holding its limit of ", limit,
+          " response body bytes for all fetches together (limits.buffered_body_budget_bytes); "
+          "retry with backoff, or ask for fewer bytes"));
+    }
+    reserved_ += bytes;
+    return absl::OkStatus();
+  }
+  // Gives back bytes reserved by ReserveBody before the RPC ends.
+  void ReleaseBody(uint64_t bytes) {
+    service_->body_budget.Release(bytes);
+    reserved_ -= bytes;
+  }
+
+  void Begin(std::shared_ptr<const ServiceConfig> config,
+             const grpc::CallbackServerContext& context, const FetchRequest& request) {
+    const FetchService::Context& service = *service_;
     config_ = std::move(config);
     // Counted until OnDone; one over the limit is turned away before any work.
     const uint32_t limit = config_->limits.max_concurrent_fetches;
@@ -173,11 +258,25 @@ class ExchangeReactor {
                        " concurrent fetches (limits.max_concurrent_fetches); retry with "
                        "backoff")));
     }
+    caller_ = CallerIdentity(context, config_->callers);
+    const uint32_t caller_limit = config_->limits.max_concurrent_fetches_per_caller;
+    if (!service.caller_counts.TryAcquire(caller_, caller_limit)) {
+      // Callers without an identity share one count.
+      const std::string who = caller_.empty() ? "callers without an identity have their"
+                                              : absl::StrCat("caller \"", caller_, "\" has its");
+      return Report(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat(who, " limit of ", caller_limit,
+                       " concurrent fetches under way (limits.max_concurrent_fetches_per_caller)"
+                       "; retry with backoff")));
+    }
+    caller_counted_ = caller_limit > 0;
+    if (auto status = self()->Admit(request); !status.ok()) return Report(ToGrpcStatus(status));
     follow_redirects_ = request.follow_redirects();
-    deadline_ = Deadline(context, request, config_->limits);
+    deadline_ = Deadline(context, request, config_->limits, &deadline_capped_);
     auto http_request = ToHttpRequest(request, config_->limits);
     if (!http_request.ok()) return Report(ToGrpcStatus(http_request.status()));
-    http_request->caller = CallerIdentity(context, config_->callers);
+    http_request->caller = caller_;
     if (auto rule = config_->callers.allowed_hosts.find(http_request->caller);
         rule != config_->callers.allowed_hosts.end()) {
       http_request->caller_allowed_hosts = rule->second;
@@ -231,6 +330,7 @@ class ExchangeReactor {
     // Counted until here, not until Finish: shutdown waits for the count to reach zero,
     // and only now has the answer been sent.
     service_->fetches_in_flight.fetch_sub(1);
+    if (caller_counted_) service_->caller_counts.Release(caller_);
     Unref();
   }
 
@@ -247,7 +347,9 @@ class ExchangeReactor {
     refs_.fetch_add(1);
     auto pending = service_->transport.Fetch(
         std::move(request), deadline_,
-        [this](absl::StatusOr<Response> response) { OnTransportResponse(std::move(response)); });
+        [this](absl::StatusOr<Response> response) {
+          Guarded("OnTransportResponse", [&] { OnTransportResponse(std::move(response)); });
+        });
     {
       std::lock_guard<std::mutex> lock(mu_);
       pending_ = std::move(pending);
@@ -270,22 +372,56 @@ class ExchangeReactor {
     }
     ++redirects_;
     std::string next_url = *location;
-    auto next = NextHop(request_, url_, next_url, response->head.status_code);
+    auto next = NextHop(request_, url_, next_url, response->head.status_code,
+                        config_->callers.redirect_strip_headers);
     if (!next.ok()) return Complete(ToGrpcStatus(next.status()));
     url_ = std::move(next_url);
     Send(*std::move(next));
   }
 
+  // Finishes the RPC, once. Messages may quote upstream bytes (a Location, a header):
+  // escaped here, for every message, so that each is valid UTF-8.
   void Report(grpc::Status status) {
+    if (reported_.exchange(true)) return;  // an exception came after the RPC was finished
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && deadline_capped_) {
+      status = grpc::Status(
+          status.error_code(),
+          absl::StrCat(status.error_message(), " (egress ends every fetch after ",
+                       absl::FormatDuration(config_->limits.max_timeout),
+                       ": limits.max_timeout)"));
+    }
     service_->observer.OnFetchDone(status.error_code(), absl::Now() - start_);
-    self()->Finish(std::move(status));
+    self()->Finish(grpc::Status(status.error_code(), EscapeNonUtf8(status.error_message())));
+  }
+
+  // An exception reached a boundary: logged, the body (if any) closed, and the RPC
+  // finished with INTERNAL unless it already was.
+  void Abandon(const char* where, const char* what) {
+    std::cerr << "egressd: exception in " << where << " (" << url_ << "): " << what << "\n";
+    transport::ResponseBody* body;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      body = body_.get();
+    }
+    if (body) body->Close();
+    Report(Internal(where));
+  }
+  static grpc::Status Internal(const char* where) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        absl::StrCat("egress failed internally (in ", where,
+                                     "); the fetch was abandoned, it may be retried"));
   }
   void Unref() {
     if (refs_.fetch_sub(1) == 1) delete self();
   }
 
   const FetchService::Context* service_ = nullptr;
+  std::string caller_;          // the caller's identity
+  bool caller_counted_ = false;  // in service_->caller_counts
+  uint64_t reserved_ = 0;        // of service_->body_budget
+  std::atomic<bool> reported_{false};
   absl::Time deadline_;
+  bool deadline_capped_ = false;  // limits.max_timeout set deadline_
   bool follow_redirects_ = false;
   uint32_t redirects_ = 0;
   transport::HttpRequest request_;  // the current hop
@@ -319,6 +455,21 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
 
  private:
   friend class ExchangeReactor<FetchReactor>;
+  // A caller may not make egress hold more than the ceiling for it. INVALID_ARGUMENT,
+  // not RESOURCE_EXHAUSTED: the same request fails the same way whatever the load, so
+  // retrying cannot help; the budget (limits.buffered_body_budget_bytes) is what says
+  // "not now".
+  absl::Status Admit(const FetchRequest& request) {
+    const uint64_t ceiling = config_->limits.max_body_bytes_ceiling;
+    if (request.body_mode() == egress::v1::BODY_MODE_NONE || request.max_body_bytes() <= ceiling) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_body_bytes of ", request.max_body_bytes(), " is above the limit of ", ceiling,
+        " bytes (limits.max_body_bytes_ceiling); ask for at most that, or read the body with "
+        "FetchStream"));
+  }
+
   void OnResponse(absl::StatusOr<Response> response) {
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, response_);
@@ -334,11 +485,19 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   void ReadMore() {
     const uint64_t wanted = body_limit_ + 1 - body_.size();
     body().Read(static_cast<size_t>(std::min<uint64_t>(wanted, kStreamChunkBytes)),
-                [this](absl::StatusOr<std::string> bytes) { OnBody(std::move(bytes)); });
+                [this](absl::StatusOr<std::string> bytes) {
+                  Guarded("OnBody", [&] { OnBody(std::move(bytes)); });
+                });
   }
 
   void OnBody(absl::StatusOr<std::string> bytes) {
     if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
+    // The byte past the limit only tells "larger" from "exactly": it is not kept.
+    const uint64_t kept = std::min<uint64_t>(bytes->size(), body_limit_ - body_.size());
+    if (auto status = ReserveBody(kept); !status.ok()) {
+      body().Close();
+      return Complete(ToGrpcStatus(status));
+    }
     const bool ended = bytes->empty();
     body_.append(*bytes);
     if (!ended && body_.size() <= body_limit_) return ReadMore();
@@ -380,16 +539,23 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
 
   // ok is false when the caller has gone: the body is let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      body().Close();
-      return Complete(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
-    }
-    body().Read(kStreamChunkBytes,
-                       [this](absl::StatusOr<std::string> bytes) { OnBody(std::move(bytes)); });
+    Guarded("OnWriteDone", [&] {
+      ReleaseBody(std::exchange(chunk_bytes_, 0));  // the chunk is written, or never will be
+      if (!ok) {
+        body().Close();
+        return Complete(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+      }
+      body().Read(kStreamChunkBytes, [this](absl::StatusOr<std::string> bytes) {
+        Guarded("OnBody", [&] { OnBody(std::move(bytes)); });
+      });
+    });
   }
 
  private:
   friend class ExchangeReactor<FetchStreamReactor>;
+  // FetchStream ignores max_body_bytes: it holds one chunk at a time.
+  absl::Status Admit(const FetchRequest&) { return absl::OkStatus(); }
+
   void OnResponse(absl::StatusOr<Response> response) {
     if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
     FillHead(*response, start_, chunk_.mutable_head());
@@ -400,11 +566,18 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   void OnBody(absl::StatusOr<std::string> bytes) {
     if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
     if (bytes->empty()) return Complete(grpc::Status::OK);
+    // The one chunk in hand, counted until it is written.
+    if (auto status = ReserveBody(bytes->size()); !status.ok()) {
+      body().Close();
+      return Complete(ToGrpcStatus(status));
+    }
+    chunk_bytes_ = bytes->size();
     chunk_.set_body(*std::move(bytes));
     StartWrite(&chunk_);
   }
 
   FetchChunk chunk_;  // the message being written; one write at a time
+  uint64_t chunk_bytes_ = 0;  // body bytes in chunk_, reserved from the budget
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "egress/v1/egress.grpc.pb.h"
+#include "service/body_budget.h"
+#include "service/caller_counts.h"
 #include "service/config.h"
 #include "service/config_store.h"
 #include "service/fetch_observer.h"
@@ -23,11 +25,15 @@ class FetchService final : public egress::v1::Egress::CallbackService {
     FetchObserver& observer;
     std::atomic<uint32_t>& fetches_in_flight;  // for limits.max_concurrent_fetches
     const std::atomic<bool>& stopped;          // new fetches are refused
+    BodyBudget& body_budget;      // for limits.buffered_body_budget_bytes
+    CallerCounts& caller_counts;  // for limits.max_concurrent_fetches_per_caller
   };
 
   FetchService(transport::Transport& transport, const ConfigStore& config,
                FetchObserver& observer)
-      : context_{transport, config, observer, fetches_in_flight_, stopped_} {}
+      : body_budget_(observer),
+        context_{transport, config, observer, fetches_in_flight_, stopped_, body_budget_,
+                 caller_counts_} {}
 
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
   void StopAccepting() { stopped_ = true; }
@@ -43,6 +49,8 @@ class FetchService final : public egress::v1::Egress::CallbackService {
  private:
   std::atomic<uint32_t> fetches_in_flight_{0};
   std::atomic<bool> stopped_{false};
+  BodyBudget body_budget_;
+  CallerCounts caller_counts_;
   const Context context_;
 };
 

@@ -240,6 +240,11 @@ void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   if (index < fetches_by_code_.size()) ++fetches_by_code_[index];
 }
 
+void Metrics::OnBufferedBodyBytes(uint64_t in_use) {
+  std::lock_guard<std::mutex> lock(mu_);
+  buffered_body_bytes_ = in_use;
+}
+
 std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily requests = Family("egress_upstream_requests_total",
                                  "Requests sent upstream, on a new or a reused connection.",
@@ -300,6 +305,10 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily dns = Family("egress_dns_lookups_total",
                             "Name lookups by result (over_limit: refused by transport.dns limits).",
                             MetricType::Counter);
+  MetricFamily buffered = Family("egress_buffered_body_bytes",
+                                 "Response body bytes that fetches hold in memory now "
+                                 "(limits.buffered_body_budget_bytes is the limit).",
+                                 MetricType::Gauge);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, c] : origins_) {
@@ -350,6 +359,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
     AddSample(budget, {{"state", "in_use"}}, budget_in_use_);
     AddSample(budget, {{"state", "peak"}}, budget_peak_);
     AddSample(budget, {{"state", "limit"}}, budget_limit_);
+    AddSample(buffered, {}, buffered_body_bytes_);
     for (size_t i = 0; i < fetches_by_code_.size(); ++i) {
       AddSample(fetches, {{"code", kCodeNames[i]}}, fetches_by_code_[i]);
     }
@@ -366,7 +376,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
-      drain_time, drain_aware, surplus, budget, dns};
+      drain_time, drain_aware, surplus, budget, dns, buffered};
   CollectUpstreamInput(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;

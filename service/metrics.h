@@ -60,6 +60,7 @@ class Metrics final : public transport::TransportObserver,
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
+  void OnBufferedBodyBytes(uint64_t in_use) override;
 
   // prometheus::Collectable
   std::vector<prometheus::MetricFamily> Collect() const override;
@@ -116,6 +117,7 @@ class Metrics final : public transport::TransportObserver,
   uint64_t transport_exceptions_ ABSL_GUARDED_BY(mu_) = 0;
   // egress_upstream_protocol_errors_total and egress_transport_exceptions_total.
   void CollectUpstreamInput(std::vector<prometheus::MetricFamily>& families) const;
+  uint64_t buffered_body_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace egress

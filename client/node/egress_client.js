@@ -48,7 +48,9 @@ class EgressClient {
                      prefix, maxBodyBytes = 0, timeoutMs, followRedirects = false } = {}) {
     const request = {
       url, method, body, follow_redirects: followRedirects,
-      headers: headers.map(([name, value]) => ({ name, value })),
+      // A Buffer value is sent byte for byte.
+      headers: headers.map(([name, value]) => (Buffer.isBuffer(value)
+        ? { name, value_bytes: value } : { name, value })),
       body_mode: headOnly ? 'BODY_MODE_NONE'
         : prefix !== undefined ? 'BODY_MODE_PREFIX' : 'BODY_MODE_FULL',
       max_body_bytes: prefix !== undefined ? prefix : maxBodyBytes,
@@ -58,8 +60,17 @@ class EgressClient {
     return {
       statusCode: raw.status_code,
       headers: received,
-      // The first value of header `name` (case-insensitive), or undefined.
-      header: (name) => (received.find(([n]) => n.toLowerCase() === name.toLowerCase()) || [])[1],
+      // The first value of header `name` (case-insensitive), or undefined. A value that
+      // is not UTF-8 comes as its bytes read as ISO-8859-1 (latin1): one char per byte.
+      header: (name) => {
+        const h = raw.headers.find((x) => x.name.toLowerCase() === name.toLowerCase());
+        return h && (h.value_bytes.length ? h.value_bytes.toString('latin1') : h.value);
+      },
+      // The same value exactly as the upstream sent it, as a Buffer, or undefined.
+      headerBytes: (name) => {
+        const h = raw.headers.find((x) => x.name.toLowerCase() === name.toLowerCase());
+        return h && (h.value_bytes.length ? h.value_bytes : Buffer.from(h.value));
+      },
       body: raw.body,
       bodyTruncated: raw.body_truncated,
       reused: raw.connection.reused,

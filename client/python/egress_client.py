@@ -37,8 +37,23 @@ class Response:
     raw: egress_pb2.FetchResponse  # everything else: timing, remote address, idle time
 
     def header(self, name):
-        """The first value of header `name` (case-insensitive), or None."""
-        return next((v for n, v in self.headers if n.lower() == name.lower()), None)
+        """The first value of header `name` (case-insensitive), or None. A value that is
+        not UTF-8 comes as its bytes read as ISO-8859-1: one character per byte."""
+        value = self.header_bytes(name)
+        return None if value is None else self._text(value)
+
+    def header_bytes(self, name):
+        """The first value of header `name` (case-insensitive) exactly as the upstream
+        sent it, as bytes, or None."""
+        return next((h.value_bytes or h.value.encode() for h in self.raw.headers
+                     if h.name.lower() == name.lower()), None)
+
+    @staticmethod
+    def _text(value):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            return value.decode("latin-1")
 
 
 class EgressClient:
@@ -64,12 +79,14 @@ class EgressClient:
 
     def fetch(self, url, *, method="", headers=(), body=b"", head_only=False, prefix=None,
               max_body_bytes=0, timeout=None, follow_redirects=False):
-        """One HTTP request through egressd. head_only: status and headers (egressd
+        """One HTTP request through egressd. headers: (name, value) pairs, a value
+        str or (sent byte for byte) bytes. head_only: status and headers (egressd
         drains the body); prefix=N: the first N bytes. An HTTP error status is a
         Response; EgressError when there is no HTTP answer."""
         request = egress_pb2.FetchRequest(
             url=url, method=method, body=body, follow_redirects=follow_redirects,
-            headers=[egress_pb2.Header(name=n, value=v) for n, v in headers])
+            headers=[egress_pb2.Header(name=n, value_bytes=v) if isinstance(v, bytes)
+                     else egress_pb2.Header(name=n, value=v) for n, v in headers])
         if head_only:
             request.body_mode = egress_pb2.BODY_MODE_NONE
         elif prefix is not None:

@@ -232,5 +232,39 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
   EXPECT_NE(example.find("reused true"), std::string::npos) << example;
 }
 
+// "attachment; filename=\"caf\xE9.txt\"" as nginx sends it (an ISO-8859-1 byte), and as
+// a client's header() gives it: the same characters in UTF-8 (é is C3 A9).
+constexpr char kLatin1Disposition[] =
+    "6174746163686d656e743b2066696c656e616d653d22636166e92e74787422 "
+    "6174746163686d656e743b2066696c656e616d653d22636166c3a92e74787422\n";
+
+TEST_F(ClientsTest, PythonClientGetsAHeaderValueThatIsNotUtf8ByteForByte) {
+  int status = -1;
+  const std::string stubs = dir_ + "/python-stubs-latin1";
+  RunShell(absl::StrCat(Runfile("client/python/generate.sh"), " ", stubs), &status);
+  ASSERT_EQ(status, 0);
+  const std::string output = RunShell(
+      absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_header_bytes.py"), " ", stubs,
+                   " ", Runfile("client/python"), " ", Target(), " ",
+                   nginx_->HttpsUrl("/latin1-header"), " content-disposition 2>&1"),
+      &status);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_EQ(output, kLatin1Disposition);
+}
+
+TEST_F(ClientsTest, NodeClientGetsAHeaderValueThatIsNotUtf8ByteForByte) {
+  const char* npm_dir = std::getenv("EGRESS_NPM_DIR");
+  int status = -1;
+  const std::string output = RunShell(
+      absl::StrCat("NODE_PATH=", npm_dir ? npm_dir : "/opt/egress-npm", "/node_modules ",
+                   "EGRESS_PROTO_ROOT=", Runfile("proto"), " node ",
+                   Runfile("tests/e2e/check_header_bytes.js"), " ", Runfile("client/node"), " ",
+                   Target(), " ", nginx_->HttpsUrl("/latin1-header"),
+                   " content-disposition 2>&1"),
+      &status);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_EQ(output, kLatin1Disposition);
+}
+
 }  // namespace
 }  // namespace egress::testing

@@ -77,6 +77,12 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnFetchDone(grpc::StatusCode code, absl::Duration) override {
     if (static_cast<size_t>(code) < fetches.size()) ++fetches[static_cast<size_t>(code)];
   }
+  void OnBufferedBodyBytes(uint64_t in_use) override {
+    uint64_t peak = buffered_body_peak.load();
+    while (in_use > peak && !buffered_body_peak.compare_exchange_weak(peak, in_use)) {
+    }
+    buffered_body_bytes = in_use;
+  }
 
   int Closed(transport::CloseReason r) const { return closed[static_cast<size_t>(r)]; }
   int Abandoned(transport::DrainAbandonReason r) const {
@@ -114,6 +120,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kUpstreamLimitCount> upstream_limits{};
   std::atomic<int> exceptions{0};
   std::array<std::atomic<int>, transport::kDnsResultCount> dns_lookups{};
+  std::atomic<uint64_t> buffered_body_bytes{0};
+  std::atomic<uint64_t> buffered_body_peak{0};
 };
 
 }  // namespace egress::testing

@@ -30,8 +30,9 @@ bool SendAll(int fd, const std::string& bytes) {
 }
 
 // Reads one request (head and Content-Length body) from `pending` and the socket;
-// returns its path, or "" when the connection ended first.
-std::string ReadRequest(int fd, std::string& pending) {
+// returns its path, or "" when the connection ended first. `head_out`, when given,
+// gets the request line and header lines.
+std::string ReadRequest(int fd, std::string& pending, std::string* head_out = nullptr) {
   size_t head_end;
   while ((head_end = pending.find("\r\n\r\n")) == std::string::npos) {
     char buffer[4096];
@@ -40,6 +41,7 @@ std::string ReadRequest(int fd, std::string& pending) {
     pending.append(buffer, static_cast<size_t>(n));
   }
   const std::string head = pending.substr(0, head_end);
+  if (head_out) *head_out = head;
   size_t body_bytes = 0;
   for (absl::string_view line : absl::StrSplit(head, "\r\n")) {
     if (absl::StartsWithIgnoreCase(line, "content-length:")) {
@@ -180,7 +182,8 @@ void FaultServer::Closed(int fd) {
 void FaultServer::ServeHttp(int fd) {
   std::string pending;
   for (int served = 0;; ++served) {
-    const std::string path = ReadRequest(fd, pending);
+    std::string head;
+    const std::string path = ReadRequest(fd, pending, &head);
     if (path.empty()) return;
     if (path == "/close-on-reuse" && served > 0) return;  // read, never answered
     if (path == "/ok" || path == "/close-on-reuse") {
@@ -231,6 +234,42 @@ void FaultServer::ServeHttp(int fd) {
     } else if (path == "/endless-interim") {
       SendEndless(fd, "", "HTTP/1.1 100 Continue\r\n\r\n", stopping_);
       return;
+    } else if (path == "/endless-body") {
+      if (!SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")) return;
+      const std::string chunk = absl::StrCat("10000\r\n", std::string(0x10000, 'e'), "\r\n");
+      while (!stopping_ && SendAll(fd, chunk)) {
+      }
+      return;
+    } else if (path == "/stall-body") {
+      if (!SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: 2097152\r\n\r\n",
+                                    std::string(600 * 1024, 's')))) {
+        return;
+      }
+      return WaitForPeerClose(fd);
+    } else if (path == "/latin1-header") {
+      if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Disposition: attachment; "
+                       "filename=\"caf\xE9.txt\"\r\nContent-Length: 2\r\n\r\nok")) {
+        return;
+      }
+    } else if (path == "/latin1-location") {
+      if (!SendAll(fd, "HTTP/1.1 302 Found\r\nLocation: http://caf\xE9 .test/\r\n"
+                       "Content-Length: 0\r\n\r\n")) {
+        return;
+      }
+    } else if (path == "/redirect-other-origin" || path == "/redirect-same-origin") {
+      // "localhost" is the same server under another host name: another origin.
+      const std::string location = path == "/redirect-same-origin"
+                                       ? "/echo-headers"
+                                       : absl::StrCat("http://localhost:", port(), "/echo-headers");
+      if (!SendAll(fd, absl::StrCat("HTTP/1.1 302 Found\r\nLocation: ", location,
+                                    "\r\nContent-Length: 0\r\n\r\n"))) {
+        return;
+      }
+    } else if (path == "/echo-headers") {
+      if (!SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", head.size(),
+                                    "\r\n\r\n", head))) {
+        return;
+      }
     } else if (path == "/never") {
       return WaitForPeerClose(fd);
     } else if (path == "/slow-head") {

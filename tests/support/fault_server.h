@@ -35,6 +35,14 @@ namespace egress::testing {
 //   /endless-trailer-lines  a last chunk, then short trailer lines without end
 //   /endless-interim        "100 Continue" interim responses without end
 // (the endless ones stop when the peer closes, or after 2 GiB)
+//   /endless-body     a chunked body that never ends, 64 KiB chunks as fast as read
+//   /stall-body       Content-Length 2 MiB; 600 KiB are sent, then nothing more
+//   /latin1-header    200 with Content-Disposition: attachment; filename="caf\xE9.txt"
+//                     (one ISO-8859-1 byte, not UTF-8)
+//   /latin1-location  302 to a Location holding the byte \xE9 and a space (invalid)
+//   /redirect-other-origin  302 to http://localhost:<port>/echo-headers (another origin)
+//   /redirect-same-origin   302 to /echo-headers
+//   /echo-headers     200 whose body is the request's line and header lines
 // silent_port() accepts and never sends a byte (a stalled TLS handshake);
 // garbage_port() answers every connection with plain text (a TLS handshake that fails).
 class FaultServer {

@@ -48,6 +48,10 @@ std::string Locations(const std::string& dir) {
     location = /redirect-internal { return 302 http://127.0.0.1:$server_port/cl/1k; }
     location = /redirect-relative { return 302 /cl/1k; }
     location = /redirect-loop { return 302 /redirect-loop; }
+    location = /latin1-header {
+      add_header Content-Disposition "attachment; filename=\"caf)" "\xE9" R"(.txt\"";
+      echo "ok";
+    }
 )");
 }
 

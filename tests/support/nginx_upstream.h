@@ -23,6 +23,8 @@ namespace egress::testing {
 //   /echo               "ok\n" for any method
 //   /redirect-internal  302 to http://127.0.0.1:<port>/cl/1k
 //   /redirect-relative  302 to /cl/1k          /redirect-loop   302 to itself
+//   /latin1-header      "ok\n" with Content-Disposition: attachment; filename="caf\xE9.txt"
+//                       (an ISO-8859-1 byte: not UTF-8)
 // HTTP also listens on 127.0.0.2 (redirector.test in the tests' /etc/hosts).
 // On idle_close_port (https) the same paths, with idle connections closed after 1 s.
 class NginxUpstream {

@@ -147,5 +147,46 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"not_text_format", "transport {", "line 1"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
+TEST(Config, CallerLimitsHaveDefaultsThatGetConfigShows) {
+  auto config = LoadConfigText("", "empty");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->limits.max_body_bytes_ceiling, 64u << 20);
+  EXPECT_EQ(config->limits.buffered_body_budget_bytes, 256u << 20);
+  EXPECT_EQ(config->limits.max_timeout, absl::Minutes(5));
+  EXPECT_EQ(config->limits.max_concurrent_fetches_per_caller, 0u);
+  EXPECT_THAT(config->callers.redirect_strip_headers,
+              ::testing::ElementsAre("authorization", "proxy-authorization", "cookie", "cookie2",
+                                     "www-authenticate"));
+  EXPECT_EQ(config->proto.limits().max_body_bytes_ceiling(), 64u << 20);
+  EXPECT_EQ(config->proto.limits().buffered_body_budget_bytes(), 256u << 20);
+  EXPECT_EQ(config->proto.limits().max_timeout().seconds(), 300);
+  EXPECT_EQ(config->proto.policy().redirect_strip_headers_size(), 5);
+}
+
+TEST(Config, RedirectStripHeadersGivenReplaceTheDefaultsLowerCased) {
+  auto config = LoadConfigText(
+      "policy { redirect_strip_headers: \"X-Api-Key\" redirect_strip_headers: \"Cookie\" }",
+      "strip");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->callers.redirect_strip_headers,
+              ::testing::ElementsAre("x-api-key", "cookie"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CallerLimits, BadConfigTest,
+    ::testing::Values(
+        Bad{"ceiling_below_default",
+            "limits { default_max_body_bytes: 2000 max_body_bytes_ceiling: 1000 }",
+            "limits.max_body_bytes_ceiling: must be at least limits.default_max_body_bytes "
+            "(2000); got 1000"},
+        Bad{"budget_below_ceiling", "limits { buffered_body_budget_bytes: 1000 }",
+            "limits.buffered_body_budget_bytes: must be at least "
+            "limits.max_body_bytes_ceiling (67108864); got 1000"},
+        Bad{"zero_max_timeout", "limits { max_timeout { } }",
+            "limits.max_timeout: must be positive"},
+        Bad{"empty_strip_header", "policy { redirect_strip_headers: \"\" }",
+            "policy.redirect_strip_headers[0]: must not be empty"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace egress

@@ -1,0 +1,372 @@
+// What one caller can make egressd hold is bounded (body bytes per request and for all
+// fetches together, time, concurrent fetches), credentials do not follow a redirect to
+// another origin, and every byte of a header value reaches the caller while every
+// string egressd writes stays valid UTF-8.
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "service/utf8_text.h"
+#include "tests/support/egress_fixture.h"
+
+namespace egress::testing {
+namespace {
+
+using egress::v1::FetchRequest;
+using egress::v1::FetchResponse;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A Fetch on a thread of its own, as `caller` (the x-egress-caller metadata) when set.
+class BackgroundFetch {
+ public:
+  BackgroundFetch(egress::v1::Egress::Stub& stub, FetchRequest request,
+                  const std::string& caller = "") {
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (!caller.empty()) context_.AddMetadata("x-egress-caller", caller);
+    thread_ = std::thread([this, &stub, request] {
+      status_ = stub.Fetch(&context_, request, &response_);
+    });
+  }
+  ~BackgroundFetch() {
+    Cancel();
+    Wait();
+  }
+
+  void Cancel() { context_.TryCancel(); }
+  const grpc::Status& Wait() {
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  FetchResponse response_;
+  grpc::Status status_;
+  std::thread thread_;
+};
+
+// This process's resident set (egress runs in it), in bytes.
+uint64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "VmRSS:")) {
+      std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      uint64_t kib = 0;
+      if (fields.size() >= 2 && absl::SimpleAtoi(fields[1], &kib)) return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+class HostileCallerTest : public EgressFaultsTest {
+ protected:
+  // Waits until `done` holds, for up to 5 s; false if it never did.
+  static bool WaitFor(const std::function<bool()>& done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
+  grpc::Status FetchAs(const std::string& caller, const FetchRequest& request,
+                       FetchResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    context.AddMetadata("x-egress-caller", caller);
+    return stub_->Fetch(&context, request, response);
+  }
+
+  // The header lines /echo-headers saw, lower-cased names, one per line.
+  static std::string SeenHeaders(const FetchResponse& response) {
+    return absl::AsciiStrToLower(response.body());
+  }
+};
+
+TEST_F(HostileCallerTest, MaxBodyBytesAboveTheCeilingFailsAtOnceAndNothingIsSent) {
+  StartEgress();
+  const int accepted = faults().accepted();
+  FetchRequest request = Request(faults().Url("/endless-body"));
+  request.set_max_body_bytes(uint64_t{1} << 62);
+  request.mutable_timeout()->set_seconds(2);
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("max_body_bytes of 4611686018427387904 is above the limit of 67108864 "
+                        "bytes (limits.max_body_bytes_ceiling)"));
+  EXPECT_EQ(faults().accepted(), accepted);
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::INVALID_ARGUMENT), 1);
+}
+
+TEST_F(HostileCallerTest, PrefixAboveTheCeilingFailsToo) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_default_max_body_bytes(1 << 20);
+    c.mutable_limits()->set_max_body_bytes_ceiling(1 << 20);
+  });
+  FetchRequest request = Request(faults().Url("/endless-body"), egress::v1::BODY_MODE_PREFIX);
+  request.set_max_body_bytes((1 << 20) + 1);
+  FetchResponse response;
+  EXPECT_EQ(Fetch(request, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  request.set_max_body_bytes(1 << 20);
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body().size(), 1u << 20);
+  EXPECT_TRUE(response.body_truncated());
+}
+
+// One fetch holds 600 KiB of a 1 MiB budget; the next cannot reserve what it reads and
+// fails at once instead of waiting on the stalled body too.
+TEST_F(HostileCallerTest, FetchThatFindsTheBodyBudgetSpentIsResourceExhaustedAtOnce) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_default_max_body_bytes(1 << 20);
+    c.mutable_limits()->set_max_body_bytes_ceiling(1 << 20);
+    c.mutable_limits()->set_buffered_body_budget_bytes(1 << 20);
+  });
+  BackgroundFetch holder(*stub_, Request(faults().Url("/stall-body")));
+  ASSERT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 600 * 1024; }));
+
+  FetchRequest request = Request(faults().Url("/stall-body"));
+  request.mutable_timeout()->set_seconds(3);
+  FetchResponse response;
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("egress is holding its limit of 1048576 response body bytes for all "
+                        "fetches together (limits.buffered_body_budget_bytes)"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_LE(observer_.buffered_body_peak, 1u << 20);
+
+  holder.Cancel();
+  EXPECT_EQ(holder.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+}
+
+// The holder's 600 KiB fill the budget; a FetchStream cannot hold even its one chunk.
+TEST_F(HostileCallerTest, FetchStreamChunkCountsAgainstTheBodyBudget) {
+  constexpr uint64_t kBudget = 600 * 1024;
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_default_max_body_bytes(kBudget);
+    c.mutable_limits()->set_max_body_bytes_ceiling(kBudget);
+    c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
+  });
+  BackgroundFetch holder(*stub_, Request(faults().Url("/stall-body")));
+  ASSERT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == kBudget; }));
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto reader = stub_->FetchStream(&context, Request(faults().Url("/ok")));
+  egress::v1::FetchChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  EXPECT_EQ(chunk.head().status_code(), 200);
+  EXPECT_FALSE(reader->Read(&chunk));
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("(limits.buffered_body_budget_bytes)"));
+
+  holder.Cancel();
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+}
+
+// Eight callers each ask for the ceiling of an endless body at once: what egress holds
+// stays within the budget (sampled as its resident memory), not eight times the ceiling.
+TEST_F(HostileCallerTest, ManyLargeFetchesStayWithinTheBodyBudget) {
+  constexpr uint64_t kBudget = 32 << 20;
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_max_body_bytes_ceiling(kBudget);
+    c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
+  });
+  const uint64_t before = ResidentBytes();
+  std::vector<std::unique_ptr<BackgroundFetch>> fetches;
+  for (int i = 0; i < 8; ++i) {
+    FetchRequest request = Request(faults().Url("/endless-body"));
+    request.set_max_body_bytes(kBudget);
+    fetches.push_back(std::make_unique<BackgroundFetch>(*stub_, request));
+  }
+  uint64_t peak = before;
+  std::atomic<bool> sampling{true};
+  std::thread sampler([&] {
+    while (sampling) {
+      peak = std::max(peak, ResidentBytes());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  int exhausted = 0;
+  for (auto& fetch : fetches) {
+    exhausted += fetch->Wait().error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  sampling = false;
+  sampler.join();
+  EXPECT_EQ(exhausted, 8);  // over max_body_bytes, or refused by the budget
+  EXPECT_LE(observer_.buffered_body_peak, kBudget);
+  // Strings grow by doubling: up to twice what is reserved, and some slack.
+  EXPECT_LT(peak - before, 4 * kBudget) << "resident memory grew by " << (peak - before);
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+}
+
+TEST_F(HostileCallerTest, TimeoutLongerThanMaxTimeoutIsCutShortAndSaysSo) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->mutable_max_timeout()->set_nanos(300'000'000);
+  });
+  FetchRequest request = Request(faults().Url("/never"));
+  request.mutable_timeout()->set_seconds(60);
+  FetchResponse response;
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("(egress ends every fetch after 300ms: limits.max_timeout)"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(HostileCallerTest, CallerAtItsConcurrencyLimitIsTurnedAwayWhileOthersAreServed) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_limits()->set_max_concurrent_fetches_per_caller(2);
+  });
+  const int accepted = faults().accepted();
+  BackgroundFetch first(*stub_, Request(faults().Url("/never")), "greedy");
+  BackgroundFetch second(*stub_, Request(faults().Url("/never")), "greedy");
+  ASSERT_TRUE(WaitFor([&] { return faults().accepted() == accepted + 2; }));
+
+  FetchResponse response;
+  const grpc::Status third = FetchAs("greedy", Request(faults().Url("/ok")), &response);
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(third.error_message(),
+              HasSubstr("caller \"greedy\" has its limit of 2 concurrent fetches under way "
+                        "(limits.max_concurrent_fetches_per_caller)"));
+  EXPECT_TRUE(FetchAs("modest", Request(faults().Url("/ok")), &response).ok());
+
+  first.Cancel();
+  EXPECT_EQ(first.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  // Its place frees up once gRPC is done with it.
+  EXPECT_TRUE(WaitFor([&] { return FetchAs("greedy", Request(faults().Url("/ok")), &response).ok(); }));
+}
+
+TEST_F(HostileCallerTest, CallersWithoutAnIdentityShareOneConcurrencyLimit) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_max_concurrent_fetches_per_caller(1);
+  });
+  const int accepted = faults().accepted();
+  BackgroundFetch holder(*stub_, Request(faults().Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return faults().accepted() == accepted + 1; }));
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request(faults().Url("/ok")), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("callers without an identity have their limit of 1 concurrent fetches "
+                        "under way (limits.max_concurrent_fetches_per_caller)"));
+  holder.Cancel();
+  EXPECT_EQ(holder.Wait().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(HostileCallerTest, CredentialsAreDroppedWhenARedirectChangesOrigin) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/redirect-other-origin"));
+  request.set_follow_redirects(true);
+  for (const auto& [name, value] : {std::pair{"Authorization", "Bearer secret"},
+                                    {"Cookie", "session=secret"},
+                                    {"Proxy-Authorization", "Basic secret"},
+                                    {"X-Trace", "kept"}}) {
+    auto* header = request.add_headers();
+    header->set_name(name);
+    header->set_value(value);
+  }
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status_code(), 200);
+  EXPECT_THAT(SeenHeaders(response), HasSubstr("host: localhost:"));
+  EXPECT_THAT(SeenHeaders(response), HasSubstr("x-trace: kept"));
+  EXPECT_THAT(SeenHeaders(response), Not(HasSubstr("secret")));
+}
+
+TEST_F(HostileCallerTest, CredentialsFollowARedirectWithinTheOrigin) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/redirect-same-origin"));
+  request.set_follow_redirects(true);
+  auto* header = request.add_headers();
+  header->set_name("Authorization");
+  header->set_value("Bearer secret");
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(SeenHeaders(response), HasSubstr("authorization: bearer secret"));
+}
+
+TEST_F(HostileCallerTest, RedirectStripHeadersReplacesTheDefaultList) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_policy()->add_redirect_strip_headers("X-Api-Key");
+  });
+  FetchRequest request = Request(faults().Url("/redirect-other-origin"));
+  request.set_follow_redirects(true);
+  for (const auto& [name, value] :
+       {std::pair{"X-Api-Key", "key-secret"}, {"Authorization", "Bearer kept"}}) {
+    auto* header = request.add_headers();
+    header->set_name(name);
+    header->set_value(value);
+  }
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(request, &response).ok());
+  EXPECT_THAT(SeenHeaders(response), Not(HasSubstr("key-secret")));
+  EXPECT_THAT(SeenHeaders(response), HasSubstr("authorization: bearer kept"));
+}
+
+TEST_F(HostileCallerTest, HeaderValueThatIsNotUtf8ArrivesByteForByte) {
+  StartEgress();
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request(faults().Url("/latin1-header")), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const egress::v1::Header* disposition = nullptr;
+  for (const auto& header : response.headers()) {
+    if (header.name() == "Content-Disposition") disposition = &header;
+  }
+  ASSERT_NE(disposition, nullptr);
+  EXPECT_EQ(disposition->value_bytes(), "attachment; filename=\"caf\xE9.txt\"");
+  EXPECT_EQ(disposition->value(), "attachment; filename=\"caf\u00e9.txt\"");
+  for (const auto& header : response.headers()) {
+    if (&header != disposition) {
+      EXPECT_EQ(header.value_bytes(), "") << header.name();
+    }
+  }
+}
+
+TEST_F(HostileCallerTest, HeaderValueBytesAreSentInsteadOfTheValue) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/echo-headers"));
+  auto* header = request.add_headers();
+  header->set_name("X-Name");
+  header->set_value("ignored");
+  header->set_value_bytes("caf\xE9");
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(request, &response).ok());
+  const std::vector<std::string> lines = absl::StrSplit(response.body(), "\r\n");
+  EXPECT_THAT(lines, ::testing::Contains("X-Name: caf\xE9"));
+  EXPECT_THAT(response.body(), Not(HasSubstr("ignored")));
+}
+
+TEST_F(HostileCallerTest, ErrorMessageQuotingUpstreamBytesIsValidUtf8) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/latin1-location"));
+  request.set_follow_redirects(true);
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("http://caf\\xE9 .test/"));
+  EXPECT_TRUE(IsUtf8(status.error_message())) << status.error_message();
+}
+
+}  // namespace
+}  // namespace egress::testing
