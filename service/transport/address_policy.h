@@ -58,8 +58,9 @@ enum class DenyReason {
   kUniqueLocal,    // fc00::/7
   kIpv4Embedded,   // ::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32
   kCallerNotAllowed,  // the caller's rule does not list the host
+  kUnknownCaller,     // the caller has no identity or no rule, and such callers are denied
 };
-inline constexpr size_t kDenyReasonCount = 13;
+inline constexpr size_t kDenyReasonCount = 14;
 absl::string_view ToString(DenyReason reason);
 
 // Decides which destinations egress may connect to. Checked on resolved addresses, so
