@@ -193,10 +193,6 @@ absl::Status BuildCallerHosts(const std::string& name, const egress::v1::CallerR
       return absl::InvalidArgumentError(absl::StrCat(
           name, ".allowed_hosts: \"*\" allows every host; list it alone or not at all"));
     }
-    if (!hosts->empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ": another rule for caller \"", rule.identity(), "\" lists hosts, this one \"*\""));
-    }
     return absl::OkStatus();
   }
   return ParseList(name + ".allowed_hosts", texts, hosts);
@@ -260,6 +256,10 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
     const std::string name = absl::StrCat("policy.callers[", i, "]");
     if (rule.identity().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(name, ".identity: must not be empty"));
+    }
+    if (callers.allowed_hosts.contains(rule.identity())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".identity: caller \"", rule.identity(), "\" has an earlier rule; give it one"));
     }
     if (auto status = BuildCallerHosts(name, rule, &callers.allowed_hosts[rule.identity()]);
         !status.ok()) {

@@ -107,6 +107,10 @@ std::optional<boost::asio::ip::address> PeerAddress(const grpc::CallbackServerCo
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(std::string(peer), ec);
   if (ec) return std::nullopt;
+  // A listener on [::] sees IPv4 callers as ::ffff:a.b.c.d; IPv4 CIDRs should match them.
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+  }
   return address;
 }
 

@@ -196,6 +196,19 @@ TEST_F(AccessTest, ACallerRuleWithNoHostsIsRejectedAtConfigLoad) {
               HasSubstr("policy.callers[0].allowed_hosts: empty"));
 }
 
+TEST_F(AccessTest, TwoRulesForOneCallerAreRejectedAtConfigLoad) {
+  Config proto;
+  for (const char* hosts : {"*", "localhost"}) {
+    auto* rule = proto.mutable_policy()->add_callers();
+    rule->set_identity("batch");
+    rule->add_allowed_hosts(hosts);
+  }
+  auto config = BuildConfig(proto);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("policy.callers[1].identity: caller \"batch\" has an earlier rule"));
+}
+
 TEST_F(AccessTest, AStarRuleLetsThatCallerReachEveryHostThePolicyAllows) {
   StartEgress([](Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
