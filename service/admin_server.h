@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/server.h"
@@ -16,10 +17,16 @@ struct AdminOptions {
   std::string listen;        // host:port
   std::string bearer_token;  // empty: no token required
   ServerTlsFiles tls;        // mTLS when all three files are set
+  // Initialized here, so that {listen, bearer_token, tls} still sets every field.
+  std::string bearer_token_file = {};        // a token file, read again when it changes
+  std::vector<std::string> identities = {};  // mTLS identities allowed (see AdminAccess)
+  bool allow_policy_off = false;             // UpdateConfig may turn the policy off
 };
 
-// The TransportAdmin listener. It refuses to listen on a non-loopback address unless a
-// bearer token or mTLS guards it.
+// The TransportAdmin listener. It refuses to start when the admin service would be
+// open to more than operators: a non-loopback address with neither a bearer token nor
+// mTLS, a token over plaintext off loopback, or mTLS with no --admin_identities (and no
+// token). Server reflection is not served on it.
 class AdminServer {
  public:
   static absl::StatusOr<std::unique_ptr<AdminServer>> Start(EgressServer& egress,

@@ -1,12 +1,25 @@
 #include "service/admin_service.h"
 
 #include <openssl/crypto.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <iostream>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpc/grpc_security_constants.h"
+#include "service/config_reloader.h"
 #include "service/status_mapping.h"
+#include "service/transport/address_policy.h"
 
 namespace egress {
 namespace {
+
+using google::protobuf::util::MessageDifferencer;
 
 // Every admin call is answered at once from memory: no I/O, so finishing inside the
 // method is the callback API's intended use.
@@ -16,18 +29,181 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, grpc::Sta
   return reactor;
 }
 
+// The names an mTLS client certificate carries: URI SANs ("spiffe://..."), then DNS SANs.
+std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& context) {
+  std::vector<std::string> names;
+  const auto auth = context.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return names;
+  for (const char* property : {GRPC_PEER_URI_PROPERTY_NAME, GRPC_PEER_DNS_PROPERTY_NAME}) {
+    for (const auto& value : auth->FindPropertyValues(property)) {
+      names.emplace_back(value.data(), value.size());
+    }
+  }
+  return names;
+}
+
+// One line on stdout per admin call: who, what, and how it ended.
+void LogCall(absl::string_view method, const grpc::CallbackServerContext& context,
+             absl::string_view outcome) {
+  const std::vector<std::string> names = CertificateNames(context);
+  std::cout << absl::StrCat("egressd: admin ", method, " from ", context.peer(), " identity ",
+                            names.empty() ? "-" : absl::StrJoin(names, ","), ": ", outcome)
+            << std::endl;
+}
+
+std::string Failed(absl::string_view what, const grpc::Status& status) {
+  return absl::StrCat(what, " (", absl::StatusCodeToString(
+                                      static_cast<absl::StatusCode>(status.error_code())),
+                      ": ", status.error_message(), ")");
+}
+
+// Collects the path of every changed leaf field.
+class FieldPathReporter : public MessageDifferencer::Reporter {
+ public:
+  explicit FieldPathReporter(std::vector<std::string>* paths) : paths_(paths) {}
+  void ReportAdded(const google::protobuf::Message&, const google::protobuf::Message&,
+                   const std::vector<MessageDifferencer::SpecificField>& path) override {
+    Add(path);
+  }
+  void ReportDeleted(const google::protobuf::Message&, const google::protobuf::Message&,
+                     const std::vector<MessageDifferencer::SpecificField>& path) override {
+    Add(path);
+  }
+  void ReportModified(const google::protobuf::Message&, const google::protobuf::Message&,
+                      const std::vector<MessageDifferencer::SpecificField>& path) override {
+    // A message is reported modified after the fields in it that changed.
+    const auto* field = path.back().field;
+    if (field && field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) return;
+    Add(path);
+  }
+
+ private:
+  void Add(const std::vector<MessageDifferencer::SpecificField>& path) {
+    std::string text;
+    for (const auto& field : path) {
+      if (!text.empty()) text += ".";
+      text += field.field ? field.field->name() : "?";
+      if (field.field && field.field->is_repeated()) {
+        absl::StrAppend(&text, "[", std::max(field.index, field.new_index), "]");
+      }
+    }
+    if (std::find(paths_->begin(), paths_->end(), text) == paths_->end()) {
+      paths_->push_back(std::move(text));
+    }
+  }
+  std::vector<std::string>* paths_;
+};
+
 }  // namespace
 
-grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context) const {
-  if (bearer_token_.empty()) return grpc::Status::OK;
+std::vector<std::string> ChangedFields(const egress::v1::Config& before,
+                                       const egress::v1::Config& after) {
+  std::vector<std::string> paths;
+  {
+    FieldPathReporter reporter(&paths);
+    MessageDifferencer differencer;
+    differencer.ReportDifferencesTo(&reporter);
+    differencer.Compare(before, after);
+  }  // the reporter outlives the differencer, which reports to it until destroyed
+  return paths;
+}
+
+absl::StatusOr<std::string> TokenFile::Current() {
+  struct stat info;
+  if (stat(path_.c_str(), &info) != 0) {
+    return absl::UnavailableError(absl::StrCat("--admin_token_file \"", path_,
+                                               "\" cannot be read; no admin call is accepted "
+                                               "until it holds the token"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool same = info.st_dev == version_.device && info.st_ino == version_.inode &&
+                    info.st_size == version_.size &&
+                    info.st_mtim.tv_sec == version_.mtime.tv_sec &&
+                    info.st_mtim.tv_nsec == version_.mtime.tv_nsec;
+  if (!same) {
+    version_ = {info.st_dev, info.st_ino, info.st_size, info.st_mtim};
+    auto text = ReadWholeFile(path_);
+    std::string token(absl::StripAsciiWhitespace(text.ok() ? *text : ""));
+    if (token.empty()) {
+      token_ = absl::UnavailableError(absl::StrCat("--admin_token_file \"", path_,
+                                                   "\" is empty or unreadable; no admin call "
+                                                   "is accepted until it holds the token"));
+    } else {
+      token_ = std::move(token);
+    }
+  }
+  return token_;
+}
+
+AdminService::AdminService(EgressServer& server, AdminAccess access)
+    : server_(server), access_(std::move(access)) {
+  if (!access_.bearer_token_file.empty()) {
+    token_file_ = std::make_unique<TokenFile>(access_.bearer_token_file);
+  }
+}
+
+grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context) {
+  if (!access_.identities.empty()) {
+    const std::vector<std::string> names = CertificateNames(context);
+    const bool listed = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+      return std::find(access_.identities.begin(), access_.identities.end(), name) !=
+             access_.identities.end();
+    });
+    if (!listed) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("the admin service accepts only the certificates --admin_identities "
+                       "lists; this one names ",
+                       names.empty() ? "no URI or DNS SAN" : absl::StrJoin(names, ", ")));
+    }
+  }
+  std::string expected_token = access_.bearer_token;
+  if (token_file_) {
+    auto token = token_file_->Current();
+    if (!token.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(token.status().message()));
+    }
+    expected_token = *std::move(token);
+  }
+  if (expected_token.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find("authorization");
-  const std::string expected = absl::StrCat("Bearer ", bearer_token_);
+  const std::string expected = absl::StrCat("Bearer ", expected_token);
   if (it == metadata.end() || it->second.size() != expected.size() ||
       CRYPTO_memcmp(it->second.data(), expected.data(), expected.size()) != 0) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "the admin service needs \"authorization: Bearer <token>\" metadata "
-                        "with the token egressd was started with (--admin_token_file)");
+                        "with the token in egressd's --admin_token_file");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::CheckPolicyWidening(const egress::v1::Config& next) const {
+  if (access_.allow_policy_off) return grpc::Status::OK;
+  const egress::v1::PolicyConfig& now = server_.config().Get()->proto.policy();
+  const egress::v1::PolicyConfig& policy = next.policy();
+  constexpr absl::string_view kHow =
+      "; egressd accepts that over gRPC only when started with --admin_allow_policy_off "
+      "(or put it in the --config file)";
+  if (policy.disabled() && !now.disabled()) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("policy.disabled turns the egress policy off", kHow));
+  }
+  for (int i = 0; i < policy.allow_cidrs_size(); ++i) {
+    auto cidr = transport::Cidr::Parse(policy.allow_cidrs(i));
+    if (!cidr.ok() || cidr->prefix_length != 0) continue;  // invalid ones fail validation
+    const bool already = std::any_of(now.allow_cidrs().begin(), now.allow_cidrs().end(),
+                                     [&](const std::string& text) {
+                                       auto old = transport::Cidr::Parse(text);
+                                       return old.ok() && old->prefix_length == 0 &&
+                                              old->network == cidr->network;
+                                     });
+    if (!already) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("policy.allow_cidrs[", i, "] \"", policy.allow_cidrs(i),
+                       "\" allows every address", kHow));
+    }
   }
   return grpc::Status::OK;
 }
@@ -35,7 +211,9 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
 grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
                                                   const egress::v1::GetConfigRequest*,
                                                   egress::v1::Config* response) {
-  if (auto status = Authorize(*context); !status.ok()) return Answer(context, status);
+  const grpc::Status status = Authorize(*context);
+  LogCall("GetConfig", *context, status.ok() ? "OK" : Failed("denied", status));
+  if (!status.ok()) return Answer(context, status);
   *response = server_.config().Get()->proto;
   return Answer(context, grpc::Status::OK);
 }
@@ -43,9 +221,23 @@ grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AdminService::UpdateConfig(
     grpc::CallbackServerContext* context, const egress::v1::UpdateConfigRequest* request,
     egress::v1::Config* response) {
-  if (auto status = Authorize(*context); !status.ok()) return Answer(context, status);
+  grpc::Status status = Authorize(*context);
+  if (status.ok()) status = CheckPolicyWidening(request->config());
+  if (!status.ok()) {
+    LogCall("UpdateConfig", *context, Failed("denied", status));
+    return Answer(context, status);
+  }
+  const egress::v1::Config before = server_.config().Get()->proto;
   auto in_force = server_.ApplyConfig(request->config());
-  if (!in_force.ok()) return Answer(context, ToGrpcStatus(in_force.status()));
+  if (!in_force.ok()) {
+    status = ToGrpcStatus(in_force.status());
+    LogCall("UpdateConfig", *context, Failed("rejected", status));
+    return Answer(context, status);
+  }
+  const std::vector<std::string> changed = ChangedFields(before, *in_force);
+  LogCall("UpdateConfig", *context,
+          absl::StrCat("applied; changed: ",
+                       changed.empty() ? "nothing" : absl::StrJoin(changed, " ")));
   *response = *std::move(in_force);
   return Answer(context, grpc::Status::OK);
 }
@@ -53,7 +245,9 @@ grpc::ServerUnaryReactor* AdminService::UpdateConfig(
 grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext* context,
                                                      const egress::v1::GetPoolStatsRequest*,
                                                      egress::v1::PoolStats* response) {
-  if (auto status = Authorize(*context); !status.ok()) return Answer(context, status);
+  const grpc::Status status = Authorize(*context);
+  LogCall("GetPoolStats", *context, status.ok() ? "OK" : Failed("denied", status));
+  if (!status.ok()) return Answer(context, status);
   for (const auto& stats : server_.transport().PoolStats()) {
     auto* origin = response->add_origins();
     origin->set_origin(stats.origin);

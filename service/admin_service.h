@@ -1,20 +1,63 @@
 #ifndef EGRESS_SERVICE_ADMIN_SERVICE_H_
 #define EGRESS_SERVICE_ADMIN_SERVICE_H_
 
-#include <string>
+#include <sys/types.h>
 
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "egress/v1/egress.grpc.pb.h"
 #include "service/server.h"
 
 namespace egress {
 
-// egress.v1.TransportAdmin. With a bearer token set, every call must carry
-// "authorization: Bearer <token>" (UNAUTHENTICATED otherwise); mTLS, when the admin
-// listener uses it, is checked by gRPC before a call gets here.
+// Who may call the admin service, and what it may do.
+struct AdminAccess {
+  std::string bearer_token;       // a fixed token; empty: none
+  std::string bearer_token_file;  // a token read from this file, again whenever it changes
+  // mTLS identities allowed (a URI SAN when the entry has "://", else a DNS SAN); empty:
+  // any certificate the admin CA signed.
+  std::vector<std::string> identities;
+  // UpdateConfig may turn the egress policy off or allow every address.
+  bool allow_policy_off = false;
+};
+
+// A bearer token kept in a file: read again when the file's size, mtime or inode change
+// (a Kubernetes Secret update swaps a symlink), so a rotated token needs no restart.
+class TokenFile {
+ public:
+  explicit TokenFile(std::string path) : path_(std::move(path)) {}
+  // The token now in the file, whitespace stripped; an error when it cannot be read or
+  // is empty (then no token is accepted: the check fails closed).
+  absl::StatusOr<std::string> Current();
+
+ private:
+  struct Version {
+    dev_t device = 0;
+    ino_t inode = 0;
+    off_t size = -1;
+    timespec mtime{};
+  };
+  const std::string path_;
+  std::mutex mu_;
+  Version version_ ABSL_GUARDED_BY(mu_);
+  absl::StatusOr<std::string> token_ ABSL_GUARDED_BY(mu_) = std::string();
+};
+
+// egress.v1.TransportAdmin. Every call is authorized first: a bearer token, when one is
+// set, in "authorization: Bearer <token>" (UNAUTHENTICATED otherwise); over mTLS the
+// certificate (checked against the CA by gRPC) must name one of `identities` when that
+// list is set (PERMISSION_DENIED otherwise). Every call is logged on stdout, one line
+// with the peer, its identity, the outcome and, for UpdateConfig, the fields changed.
 class AdminService final : public egress::v1::TransportAdmin::CallbackService {
  public:
-  AdminService(EgressServer& server, std::string bearer_token)
-      : server_(server), bearer_token_(std::move(bearer_token)) {}
+  AdminService(EgressServer& server, AdminAccess access);
 
   grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
                                       const egress::v1::GetConfigRequest* request,
@@ -27,11 +70,20 @@ class AdminService final : public egress::v1::TransportAdmin::CallbackService {
                                          egress::v1::PoolStats* response) override;
 
  private:
-  grpc::Status Authorize(const grpc::CallbackServerContext& context) const;
+  grpc::Status Authorize(const grpc::CallbackServerContext& context);
+  // PERMISSION_DENIED when `next` opens the policy wider than the config in force and
+  // egressd was not started with --admin_allow_policy_off.
+  grpc::Status CheckPolicyWidening(const egress::v1::Config& next) const;
 
   EgressServer& server_;
-  const std::string bearer_token_;
+  const AdminAccess access_;
+  std::unique_ptr<TokenFile> token_file_;  // when access_.bearer_token_file is set
 };
+
+// The field paths that differ between two configs, e.g. "drain.max_bytes",
+// "policy.deny_cidrs[1]"; for the admin log.
+std::vector<std::string> ChangedFields(const egress::v1::Config& before,
+                                       const egress::v1::Config& after);
 
 }  // namespace egress
 

@@ -1,5 +1,6 @@
 #include "service/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -240,6 +241,66 @@ absl::Status BuildRedirectStripHeaders(egress::v1::PolicyConfig* policy, CallerP
   return absl::OkStatus();
 }
 
+// A caller rule's hosts. An empty list would restrict nothing or everything depending on
+// how it is read, so it is refused; "*" alone says "any host" on purpose.
+absl::Status BuildCallerHosts(const std::string& name, const egress::v1::CallerRule& rule,
+                              std::vector<transport::HostPattern>* hosts) {
+  const auto& texts = rule.allowed_hosts();
+  if (texts.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".allowed_hosts: empty; list the hosts caller \"", rule.identity(),
+        "\" may reach, or \"*\" for every host the policy allows"));
+  }
+  if (std::find(texts.begin(), texts.end(), "*") != texts.end()) {
+    if (texts.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".allowed_hosts: \"*\" allows every host; list it alone or not at all"));
+    }
+    return absl::OkStatus();
+  }
+  return ParseList(name + ".allowed_hosts", texts, hosts);
+}
+
+// unknown_callers, identity_source and caller_header_trusted_peers, defaults filled in.
+absl::Status BuildCallerIdentification(egress::v1::PolicyConfig* policy, CallerPolicy* callers) {
+  switch (policy->unknown_callers()) {
+    case v1::UNKNOWN_CALLERS_UNSPECIFIED:
+      policy->set_unknown_callers(v1::UNKNOWN_CALLERS_DEFAULT_POLICY);
+      break;
+    case v1::UNKNOWN_CALLERS_DEFAULT_POLICY: break;
+    case v1::UNKNOWN_CALLERS_DENY: callers->deny_unknown = true; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy.unknown_callers: unknown value ", policy->unknown_callers()));
+  }
+  switch (policy->identity_source()) {
+    case v1::IDENTITY_SOURCE_UNSPECIFIED:
+      policy->set_identity_source(v1::IDENTITY_SOURCE_URI_SAN);
+      break;
+    case v1::IDENTITY_SOURCE_URI_SAN:
+    case v1::IDENTITY_SOURCE_DNS_SAN:
+    case v1::IDENTITY_SOURCE_COMMON_NAME: break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy.identity_source: unknown value ", policy->identity_source()));
+  }
+  callers->identity_source = policy->identity_source();
+  for (int i = 0; i < policy->caller_header_trusted_peers_size(); ++i) {
+    const std::string& peer = policy->caller_header_trusted_peers(i);
+    if (peer.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy.caller_header_trusted_peers[", i, "]: must not be empty"));
+    }
+    // An address or network names the peer's connection; anything else an mTLS identity.
+    if (auto cidr = transport::Cidr::Parse(peer); cidr.ok()) {
+      callers->header_trusted_cidrs.push_back(*std::move(cidr));
+    } else {
+      callers->header_trusted_identities.push_back(peer);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The limits that bound what one caller can make egressd hold: body bytes and time.
 absl::Status BuildCallerLimits(egress::v1::FetchLimits* limits, FetchLimits* l) {
   NumberOrDefault(limits, &v1::FetchLimits::max_body_bytes_ceiling,
@@ -283,15 +344,19 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
     if (rule.identity().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(name, ".identity: must not be empty"));
     }
-    auto& hosts = callers.allowed_hosts[rule.identity()];
-    if (auto status = ParseList(name + ".allowed_hosts", rule.allowed_hosts(), &hosts);
+    if (callers.allowed_hosts.contains(rule.identity())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".identity: caller \"", rule.identity(), "\" has an earlier rule; give it one"));
+    }
+    if (auto status = BuildCallerHosts(name, rule, &callers.allowed_hosts[rule.identity()]);
         !status.ok()) {
       return status;
     }
   }
   NumberOrDefault(policy, &v1::PolicyConfig::max_redirects,
                   &v1::PolicyConfig::set_max_redirects, &callers.max_redirects);
-  return BuildRedirectStripHeaders(policy, &callers);
+  if (auto status = BuildRedirectStripHeaders(policy, &callers); !status.ok()) return status;
+  return BuildCallerIdentification(policy, &callers);
 }
 
 // Bounds on what an upstream may make the transport buffer or loop on.
@@ -416,6 +481,24 @@ absl::StatusOr<ServiceConfig> LoadConfigText(const std::string& text, const std:
         absl::StrCat("config \"", source, "\": ", config.status().message()));
   }
   return config;
+}
+
+std::vector<std::string> ConfigWarnings(const ServiceConfig& config) {
+  std::vector<std::string> warnings;
+  const auto& policy = config.proto.policy();
+  if (!policy.caller_header().empty() && policy.caller_header_trusted_peers().empty()) {
+    warnings.push_back(absl::StrCat(
+        "policy.caller_header \"", policy.caller_header(),
+        "\" is set but policy.caller_header_trusted_peers is empty: the header is ignored "
+        "from every peer; list the mesh proxies' addresses or identities"));
+  }
+  if (policy.callers_size() > 0 && !config.callers.deny_unknown) {
+    warnings.push_back(
+        "policy.callers is set and policy.unknown_callers is DEFAULT_POLICY: a caller with no "
+        "identity or no rule gets the whole policy; set unknown_callers: UNKNOWN_CALLERS_DENY "
+        "so that only listed callers may fetch");
+  }
+  return warnings;
 }
 
 std::string DescribeConfig(const ServiceConfig& config) {

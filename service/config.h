@@ -26,11 +26,18 @@ struct FetchLimits {
 // Who may reach what, beyond the transport's address policy.
 struct CallerPolicy {
   std::string caller_header;  // metadata key naming the caller; empty: not used
+  // Per identity, the only hosts it may reach; an empty list ("*") means any host.
   absl::flat_hash_map<std::string, std::vector<transport::HostPattern>> allowed_hosts;
   uint32_t max_redirects = 5;
   // Lower-case names of request headers dropped when a redirect changes origin.
   std::vector<std::string> redirect_strip_headers = {
       "authorization", "proxy-authorization", "cookie", "cookie2", "www-authenticate"};
+  // Callers with no identity or no rule are refused (policy.unknown_callers: DENY).
+  bool deny_unknown = false;
+  egress::v1::IdentitySource identity_source = egress::v1::IDENTITY_SOURCE_URI_SAN;
+  // Peers whose caller_header is believed: by connection address, or by mTLS identity.
+  std::vector<transport::Cidr> header_trusted_cidrs;
+  std::vector<std::string> header_trusted_identities;
 };
 
 // The config in force: validated, with every default filled in, never changed after
@@ -55,6 +62,10 @@ absl::StatusOr<ServiceConfig> LoadConfigText(const std::string& text, const std:
 // Parses text-format egress.v1.Config (`source` names it in errors); no validation.
 absl::StatusOr<egress::v1::Config> ParseConfigText(const std::string& text,
                                                    const std::string& source);
+
+// What an operator should know about a valid config that may not do what they think
+// (e.g. caller_header set with no trusted peers, so it is ignored); one line each.
+std::vector<std::string> ConfigWarnings(const ServiceConfig& config);
 
 // The config as one line of text, for the start-up log.
 std::string DescribeConfig(const ServiceConfig& config);

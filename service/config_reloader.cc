@@ -1,19 +1,63 @@
 #include "service/config_reloader.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace egress {
+namespace {
+
+// What tells one version of a file from another, besides its contents.
+struct FileVersion {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = -1;
+  timespec mtime{};
+  bool operator==(const FileVersion& other) const {
+    return device == other.device && inode == other.inode && size == other.size &&
+           mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
+  }
+};
+
+absl::StatusOr<FileVersion> Version(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot read \"", path, "\""));
+  }
+  return FileVersion{info.st_dev, info.st_ino, info.st_size, info.st_mtim};
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", path, "\" is a directory, not a file (name the file inside it)"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read \"", path, "\""));
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading \"", path, "\""));
   return text.str();
+}
+
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  if (absl::StripAsciiWhitespace(*text).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config \"", path, "\" is empty; an empty config is never applied (to run on the "
+        "built-in defaults, leave out --config)"));
+  }
+  return text;
 }
 
 ConfigReloader::ConfigReloader(EgressServer& server, std::string path,
@@ -21,7 +65,8 @@ ConfigReloader::ConfigReloader(EgressServer& server, std::string path,
     : server_(server),
       path_(std::move(path)),
       period_(period),
-      seen_contents_(std::move(applied_contents)),
+      settle_(std::min(period / 2, absl::Milliseconds(200))),
+      applied_contents_(std::move(applied_contents)),
       watcher_([this] { Watch(); }) {}
 
 ConfigReloader::~ConfigReloader() {
@@ -33,12 +78,37 @@ ConfigReloader::~ConfigReloader() {
   watcher_.join();
 }
 
-absl::Status ConfigReloader::Reload() {
-  auto contents = ReadWholeFile(path_);
-  if (!contents.ok()) return contents.status();
+absl::StatusOr<std::string> ConfigReloader::ReadSettled() const {
+  auto before = Version(path_);
+  auto first = ReadConfigFile(path_);
+  if (!first.ok()) return first.status();
+  absl::SleepFor(settle_);
+  auto second = ReadConfigFile(path_);
+  if (!second.ok()) return second.status();
+  auto after = Version(path_);
+  if (!before.ok() || !after.ok() || !(*before == *after) || *first != *second) {
+    return absl::UnavailableError(absl::StrCat(
+        "config \"", path_, "\" is being written; it is read again on the next poll"));
+  }
+  return first;
+}
+
+void ConfigReloader::LogProblem(const std::string& message) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    seen_contents_ = *contents;
+    if (message == last_problem_) return;
+    last_problem_ = message;
+  }
+  std::cout << "egressd: rejected config file " << path_
+            << " (the config in force stays): " << message << std::endl;
+}
+
+absl::Status ConfigReloader::Reload() {
+  auto contents = ReadSettled();
+  if (!contents.ok()) {
+    std::cout << "egressd: rejected config file " << path_
+              << " (the config in force stays): " << contents.status().message() << std::endl;
+    return contents.status();
   }
   return Apply(*contents);
 }
@@ -47,25 +117,43 @@ absl::Status ConfigReloader::Apply(const std::string& contents) {
   auto config = ParseConfigText(contents, path_);
   absl::Status status = config.status();
   if (config.ok()) status = server_.ApplyConfig(*config).status();
-  if (status.ok()) {
-    std::cout << "egressd: applied config file " << path_ << std::endl;
-  } else {
-    std::cout << "egressd: rejected config file " << path_ << " (the config in force stays): "
-              << status.message() << std::endl;
+  if (!status.ok()) {
+    LogProblem(std::string(status.message()));
+    return status;
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    applied_contents_ = contents;
+    last_problem_.clear();
+  }
+  std::cout << "egressd: applied config file " << path_ << std::endl;
   return status;
+}
+
+// A rejected file is not remembered as seen: it is tried again on every poll until it
+// applies (the problem is logged once).
+void ConfigReloader::Poll() {
+  if (auto quick = ReadConfigFile(path_); quick.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (*quick == applied_contents_) {
+      last_problem_.clear();
+      return;
+    }
+  }
+  auto contents = ReadSettled();
+  if (!contents.ok()) return LogProblem(std::string(contents.status().message()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (*contents == applied_contents_) return;
+  }
+  Apply(*contents).IgnoreError();  // logged in Apply; the old config stays
 }
 
 void ConfigReloader::Watch() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!wake_.wait_for(lock, absl::ToChronoNanoseconds(period_), [this] { return stopping_; })) {
     lock.unlock();
-    auto contents = ReadWholeFile(path_);
-    lock.lock();
-    if (!contents.ok() || *contents == seen_contents_) continue;
-    seen_contents_ = *contents;
-    lock.unlock();
-    Apply(*contents).IgnoreError();  // logged in Apply; the old config stays
+    Poll();
     lock.lock();
   }
 }

@@ -16,7 +16,10 @@ namespace egress {
 // Applies the --config file again when its contents change (checked every `period`: a
 // Kubernetes ConfigMap update swaps a symlink, which a watch on the file would miss) and
 // whenever Reload() is called (SIGHUP). A file that does not load is logged and
-// rejected; the config in force stays.
+// rejected; the config in force stays, and the file is tried again on the next poll (a
+// CA file it names may not be mounted yet). A file is applied only once it has settled:
+// two reads a moment apart, with the same size and mtime, agree. An empty file is never
+// applied.
 //
 // Precedence: the most recent change wins, whole. UpdateConfig replaces the config in
 // force; a later change of the file's contents (or SIGHUP) replaces it again with the
@@ -34,20 +37,33 @@ class ConfigReloader {
 
  private:
   void Watch();
+  void Poll();
   absl::Status Apply(const std::string& contents);
+  // The file's contents once two reads `settle_` apart agree; UNAVAILABLE while it is
+  // being written, or an error when it cannot be read or is empty.
+  absl::StatusOr<std::string> ReadSettled() const;
+  // Logs a problem with the file once, not on every poll while it lasts.
+  void LogProblem(const std::string& message);
 
   EgressServer& server_;
   const std::string path_;
   const absl::Duration period_;
+  const absl::Duration settle_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::string seen_contents_ ABSL_GUARDED_BY(mu_);  // last contents applied or rejected
+  std::string applied_contents_ ABSL_GUARDED_BY(mu_);  // last contents applied
+  std::string last_problem_ ABSL_GUARDED_BY(mu_);      // last rejection logged
   std::thread watcher_;
 };
 
-// The whole of a file, or NOT_FOUND.
+// The whole of a file; an error when it is not a regular file or cannot be read.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+// The --config file's contents: an error (naming the file) when it is a directory, cannot
+// be read, or is empty or only whitespace, so that egressd never runs on built-in
+// defaults by mistake.
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path);
 
 }  // namespace egress
 

@@ -14,8 +14,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "boost/asio/ip/address.hpp"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
+#include "grpc/grpc_security_constants.h"
 #include <mutex>
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
@@ -75,20 +78,81 @@ absl::Time Deadline(const grpc::CallbackServerContext& context, const FetchReque
   return std::min(deadline, now + limits.max_timeout);
 }
 
-// The caller's identity: the name in its mTLS client certificate when egress serves
-// gRPC over TLS, else the trusted metadata header; empty when neither says.
+// The first value of an AuthContext property, or empty.
+std::string FirstProperty(const grpc::AuthContext& auth, const char* name) {
+  for (const auto& value : auth.FindPropertyValues(name)) {
+    return std::string(value.data(), value.size());
+  }
+  return "";
+}
+
+// The name policy.identity_source picks from the peer's mTLS client certificate; empty
+// when the peer sent none (plaintext, or TLS without client certificates).
+std::string CertificateIdentity(const grpc::CallbackServerContext& context,
+                                const CallerPolicy& callers) {
+  const auto auth = context.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return "";
+  switch (callers.identity_source) {
+    case egress::v1::IDENTITY_SOURCE_DNS_SAN:
+      return FirstProperty(*auth, GRPC_PEER_DNS_PROPERTY_NAME);
+    case egress::v1::IDENTITY_SOURCE_COMMON_NAME:
+      return FirstProperty(*auth, GRPC_X509_CN_PROPERTY_NAME);
+    default:
+      return FirstProperty(*auth, GRPC_PEER_URI_PROPERTY_NAME);
+  }
+}
+
+// The IP address of the peer's connection, from gRPC's "ipv4:1.2.3.4:5" or
+// "ipv6:[::1]:5"; none for other transports (e.g. unix sockets).
+std::optional<boost::asio::ip::address> PeerAddress(const grpc::CallbackServerContext& context) {
+  const std::string text = context.peer();
+  absl::string_view peer = text;
+  if (!absl::ConsumePrefix(&peer, "ipv4:") && !absl::ConsumePrefix(&peer, "ipv6:")) {
+    return std::nullopt;
+  }
+  peer = peer.substr(0, peer.rfind(':'));
+  absl::ConsumePrefix(&peer, "[");
+  absl::ConsumeSuffix(&peer, "]");
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(std::string(peer), ec);
+  if (ec) return std::nullopt;
+  // A listener on [::] sees IPv4 callers as ::ffff:a.b.c.d; IPv4 CIDRs should match them.
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+  }
+  return address;
+}
+
+// Whether caller_header may be believed from this peer: its address or its certificate
+// identity is listed in policy.caller_header_trusted_peers.
+bool HeaderTrusted(const grpc::CallbackServerContext& context, const CallerPolicy& callers,
+                   const std::string& certificate_identity) {
+  if (!certificate_identity.empty() &&
+      std::find(callers.header_trusted_identities.begin(),
+                callers.header_trusted_identities.end(),
+                certificate_identity) != callers.header_trusted_identities.end()) {
+    return true;
+  }
+  if (callers.header_trusted_cidrs.empty()) return false;
+  const auto address = PeerAddress(context);
+  return address && std::any_of(callers.header_trusted_cidrs.begin(),
+                                callers.header_trusted_cidrs.end(),
+                                [&](const transport::Cidr& c) { return c.Contains(*address); });
+}
+
+// The caller's identity: caller_header's value when a trusted peer (a mesh proxy) sent
+// it, else the name policy.identity_source picks from its mTLS client certificate;
+// empty when neither says.
 std::string CallerIdentity(const grpc::CallbackServerContext& context,
                            const CallerPolicy& callers) {
-  const auto auth = context.auth_context();
-  if (auth && auth->IsPeerAuthenticated()) {
-    for (const auto& identity : auth->GetPeerIdentity()) {
-      return std::string(identity.data(), identity.size());
+  std::string certificate_identity = CertificateIdentity(context, callers);
+  if (!callers.caller_header.empty() && HeaderTrusted(context, callers, certificate_identity)) {
+    const auto& metadata = context.client_metadata();
+    if (const auto it = metadata.find(callers.caller_header); it != metadata.end()) {
+      return std::string(it->second.data(), it->second.size());
     }
   }
-  if (callers.caller_header.empty()) return "";
-  const auto& metadata = context.client_metadata();
-  const auto it = metadata.find(callers.caller_header);
-  return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+  return certificate_identity;
 }
 
 // The absolute URL a redirect response points to, if it is one.
@@ -280,6 +344,8 @@ class ExchangeReactor {
     if (auto rule = config_->callers.allowed_hosts.find(http_request->caller);
         rule != config_->callers.allowed_hosts.end()) {
       http_request->caller_allowed_hosts = rule->second;
+    } else {
+      http_request->caller_unknown_denied = config_->callers.deny_unknown;
     }
     url_ = request.url();
     refs_.fetch_add(1);  // the transport callback's

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -28,7 +29,15 @@ ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
 ABSL_FLAG(std::string, admin_token_file, "",
-          "file holding a bearer token the admin service requires (authorization: Bearer ...)");
+          "file holding a bearer token the admin service requires (authorization: Bearer ...); "
+          "read again when it changes; off loopback only with --admin_tls_cert/_key");
+ABSL_FLAG(std::vector<std::string>, admin_identities, {},
+          "comma-separated mTLS identities allowed to call the admin service (a client "
+          "certificate's URI SAN, e.g. spiffe://..., or DNS SAN); required with "
+          "--admin_tls_client_ca unless --admin_token_file is set");
+ABSL_FLAG(bool, admin_allow_policy_off, false,
+          "let UpdateConfig turn the egress policy off (policy.disabled) or allow every "
+          "address (policy.allow_cidrs 0.0.0.0/0 or ::/0)");
 ABSL_FLAG(std::string, admin_tls_cert, "", "PEM certificate of the admin listener (mTLS)");
 ABSL_FLAG(std::string, admin_tls_key, "", "PEM private key of the admin listener (mTLS)");
 ABSL_FLAG(std::string, admin_tls_client_ca, "",
@@ -70,25 +79,30 @@ int main(int argc, char** argv) {
   const std::string config_path = absl::GetFlag(FLAGS_config);
   std::string config_text;
   if (!config_path.empty()) {
-    auto text = egress::ReadWholeFile(config_path);
-    if (!text.ok()) return Fail(std::string(text.status().message()));
+    auto text = egress::ReadConfigFile(config_path);
+    if (!text.ok()) return Fail(absl::StrCat("--config: ", text.status().message()));
     config_text = *std::move(text);
   }
   absl::StatusOr<egress::ServiceConfig> config =
       config_path.empty() ? egress::BuildConfig(egress::v1::Config())
                           : egress::LoadConfigText(config_text, config_path);
   if (!config.ok()) return Fail(absl::StrCat("invalid config: ", config.status().message()));
+  for (const std::string& warning : egress::ConfigWarnings(*config)) {
+    std::cerr << "egressd: warning: " << warning << std::endl;
+  }
   if (absl::GetFlag(FLAGS_check_config)) {
     std::cout << egress::DescribeConfig(*config) << std::endl;
     return 0;
   }
 
-  std::string admin_token;
-  if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {
-    auto token = egress::ReadWholeFile(absl::GetFlag(FLAGS_admin_token_file));
+  const std::string admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
+  if (!admin_token_file.empty()) {
+    // Read again on every admin call once it changes; checked here so a typo fails now.
+    auto token = egress::ReadWholeFile(admin_token_file);
     if (!token.ok()) return Fail(absl::StrCat("--admin_token_file: ", token.status().message()));
-    admin_token = std::string(absl::StripAsciiWhitespace(*token));
-    if (admin_token.empty()) return Fail("--admin_token_file: the file is empty");
+    if (absl::StripAsciiWhitespace(*token).empty()) {
+      return Fail("--admin_token_file: the file is empty");
+    }
   }
 
   auto metrics = std::make_shared<egress::Metrics>(config->max_origin_labels);
@@ -110,9 +124,13 @@ int main(int argc, char** argv) {
                                            *metrics, *credentials);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   auto admin = egress::AdminServer::Start(
-      **server, {absl::GetFlag(FLAGS_admin_listen), admin_token,
+      **server, {absl::GetFlag(FLAGS_admin_listen),
+                 "",
                  {absl::GetFlag(FLAGS_admin_tls_cert), absl::GetFlag(FLAGS_admin_tls_key),
-                  absl::GetFlag(FLAGS_admin_tls_client_ca)}});
+                  absl::GetFlag(FLAGS_admin_tls_client_ca)},
+                 admin_token_file,
+                 absl::GetFlag(FLAGS_admin_identities),
+                 absl::GetFlag(FLAGS_admin_allow_policy_off)});
   if (!admin.ok()) return Fail(std::string(admin.status().message()));
   std::optional<egress::ConfigReloader> reloader;
   if (!config_path.empty()) {

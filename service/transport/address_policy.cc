@@ -174,6 +174,7 @@ absl::string_view ToString(DenyReason reason) {
     case DenyReason::kUniqueLocal: return "unique_local";
     case DenyReason::kIpv4Embedded: return "ipv4_embedded";
     case DenyReason::kCallerNotAllowed: return "caller_not_allowed";
+    case DenyReason::kUnknownCaller: return "unknown_caller";
   }
   return "unknown";
 }

@@ -60,8 +60,9 @@ enum class DenyReason {
   kIpv4Embedded,   // ::ffff:0:0/96, ::ffff:0:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48,
                    // 2002::/16, 2001::/32
   kCallerNotAllowed,  // the caller's rule does not list the host
+  kUnknownCaller,     // the caller has no identity or no rule, and such callers are denied
 };
-inline constexpr size_t kDenyReasonCount = 13;
+inline constexpr size_t kDenyReasonCount = 14;
 absl::string_view ToString(DenyReason reason);
 
 // The IPv4 address an IPv6 address stands for, when it is one of the forms that reach

@@ -24,6 +24,9 @@ struct HttpRequest {
   // When not empty, the only hosts this request's caller may reach (a per-caller rule).
   std::vector<HostPattern> caller_allowed_hosts;
   std::string caller;  // the caller's identity, for messages
+  // The caller has no identity, or no per-caller rule, and such callers may reach no
+  // host (policy.unknown_callers: DENY).
+  bool caller_unknown_denied = false;
 
   // GET, HEAD, OPTIONS, TRACE, PUT and DELETE may be sent again safely.
   bool IsIdempotent() const;

@@ -39,6 +39,15 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         done_(std::move(done)) {}
 
   void Start() {
+    if (request_.caller_unknown_denied) {
+      transport_.observer_.OnPolicyDenied(request_.origin, DenyReason::kUnknownCaller);
+      return Finish(absl::PermissionDeniedError(absl::StrCat(
+          "egress policy denies ", request_.origin.Key(), ": ",
+          request_.caller.empty() ? std::string("the caller has no identity")
+                                  : absl::StrCat("caller \"", request_.caller,
+                                                 "\" has no policy.callers rule"),
+          " and policy.unknown_callers is DENY")));
+    }
     // A per-caller rule is about names, so it is checked before any connection is picked.
     const auto& allowed = request_.caller_allowed_hosts;
     if (!allowed.empty() &&

@@ -172,7 +172,8 @@ TEST_F(AdminTest, NonLoopbackListenerNeedsATokenOrMtls) {
   auto open = AdminServer::Start(*server_, {"0.0.0.0:0", "", {}});
   ASSERT_FALSE(open.ok());
   EXPECT_THAT(std::string(open.status().message()), HasSubstr("is not a loopback address"));
-  auto guarded = AdminServer::Start(*server_, {"0.0.0.0:0", "s3cret", {}});
+  auto guarded = AdminServer::Start(
+      *server_, {"0.0.0.0:0", "s3cret", {nginx().server_cert_file(), nginx().server_key_file(), ""}});
   EXPECT_TRUE(guarded.ok()) << guarded.status();
   EXPECT_TRUE(IsLoopbackListenAddress("127.0.0.1:50052"));
   EXPECT_TRUE(IsLoopbackListenAddress("[::1]:50052"));

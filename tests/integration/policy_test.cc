@@ -177,6 +177,7 @@ TEST_F(PolicyTest, RedirectHopsAreBounded) {
 TEST_F(PolicyTest, CallerRulesLimitThatCallerOnly) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");  // the test's own calls
     auto* rule = c.mutable_policy()->add_callers();
     rule->set_identity("billing");
     rule->add_allowed_hosts("localhost");
@@ -203,6 +204,7 @@ TEST_F(PolicyTest, CallerIsIdentifiedByItsClientCertificateOverMtls) {
   egress::v1::Config proto;
   proto.mutable_transport()->set_extra_ca_file(nginx().ca_file());
   proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");
+  proto.mutable_policy()->set_identity_source(egress::v1::IDENTITY_SOURCE_COMMON_NAME);
   auto* rule = proto.mutable_policy()->add_callers();
   rule->set_identity("egress-client");
   rule->add_allowed_hosts("localhost");

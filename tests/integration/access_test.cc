@@ -1,0 +1,415 @@
+// Access control that fails closed (issue 21): who a caller is and what a caller without
+// a rule may do; who may call the admin service and what it may change.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "service/admin_server.h"
+#include "service/config_reloader.h"
+#include "service/server_credentials.h"
+#include "tests/support/child_process.h"
+#include "tests/support/egress_fixture.h"
+
+namespace egress::testing {
+namespace {
+
+using egress::v1::Config;
+using egress::v1::FetchResponse;
+using ::testing::HasSubstr;
+using transport::DenyReason;
+
+std::string Read(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+
+// A CA, a server certificate for localhost and client certificates with chosen SANs,
+// made with the openssl CLI once per suite.
+class Pki {
+ public:
+  explicit Pki(const std::string& dir) : dir_(dir) {
+    std::string script = absl::StrCat(
+        "set -e; mkdir -p ", dir, " && cd ", dir,
+        " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+        " -keyout ca.key -out ca.pem -days 2 -subj /CN=access-test-ca 2>/dev/null");
+    for (const auto& [name, san] : {std::pair<const char*, const char*>{"server", "DNS:localhost,URI:spiffe://test/egressd"},
+                                    {"admin", "URI:spiffe://test/admin"},
+                                    {"intruder", "URI:spiffe://test/intruder"},
+                                    {"checkout", "DNS:checkout.test,URI:spiffe://test/checkout"}}) {
+      absl::StrAppend(
+          &script, " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ",
+          name, ".key -out ", name, ".csr -subj /CN=", name, "-cn 2>/dev/null && printf '",
+          "subjectAltName=", san, "\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ", name,
+          ".ext && openssl x509 -req -in ", name, ".csr -CA ca.pem -CAkey ca.key -CAcreateserial",
+          " -out ", name, ".pem -days 2 -extfile ", name, ".ext 2>/dev/null");
+    }
+    int status = -1;
+    RunShell(script, &status);
+    EXPECT_EQ(status, 0) << script;
+  }
+  std::string File(const std::string& name) const { return absl::StrCat(dir_, "/", name); }
+  ServerTlsFiles ServerFiles() const {
+    return {File("server.pem"), File("server.key"), File("ca.pem")};
+  }
+  std::shared_ptr<grpc::ChannelCredentials> Client(const std::string& name) const {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = Read(File("ca.pem"));
+    options.pem_cert_chain = Read(File(name + ".pem"));
+    options.pem_private_key = Read(File(name + ".key"));
+    return grpc::SslCredentials(options);
+  }
+
+ private:
+  std::string dir_;
+};
+
+class AccessTest : public EgressTest {
+ protected:
+  static void SetUpTestSuite() {
+    EgressTest::SetUpTestSuite();
+    pki_ = new Pki(absl::StrCat(std::getenv("TEST_TMPDIR"), "/access-pki"));
+  }
+  static void TearDownTestSuite() {
+    delete pki_;
+    EgressTest::TearDownTestSuite();
+  }
+
+  void TearDown() override {
+    admin_.reset();
+    EgressTest::TearDown();
+  }
+
+  // Egress served over mTLS with the suite's CA; stub_ calls it as client `name`.
+  void StartMtlsEgress(const std::string& client,
+                       const std::function<void(Config&)>& configure) {
+    Config proto;
+    proto.mutable_transport()->set_extra_ca_file(nginx().ca_file());
+    proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");
+    configure(proto);
+    auto config = BuildConfig(proto);
+    ASSERT_TRUE(config.ok()) << config.status();
+    auto credentials = MakeServerCredentials(pki_->ServerFiles(), "--grpc_tls");
+    ASSERT_TRUE(credentials.ok()) << credentials.status();
+    auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_, *credentials);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(
+        absl::StrCat("localhost:", server_->grpc_port()), pki_->Client(client)));
+  }
+
+  grpc::Status FetchAs(const std::string& header_value, const std::string& url) {
+    grpc::ClientContext context;
+    if (!header_value.empty()) context.AddMetadata("x-egress-caller", header_value);
+    FetchResponse response;
+    return stub_->Fetch(&context, Request(url), &response);
+  }
+
+  void StartAdmin(AdminOptions options) {
+    options.listen = "127.0.0.1:0";
+    auto admin = AdminServer::Start(*server_, options);
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    admin_ = *std::move(admin);
+  }
+
+  std::unique_ptr<egress::v1::TransportAdmin::Stub> AdminStub(
+      std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    return egress::v1::TransportAdmin::NewStub(grpc::CreateChannel(
+        absl::StrCat("localhost:", admin_->port()), std::move(credentials)));
+  }
+
+  static grpc::Status Update(egress::v1::TransportAdmin::Stub& stub, const Config& config,
+                             const std::string& token = "") {
+    egress::v1::UpdateConfigRequest request;
+    *request.mutable_config() = config;
+    Config in_force;
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    return stub.UpdateConfig(&context, request, &in_force);
+  }
+
+  static grpc::Status Get(egress::v1::TransportAdmin::Stub& stub, const std::string& token = "") {
+    Config config;
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    return stub.GetConfig(&context, egress::v1::GetConfigRequest(), &config);
+  }
+
+  static Pki* pki_;
+  std::unique_ptr<AdminServer> admin_;
+};
+
+Pki* AccessTest::pki_ = nullptr;
+
+// --- Callers -------------------------------------------------------------------------
+
+TEST_F(AccessTest, ACallerWithoutIdentityIsDeniedWhenUnknownCallersAreDenied) {
+  StartEgress([](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    auto* rule = c.mutable_policy()->add_callers();
+    rule->set_identity("billing");
+    rule->add_allowed_hosts("localhost");
+  });
+  const grpc::Status denied = FetchAs("", nginx().HttpsUrl("/cl/1k"));
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("the caller has no identity"));
+  EXPECT_THAT(denied.error_message(), HasSubstr("policy.unknown_callers is DENY"));
+  EXPECT_EQ(observer_.Denied(DenyReason::kUnknownCaller), 1);
+}
+
+TEST_F(AccessTest, ACallerWithoutARuleIsDeniedWhenUnknownCallersAreDenied) {
+  StartEgress([](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    auto* rule = c.mutable_policy()->add_callers();
+    rule->set_identity("billing");
+    rule->add_allowed_hosts("localhost");
+  });
+  EXPECT_TRUE(FetchAs("billing", nginx().HttpsUrl("/cl/1k")).ok());
+  const grpc::Status denied = FetchAs("search", nginx().HttpsUrl("/cl/1k"));
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("caller \"search\" has no policy.callers rule"));
+  EXPECT_EQ(observer_.Denied(DenyReason::kUnknownCaller), 1);
+}
+
+TEST_F(AccessTest, UnknownCallersGetTheDefaultPolicyByDefault) {
+  StartEgress();
+  EXPECT_EQ(server_->config().Get()->proto.policy().unknown_callers(),
+            egress::v1::UNKNOWN_CALLERS_DEFAULT_POLICY);
+  EXPECT_TRUE(FetchAs("", nginx().HttpsUrl("/cl/1k")).ok());
+}
+
+TEST_F(AccessTest, ACallerRuleWithNoHostsIsRejectedAtConfigLoad) {
+  Config proto;
+  proto.mutable_policy()->add_callers()->set_identity("batch");
+  auto config = BuildConfig(proto);
+  ASSERT_FALSE(config.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(config.status()));
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("policy.callers[0].allowed_hosts: empty"));
+}
+
+TEST_F(AccessTest, TwoRulesForOneCallerAreRejectedAtConfigLoad) {
+  Config proto;
+  for (const char* hosts : {"*", "localhost"}) {
+    auto* rule = proto.mutable_policy()->add_callers();
+    rule->set_identity("batch");
+    rule->add_allowed_hosts(hosts);
+  }
+  auto config = BuildConfig(proto);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("policy.callers[1].identity: caller \"batch\" has an earlier rule"));
+}
+
+TEST_F(AccessTest, AStarRuleLetsThatCallerReachEveryHostThePolicyAllows) {
+  StartEgress([](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    auto* rule = c.mutable_policy()->add_callers();
+    rule->set_identity("batch");
+    rule->add_allowed_hosts("*");
+  });
+  EXPECT_TRUE(FetchAs("batch", nginx().HttpUrl("/cl/1k")).ok());
+  EXPECT_TRUE(FetchAs("batch", nginx().HttpsUrl("/cl/1k")).ok());
+  Config mixed;
+  auto* rule = mixed.mutable_policy()->add_callers();
+  rule->set_identity("batch");
+  rule->add_allowed_hosts("*");
+  rule->add_allowed_hosts("localhost");
+  EXPECT_FALSE(BuildConfig(mixed).ok());
+}
+
+TEST_F(AccessTest, CallerHeaderFromAnUntrustedPeerIsIgnored) {
+  StartEgress([](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("192.0.2.0/24");  // not loopback
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    auto* rule = c.mutable_policy()->add_callers();
+    rule->set_identity("batch");
+    rule->add_allowed_hosts("*");
+  });
+  const grpc::Status denied = FetchAs("batch", nginx().HttpsUrl("/cl/1k"));
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("the caller has no identity"));
+}
+
+TEST_F(AccessTest, CallerHeaderWithNoTrustedPeersIsIgnoredAndWarnedAbout) {
+  Config proto;
+  proto.mutable_policy()->set_caller_header("x-egress-caller");
+  auto config = BuildConfig(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(ConfigWarnings(*config),
+              ::testing::Contains(HasSubstr("policy.caller_header_trusted_peers is empty")));
+}
+
+// What an AuthContext holds for a certificate with URI and DNS SANs (here the server's,
+// seen by the client; gRPC fills both sides alike), printed for the record: the identity
+// sources read peer_uri, peer_dns and x509_common_name.
+void PrintAuthContext(const grpc::AuthContext& auth) {
+  for (const auto& [name, value] : auth) {
+    std::cout << "auth context: " << name << " = "
+              << std::string(value.data(), std::min<size_t>(value.size(), 60)) << "\n";
+  }
+}
+
+TEST_F(AccessTest, TheIdentitySourcePicksWhichCertificateNameIsTheCaller) {
+  for (const auto& [source, identity] :
+       {std::pair{egress::v1::IDENTITY_SOURCE_URI_SAN, "spiffe://test/checkout"},
+        std::pair{egress::v1::IDENTITY_SOURCE_DNS_SAN, "checkout.test"},
+        std::pair{egress::v1::IDENTITY_SOURCE_COMMON_NAME, "checkout-cn"}}) {
+    SCOPED_TRACE(identity);
+    StartMtlsEgress("checkout", [&, source = source, identity = identity](Config& c) {
+      c.mutable_policy()->set_identity_source(source);
+      c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+      auto* rule = c.mutable_policy()->add_callers();
+      rule->set_identity(identity);
+      rule->add_allowed_hosts("localhost");
+    });
+    grpc::ClientContext context;
+    FetchResponse response;
+    EXPECT_TRUE(stub_->Fetch(&context, Request(nginx().HttpsUrl("/cl/1k")), &response).ok());
+    if (source == egress::v1::IDENTITY_SOURCE_URI_SAN) PrintAuthContext(*context.auth_context());
+    const grpc::Status denied = FetchAs("", nginx().HttpUrl("/cl/1k"));
+    EXPECT_THAT(denied.error_message(), HasSubstr(absl::StrCat("caller \"", identity, "\"")));
+    WaitForQuietPool();
+    stub_.reset();
+    server_.reset();
+  }
+}
+
+// --- Admin ---------------------------------------------------------------------------
+
+TEST_F(AccessTest, ACertificateTheCaSignedButNotOnTheAdminListIsDenied) {
+  StartEgress();
+  StartAdmin({"", "", pki_->ServerFiles(), "", {"spiffe://test/admin"}});
+  auto intruder = AdminStub(pki_->Client("intruder"));
+  Config config;
+  config.mutable_drain()->set_max_bytes(1000);
+  const grpc::Status denied = Update(*intruder, config);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("--admin_identities"));
+  EXPECT_THAT(denied.error_message(), HasSubstr("spiffe://test/intruder"));
+  EXPECT_EQ(Get(*intruder).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(server_->config().Get()->proto.drain().max_bytes(), 1000u);
+
+  auto admin = AdminStub(pki_->Client("admin"));
+  EXPECT_TRUE(Update(*admin, config).ok());
+  EXPECT_EQ(server_->config().Get()->proto.drain().max_bytes(), 1000u);
+}
+
+TEST_F(AccessTest, MtlsAdminWithoutAnIdentityListOrTokenRefusesToStart) {
+  StartEgress();
+  auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", "", pki_->ServerFiles()});
+  ASSERT_FALSE(admin.ok());
+  EXPECT_THAT(std::string(admin.status().message()), HasSubstr("--admin_identities"));
+}
+
+TEST_F(AccessTest, APlaintextTokenOffLoopbackRefusesToStart) {
+  StartEgress();
+  auto admin = AdminServer::Start(*server_, {"0.0.0.0:0", "s3cret", {}});
+  ASSERT_FALSE(admin.ok());
+  EXPECT_THAT(std::string(admin.status().message()), HasSubstr("in the clear"));
+  // Over TLS it may.
+  auto tls = AdminServer::Start(
+      *server_, {"0.0.0.0:0", "s3cret", {pki_->File("server.pem"), pki_->File("server.key"), ""}});
+  EXPECT_TRUE(tls.ok()) << tls.status();
+}
+
+TEST_F(AccessTest, TheTokenFileIsReadAgainWhenItChanges) {
+  StartEgress();
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/admin-token");
+  std::ofstream(path) << "first\n";
+  StartAdmin({"", "", {}, path});
+  auto stub = AdminStub(grpc::InsecureChannelCredentials());
+  EXPECT_TRUE(Get(*stub, "first").ok());
+  std::ofstream(path + ".new") << "second-token\n";
+  ASSERT_EQ(std::rename((path + ".new").c_str(), path.c_str()), 0);
+  EXPECT_EQ(Get(*stub, "first").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Get(*stub, "second-token").ok());
+  std::ofstream(path, std::ios::trunc).flush();  // emptied: fails closed
+  EXPECT_EQ(Get(*stub, "second-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// The bidi reflection method called as a unary call: one request, one response.
+grpc::Status CallReflection(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub generic(channel);
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                    grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status status) { done.set_value(status); });
+  return done.get_future().get();
+}
+
+TEST_F(AccessTest, ReflectionIsNotServedOnTheAdminListenerOutsideItsAuthorization) {
+  StartEgress();
+  StartAdmin({"", "s3cret", {}});
+  // Served on the Egress listener, where it belongs.
+  EXPECT_TRUE(CallReflection(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                                                 grpc::InsecureChannelCredentials()))
+                  .ok());
+  const grpc::Status admin = CallReflection(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", admin_->port()), grpc::InsecureChannelCredentials()));
+  EXPECT_EQ(admin.error_code(), grpc::StatusCode::UNIMPLEMENTED) << admin.error_message();
+}
+
+TEST_F(AccessTest, TurningThePolicyOffOverGrpcNeedsTheFlag) {
+  StartEgress();
+  StartAdmin({});
+  auto stub = AdminStub(grpc::InsecureChannelCredentials());
+  Config off = server_->config().Get()->proto;
+  off.mutable_policy()->set_disabled(true);
+  grpc::Status denied = Update(*stub, off);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("policy.disabled"));
+  EXPECT_THAT(denied.error_message(), HasSubstr("--admin_allow_policy_off"));
+  Config everything = server_->config().Get()->proto;
+  everything.mutable_policy()->add_allow_cidrs("::/0");
+  denied = Update(*stub, everything);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("\"::/0\" allows every address"));
+  EXPECT_FALSE(server_->config().Get()->proto.policy().disabled());
+
+  admin_.reset();
+  AdminOptions allowed;
+  allowed.allow_policy_off = true;
+  StartAdmin(allowed);
+  stub = AdminStub(grpc::InsecureChannelCredentials());
+  EXPECT_TRUE(Update(*stub, off).ok());
+  EXPECT_TRUE(server_->config().Get()->proto.policy().disabled());
+}
+
+TEST_F(AccessTest, EveryAdminCallIsLoggedWithThePeerIdentityAndTheFieldsChanged) {
+  StartEgress();
+  StartAdmin({"", "", pki_->ServerFiles(), "", {"spiffe://test/admin"}});
+  auto admin = AdminStub(pki_->Client("admin"));
+  auto intruder = AdminStub(pki_->Client("intruder"));
+  Config config = server_->config().Get()->proto;
+  config.mutable_drain()->set_max_bytes(1000);
+  config.mutable_policy()->add_deny_hosts("blocked.test");
+  ::testing::internal::CaptureStdout();
+  EXPECT_TRUE(Update(*admin, config).ok());
+  EXPECT_FALSE(Get(*intruder).ok());
+  const std::string log = ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(log, HasSubstr("egressd: admin UpdateConfig from ipv4:127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("identity spiffe://test/admin: applied; changed: "
+                             "drain.max_bytes policy.deny_hosts[0]"));
+  EXPECT_THAT(log, HasSubstr("admin GetConfig from ipv4:127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("identity spiffe://test/intruder: denied (PERMISSION_DENIED"));
+}
+
+}  // namespace
+}  // namespace egress::testing

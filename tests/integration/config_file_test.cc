@@ -1,0 +1,180 @@
+// The --config file and the admin flags as egressd's binary meets them (issue 21): what
+// stops it at start (exit 2), and what a reload never applies.
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "egress/v1/egress.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "service/config_reloader.h"
+#include "tests/support/egressd_process.h"
+
+namespace egress::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+
+std::string TestDir(const std::string& name) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  EXPECT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  return dir;
+}
+
+// Runs egressd with `flags` (its listeners on free loopback ports) until it exits or
+// 10 s pass; its exit code and output.
+int RunEgressd(const std::string& flags, std::string* output) {
+  int status = -1;
+  *output = RunShell(absl::StrCat("timeout 10 ", Runfile("service/egressd"),
+                                  " --grpc_listen=127.0.0.1:", FreePort(),
+                                  " --metrics_listen=127.0.0.1:", FreePort(), " ", flags, " 2>&1"),
+                     &status);
+  return WEXITSTATUS(status);
+}
+
+TEST(ConfigFileTest, AConfigNamingADirectoryStopsItAtStartAndFailsCheckConfig) {
+  const std::string dir = TestDir("config-dir");
+  std::ofstream(dir + "/egress.textproto") << "drain { max_bytes: 1000 }\n";
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--admin_listen=127.0.0.1:", FreePort(), " --config=", dir),
+                       &output),
+            2);
+  EXPECT_THAT(output, HasSubstr("is a directory, not a file"));
+  EXPECT_EQ(RunEgressd(absl::StrCat("--check_config --config=", dir), &output), 2);
+  EXPECT_THAT(output, HasSubstr("is a directory, not a file"));
+}
+
+TEST(ConfigFileTest, AnEmptyConfigFileStopsItAtStartAndFailsCheckConfig) {
+  const std::string dir = TestDir("config-empty");
+  std::ofstream(dir + "/egress.textproto") << "  \n";
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--admin_listen=127.0.0.1:", FreePort(), " --config=", dir,
+                                    "/egress.textproto"),
+                       &output),
+            2);
+  EXPECT_THAT(output, HasSubstr("is empty"));
+  EXPECT_EQ(RunEgressd(absl::StrCat("--check_config --config=", dir, "/egress.textproto"), &output),
+            2);
+  EXPECT_THAT(output, HasSubstr("is empty"));
+}
+
+TEST(ConfigFileTest, APlaintextAdminTokenOffLoopbackStopsItAtStart) {
+  const std::string dir = TestDir("admin-plaintext");
+  std::ofstream(dir + "/token") << "s3cret\n";
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--admin_listen=0.0.0.0:", FreePort(),
+                                    " --admin_token_file=", dir, "/token"),
+                       &output),
+            2);
+  EXPECT_THAT(output, HasSubstr("the bearer token would cross the network in the clear"));
+}
+
+class ReloadFileTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& name, const std::string& contents,
+             const std::string& poll = "--config_poll=50ms") {
+    const std::string dir = TestDir(name);
+    path_ = dir + "/egress.textproto";
+    log_ = dir + "/egressd.log";
+    std::ofstream(path_) << contents;
+    egressd_ = std::make_unique<EgressdProcess>(Runfile("service/egressd"), path_, log_,
+                                                std::vector<std::string>{poll});
+    ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadFile(log_);
+    admin_ = egress::v1::TransportAdmin::NewStub(
+        grpc::CreateChannel(egressd_->admin_target(), grpc::InsecureChannelCredentials()));
+  }
+  egress::v1::Config InForce() {
+    egress::v1::Config config;
+    grpc::ClientContext context;
+    EXPECT_TRUE(admin_->GetConfig(&context, egress::v1::GetConfigRequest(), &config).ok());
+    return config;
+  }
+  // Replaces the file's contents in place, as an editor or a careless script does.
+  void Overwrite(const std::string& contents) {
+    std::ofstream(path_, std::ios::trunc) << contents;
+  }
+
+  std::string path_;
+  std::string log_;
+  std::unique_ptr<EgressdProcess> egressd_;
+  std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_;
+};
+
+TEST_F(ReloadFileTest, AnEmptyFileWrittenDuringARunIsNeverApplied) {
+  Start("reload-empty", "drain { max_bytes: 1000 }\npolicy { deny_hosts: \"blocked.test\" }\n");
+  ASSERT_EQ(InForce().drain().max_bytes(), 1000u);
+  Overwrite("");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // ten polls
+  EXPECT_EQ(InForce().drain().max_bytes(), 1000u);
+  EXPECT_EQ(InForce().policy().deny_hosts_size(), 1);
+  EXPECT_THAT(ReadFile(log_), HasSubstr("is empty; an empty config is never applied"));
+}
+
+TEST_F(ReloadFileTest, ARejectedReloadIsRetriedOnTheNextPoll) {
+  Start("reload-retry", "drain { max_bytes: 1000 }\n");
+  const std::string ca = path_ + ".ca.pem";
+  Overwrite(absl::StrCat("drain { max_bytes: 2000 }\ntransport { extra_ca_file: \"", ca, "\" }\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(InForce().drain().max_bytes(), 1000u);  // the CA file is not there yet
+  EXPECT_THAT(ReadFile(log_), HasSubstr("rejected config file"));
+
+  int status = -1;
+  RunShell(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+                        "-nodes -keyout ", ca, ".key -out ", ca, " -days 2 -subj /CN=late-ca "
+                        "2>/dev/null"),
+           &status);
+  ASSERT_EQ(status, 0);
+  bool applied = false;
+  for (int i = 0; i < 100 && !applied; ++i) {
+    applied = InForce().drain().max_bytes() == 2000u;
+    if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(applied) << ReadFile(log_);
+}
+
+// A file caught half-written, whose first half is a valid config on its own, is not
+// applied: the reloader waits for two reads a moment apart to agree.
+TEST_F(ReloadFileTest, AFileCaughtHalfWrittenIsNotApplied) {
+  Start("reload-partial", "drain { max_bytes: 1000 }\n", "--config_poll=200ms");
+  const std::string head = "drain { max_bytes: 2000 }\n";
+  const std::string tail = "policy { deny_hosts: \"a.test\" deny_hosts: \"b.test\" }\n";
+  std::atomic<bool> writing{true};
+  std::atomic<int> partial_seen{0};
+  std::thread watcher([&] {
+    while (writing) {
+      const egress::v1::Config c = InForce();
+      const bool before = c.drain().max_bytes() == 1000u && c.policy().deny_hosts_size() == 0;
+      const bool whole = c.drain().max_bytes() == 2000u && c.policy().deny_hosts_size() == 2;
+      if (!before && !whole) ++partial_seen;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {  // rewritten in place, in two writes 30 ms apart
+    std::ofstream out(path_, std::ios::trunc);
+    out << head << std::flush;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    out << tail << std::flush;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  bool whole = false;
+  for (int i = 0; i < 100 && !whole; ++i) {
+    whole = InForce().policy().deny_hosts_size() == 2;
+    if (!whole) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  writing = false;
+  watcher.join();
+  EXPECT_TRUE(whole) << ReadFile(log_);
+  EXPECT_EQ(partial_seen, 0);
+}
+
+}  // namespace
+}  // namespace egress::testing
