@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
                                            *metrics, *credentials);
   if (!server.ok()) return Fail(std::string(server.status().message()));
+  (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(
       **server, {absl::GetFlag(FLAGS_admin_listen), admin_token,
                  {absl::GetFlag(FLAGS_admin_tls_cert), absl::GetFlag(FLAGS_admin_tls_key),

@@ -58,8 +58,7 @@ void AddSample(MetricFamily& family, std::vector<ClientMetric::Label> labels, do
 }  // namespace
 
 Metrics::Metrics(size_t max_origins)
-    : max_origins_(max_origins),
-      histograms_(std::make_shared<prometheus::Registry>()),
+    : histograms_(std::make_shared<prometheus::Registry>()),
       drain_duration_(MakeHistogram(*histograms_, "egress_drain_duration_seconds",
                                     "How long drains took, completed or abandoned.",
                                     kDrainBuckets)),
@@ -75,14 +74,56 @@ Metrics::Metrics(size_t max_origins)
                          .Register(*histograms_)),
       dial_dns_(dial_duration_.Add({{"phase", "dns"}}, kLatencyBuckets)),
       dial_connect_(dial_duration_.Add({{"phase", "connect"}}, kLatencyBuckets)),
-      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, kLatencyBuckets)) {}
+      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, kLatencyBuckets)),
+      max_origins_(max_origins) {}
+
+void Metrics::SetMaxOrigins(size_t max_origins) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_origins_ = max_origins;
+  EvictDownTo(max_origins_);
+}
+
+size_t Metrics::labelled_origins() const {
+  return origins_.size() - (origins_.contains(kOther) ? 1 : 0);
+}
+
+bool Metrics::EvictDownTo(size_t keep) {
+  // From the least recently used end; rows with live connections stay (their gauges and
+  // the drains under way must end in the row they started in).
+  auto it = lru_.end();
+  while (labelled_origins() > keep && it != lru_.begin()) {
+    --it;
+    const auto row = origins_.find(*it);
+    if (row->second.live()) continue;
+    origins_.erase(row);
+    it = lru_.erase(it);
+    ++evictions_;
+  }
+  return labelled_origins() <= keep;
+}
+
+void Metrics::CountLiveInOther(const transport::Origin& origin, int delta) {
+  const std::string key = origin.Key();
+  if (origins_.contains(key)) return;  // it has a row of its own
+  int64_t& live = live_in_other_[key];
+  live += delta;
+  if (live <= 0) live_in_other_.erase(key);
+}
 
 Metrics::OriginCounts& Metrics::For(const transport::Origin& origin) {
   std::string key = origin.Key();
   auto it = origins_.find(key);
-  if (it != origins_.end()) return it->second;
-  if (origins_.size() >= max_origins_) key = kOther;
-  return origins_[key];
+  if (it != origins_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.recency);
+    return it->second;
+  }
+  if (live_in_other_.contains(key) || max_origins_ == 0 || !EvictDownTo(max_origins_ - 1)) {
+    return origins_[kOther];
+  }
+  lru_.push_front(key);
+  OriginCounts& row = origins_[std::move(key)];
+  row.recency = lru_.begin();
+  return row;
 }
 
 int64_t& Metrics::Gauge(OriginCounts& counts, ConnectionState state) {
@@ -108,6 +149,7 @@ void Metrics::OnConnectionOpened(const transport::Origin& origin,
   OriginCounts& c = For(origin);
   ++c.opened;
   ++c.active;
+  CountLiveInOther(origin, +1);
 }
 
 void Metrics::OnConnectionStateChanged(const transport::Origin& origin, ConnectionState from,
@@ -124,6 +166,9 @@ void Metrics::OnConnectionClosed(const transport::Origin& origin, CloseReason re
   OriginCounts& c = For(origin);
   ++c.closed[static_cast<size_t>(reason)];
   --Gauge(c, from);
+  CountLiveInOther(origin, -1);
+  // Slots taken away at run time are given up as their origins' last connections close.
+  if (labelled_origins() > max_origins_) EvictDownTo(max_origins_);
 }
 
 void Metrics::OnDrainStarted(const transport::Origin& origin) {
@@ -258,6 +303,15 @@ std::vector<MetricFamily> Metrics::Collect() const {
       "egress_surplus_connections_total",
       "Dials that lost the race to a drained connection: kept idle, or closed (pool full).",
       MetricType::Counter);
+  MetricFamily labels = Family("egress_origin_labels",
+                               "Origin label slots: in use, and the limit "
+                               "(metrics.max_origin_labels).",
+                               MetricType::Gauge);
+  MetricFamily evictions = Family(
+      "egress_origin_label_evictions_total",
+      "Origins whose label slot went to a new origin (least recently used, no live "
+      "connection); their series were removed.",
+      MetricType::Counter);
   MetricFamily budget = Family("egress_drain_budget_bytes",
                                "The global budget of bytes ADAPTIVE drains may read at once: "
                                "in use, the most ever in use, and the limit.",
@@ -309,6 +363,9 @@ std::vector<MetricFamily> Metrics::Collect() const {
       AddSample(surplus, {origin, {"fate", "kept_idle"}}, c.surplus[true]);
       AddSample(surplus, {origin, {"fate", "closed"}}, c.surplus[false]);
     }
+    AddSample(labels, {{"state", "in_use"}}, labelled_origins());
+    AddSample(labels, {{"state", "limit"}}, max_origins_);
+    AddSample(evictions, {}, evictions_);
     AddSample(budget, {{"state", "in_use"}}, budget_in_use_);
     AddSample(budget, {{"state", "peak"}}, budget_peak_);
     AddSample(budget, {{"state", "limit"}}, budget_limit_);
@@ -324,7 +381,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
-      drain_time, drain_aware, surplus, budget};
+      drain_time, drain_aware, surplus, budget, labels, evictions};
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }
