@@ -97,6 +97,13 @@ class ClientsTest : public ::testing::Test {
                         " --key=", nginx_->client_key_file());
   }
   static std::string TokenFlag() { return absl::StrCat("--token-file=", dir_, "/admin.token"); }
+  // The arguments check_tls_python.py and check_tls_node.js take after their first.
+  static std::string GuardedCheckArgs() {
+    return absl::StrCat(guarded_->grpc_target(), " ", guarded_->admin_target(), " ",
+                        nginx_->ca_file(), " ", nginx_->client_cert_file(), " ",
+                        nginx_->client_key_file(), " ", dir_, "/admin.token ", Url(),
+                        " https://127.0.0.1:", nginx_->https_port(), "/cl/4k");
+  }
 
   static std::string Target() { return egressd_->grpc_target(); }
   static std::string Url() { return nginx_->HttpsUrl("/cl/4k"); }
@@ -306,6 +313,16 @@ TEST_F(ClientsTest, MaxOriginLabelsChangesAtRunTimeThroughEgressctl) {
       << page->body;
 }
 
+// What check_tls_python.py and check_tls_node.js print against the guarded egressd.
+void ExpectGuardedCalls(const std::vector<Struct>& calls) {
+  ASSERT_EQ(calls.size(), 5u);
+  EXPECT_EQ(Field(calls[0], "caller_header"), "x-egress-caller");
+  EXPECT_EQ(Field(calls[1], "error"), "");
+  EXPECT_EQ(Field(calls[2], "status"), "200");
+  EXPECT_EQ(Field(calls[3], "error"), "PERMISSION_DENIED");  // billing may reach localhost only
+  EXPECT_EQ(Field(calls[4], "error"), "UNAUTHENTICATED");
+}
+
 TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   int status = -1;
   const std::string stubs = dir_ + "/python-stubs";
@@ -317,6 +334,13 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
           &status);
   ASSERT_EQ(status, 0) << output;
   ExpectTwoFetchesAndAnError(JsonLines(output));
+
+  const std::string guarded =
+      RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_tls_python.py"), " ",
+                            stubs, " ", Runfile("client/python"), " ", GuardedCheckArgs()),
+               &status);
+  ASSERT_EQ(status, 0) << guarded;
+  ExpectGuardedCalls(JsonLines(guarded));
 
   // The README's example, as printed there.
   const std::string example = RunShell(
@@ -340,6 +364,12 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
       &status);
   ASSERT_EQ(status, 0) << output;
   ExpectTwoFetchesAndAnError(JsonLines(output));
+  const std::string guarded = RunShell(
+      absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_tls_node.js"), " ",
+                   Runfile("client/node"), " ", GuardedCheckArgs()),
+      &status);
+  ASSERT_EQ(status, 0) << guarded;
+  ExpectGuardedCalls(JsonLines(guarded));
 
   const std::string example = RunShell(
       absl::StrCat(node_env, "node ", Runfile("client/node/example.js"), " ", Url(), " ",
