@@ -88,41 +88,44 @@ size_t Metrics::labelled_origins() const {
 }
 
 bool Metrics::EvictDownTo(size_t keep) {
-  // From the least recently used end; rows with live connections stay (their gauges and
-  // the drains under way must end in the row they started in).
-  auto it = lru_.end();
-  while (labelled_origins() > keep && it != lru_.begin()) {
-    --it;
-    const auto row = origins_.find(*it);
-    if (row->second.live()) continue;
-    origins_.erase(row);
-    it = lru_.erase(it);
+  // Only quiet rows: a live connection's gauges and drains must end in the row they
+  // started in.
+  while (labelled_origins() > keep && !quiet_.empty()) {
+    origins_.erase(quiet_.back());
+    quiet_.pop_back();
     ++evictions_;
   }
   return labelled_origins() <= keep;
 }
 
-void Metrics::CountLiveInOther(const transport::Origin& origin, int delta) {
-  const std::string key = origin.Key();
-  if (origins_.contains(key)) return;  // it has a row of its own
-  int64_t& live = live_in_other_[key];
-  live += delta;
-  if (live <= 0) live_in_other_.erase(key);
+void Metrics::TrackLive(const transport::Origin& origin, OriginCounts& c, int delta) {
+  std::string key = origin.Key();
+  if (!origins_.contains(key)) {
+    int64_t& live = live_in_other_[key];
+    live += delta;
+    if (live <= 0) live_in_other_.erase(key);
+  } else if (c.live() && c.quiet) {
+    quiet_.erase(*c.quiet);
+    c.quiet.reset();
+  } else if (!c.live() && !c.quiet) {
+    quiet_.push_front(std::move(key));
+    c.quiet = quiet_.begin();
+  }
 }
 
 Metrics::OriginCounts& Metrics::For(const transport::Origin& origin) {
   std::string key = origin.Key();
   auto it = origins_.find(key);
   if (it != origins_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.recency);
+    if (it->second.quiet) quiet_.splice(quiet_.begin(), quiet_, *it->second.quiet);
     return it->second;
   }
   if (live_in_other_.contains(key) || max_origins_ == 0 || !EvictDownTo(max_origins_ - 1)) {
     return origins_[kOther];
   }
-  lru_.push_front(key);
+  quiet_.push_front(key);  // until its first connection opens
   OriginCounts& row = origins_[std::move(key)];
-  row.recency = lru_.begin();
+  row.quiet = quiet_.begin();
   return row;
 }
 
@@ -149,7 +152,7 @@ void Metrics::OnConnectionOpened(const transport::Origin& origin,
   OriginCounts& c = For(origin);
   ++c.opened;
   ++c.active;
-  CountLiveInOther(origin, +1);
+  TrackLive(origin, c, +1);
 }
 
 void Metrics::OnConnectionStateChanged(const transport::Origin& origin, ConnectionState from,
@@ -166,7 +169,7 @@ void Metrics::OnConnectionClosed(const transport::Origin& origin, CloseReason re
   OriginCounts& c = For(origin);
   ++c.closed[static_cast<size_t>(reason)];
   --Gauge(c, from);
-  CountLiveInOther(origin, -1);
+  TrackLive(origin, c, -1);
   // Slots taken away at run time are given up as their origins' last connections close.
   if (labelled_origins() > max_origins_) EvictDownTo(max_origins_);
 }

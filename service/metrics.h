@@ -6,6 +6,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,19 +90,20 @@ class Metrics final : public transport::TransportObserver,
     transport::OriginCost cost;
     std::array<std::array<uint64_t, 2>, 2> drain_aware{};  // [wait, dial][new, drained]
     std::array<uint64_t, 2> surplus{};                     // [closed, kept]
-    std::list<std::string>::iterator recency;  // its place in lru_; unused for "other"
+    // Its place in quiet_: set while the origin has a row and no live connection.
+    std::optional<std::list<std::string>::iterator> quiet;
     bool live() const { return idle != 0 || active != 0 || draining != 0; }
   };
 
   // The row for an origin's label, marked most recently used; creates it in a free or
   // freed slot, or falls back to "other".
   OriginCounts& For(const transport::Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Connections of origins without a row are counted in "other"; these keep track of
-  // them, so that an origin stays in "other" until its connections there are closed.
-  void CountLiveInOther(const transport::Origin& origin, int delta)
+  // After a connection of `origin` (counted in `c`) opened (+1) or closed (-1): its row
+  // leaves or joins quiet_, or, counted in "other", live_in_other_ follows.
+  void TrackLive(const transport::Origin& origin, OriginCounts& c, int delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Evicts least recently used rows without live connections until at most `keep`
-  // origins have rows. True if it got there.
+  // Evicts the least recently used quiet rows until at most `keep` origins have rows.
+  // True if it got there.
   bool EvictDownTo(size_t keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t labelled_origins() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t& Gauge(OriginCounts& counts, transport::ConnectionState state);
@@ -122,8 +124,11 @@ class Metrics final : public transport::TransportObserver,
   mutable std::mutex mu_;
   size_t max_origins_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, OriginCounts> origins_ ABSL_GUARDED_BY(mu_);
-  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // labelled origins, most recent first
-  // Live connections, by origin, of origins counted in "other".
+  // Origins with a row and no live connection, most recently used first: the ones whose
+  // slots may go to new origins.
+  std::list<std::string> quiet_ ABSL_GUARDED_BY(mu_);
+  // Live connections, by origin, of origins counted in "other": such an origin stays in
+  // "other" until they are closed, so that each connection's counts stay in one row.
   absl::flat_hash_map<std::string, int64_t> live_in_other_ ABSL_GUARDED_BY(mu_);
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
