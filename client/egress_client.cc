@@ -1,5 +1,11 @@
 #include "client/egress_client.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -13,17 +19,89 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-EgressClient::EgressClient(ClientOptions options)
-    : options_(std::move(options)),
-      egress_(v1::Egress::NewStub(
-          grpc::CreateChannel(options_.target, grpc::InsecureChannelCredentials()))),
-      admin_(v1::TransportAdmin::NewStub(
-          grpc::CreateChannel(options_.admin_target, grpc::InsecureChannelCredentials()))) {}
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& what, const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read the TLS ", what, " file ", path,
+                                                   ": ", std::strerror(errno)));
+  }
+  std::stringstream pem;
+  pem << file.rdbuf();
+  if (pem.str().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("the TLS ", what, " file ", path, " is empty"));
+  }
+  return pem.str();
+}
+
+// A channel to `target`, over TLS when `tls` asks for it.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
+                                                           const TlsOptions& tls) {
+  if (!tls.on()) return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a TLS client certificate and its key go together: set both cert_file and key_file, "
+        "or neither");
+  }
+  auto ca = ReadPem("CA", tls.ca_file);
+  if (!ca.ok()) return ca.status();
+  auto cert = ReadPem("certificate", tls.cert_file);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem("key", tls.key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = *std::move(ca);
+  ssl.pem_cert_chain = *std::move(cert);
+  ssl.pem_private_key = *std::move(key);
+  grpc::ChannelArguments args;
+  if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
+}  // namespace
+
+EgressClient::EgressClient(ClientOptions options) : options_(std::move(options)) {
+  auto egress = MakeChannel(options_.target, options_.tls);
+  auto admin = MakeChannel(options_.admin_target, options_.admin_tls);
+  if (!egress.ok()) {
+    setup_ = egress.status();
+  } else if (!admin.ok()) {
+    setup_ = absl::Status(admin.status().code(), absl::StrCat("admin: ", admin.status().message()));
+  }
+  // When setup failed, stubs on a plaintext channel stand in; no call reaches them.
+  const auto plaintext = [](const std::string& target) {
+    return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  };
+  egress_ = v1::Egress::NewStub(egress.ok() ? *egress : plaintext(options_.target));
+  admin_ = v1::TransportAdmin::NewStub(admin.ok() ? *admin : plaintext(options_.admin_target));
+}
+
+absl::StatusOr<std::unique_ptr<EgressClient>> EgressClient::Create(ClientOptions options) {
+  auto client = std::make_unique<EgressClient>(std::move(options));
+  if (!client->setup_.ok()) return client->setup_;
+  return client;
+}
 
 std::unique_ptr<grpc::ClientContext> EgressClient::Context(absl::Duration timeout) const {
   auto context = std::make_unique<grpc::ClientContext>();
   const absl::Duration budget = timeout > absl::ZeroDuration() ? timeout : options_.default_timeout;
   context->set_deadline(absl::ToChronoTime(absl::Now() + budget));
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> EgressClient::FetchContext(absl::Duration timeout) const {
+  auto context = Context(timeout);
+  for (const auto& [key, value] : options_.metadata) context->AddMetadata(key, value);
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> EgressClient::AdminContext() const {
+  auto context = Context(absl::ZeroDuration());
+  if (!options_.admin_token.empty()) {
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.admin_token));
+  }
   return context;
 }
 
@@ -59,7 +137,8 @@ v1::FetchRequest EgressClient::MakeRequest(absl::string_view url, const FetchOpt
 
 absl::StatusOr<v1::FetchResponse> EgressClient::Fetch(absl::string_view url,
                                                       const FetchOptions& options) const {
-  auto context = Context(options.timeout);
+  if (!setup_.ok()) return setup_;
+  auto context = FetchContext(options.timeout);
   v1::FetchResponse response;
   const grpc::Status status = egress_->Fetch(context.get(), MakeRequest(url, options), &response);
   if (!status.ok()) return FromGrpcStatus(status);
@@ -69,7 +148,8 @@ absl::StatusOr<v1::FetchResponse> EgressClient::Fetch(absl::string_view url,
 absl::StatusOr<v1::FetchResponse> EgressClient::FetchStream(
     absl::string_view url, const FetchOptions& options,
     const std::function<bool(absl::string_view chunk)>& on_body) const {
-  auto context = Context(options.timeout);
+  if (!setup_.ok()) return setup_;
+  auto context = FetchContext(options.timeout);
   auto reader = egress_->FetchStream(context.get(), MakeRequest(url, options));
   v1::FetchResponse head;
   v1::FetchChunk chunk;
@@ -90,7 +170,8 @@ absl::StatusOr<v1::FetchResponse> EgressClient::FetchStream(
 }
 
 absl::StatusOr<v1::Config> EgressClient::GetConfig() const {
-  auto context = Context(absl::ZeroDuration());
+  if (!setup_.ok()) return setup_;
+  auto context = AdminContext();
   v1::Config config;
   const grpc::Status status = admin_->GetConfig(context.get(), v1::GetConfigRequest(), &config);
   if (!status.ok()) return FromGrpcStatus(status);
@@ -98,7 +179,8 @@ absl::StatusOr<v1::Config> EgressClient::GetConfig() const {
 }
 
 absl::StatusOr<v1::Config> EgressClient::UpdateConfig(const v1::Config& config) const {
-  auto context = Context(absl::ZeroDuration());
+  if (!setup_.ok()) return setup_;
+  auto context = AdminContext();
   v1::UpdateConfigRequest request;
   *request.mutable_config() = config;
   v1::Config in_force;
@@ -108,7 +190,8 @@ absl::StatusOr<v1::Config> EgressClient::UpdateConfig(const v1::Config& config) 
 }
 
 absl::StatusOr<v1::PoolStats> EgressClient::GetPoolStats() const {
-  auto context = Context(absl::ZeroDuration());
+  if (!setup_.ok()) return setup_;
+  auto context = AdminContext();
   v1::PoolStats stats;
   const grpc::Status status =
       admin_->GetPoolStats(context.get(), v1::GetPoolStatsRequest(), &stats);

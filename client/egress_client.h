@@ -17,11 +17,34 @@
 
 namespace egress::client {
 
+// TLS to one of egressd's listeners (--grpc_tls_* or --admin_tls_*). Off unless
+// `enabled` or a file is set.
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;    // PEM roots egressd's certificate must chain to; empty: the system's
+  std::string cert_file;  // PEM client certificate and its key, for mTLS (both or neither)
+  std::string key_file;
+  // The name egressd's certificate must carry when it is not the target's host (e.g.
+  // "egressd.egress.svc" through a port-forward to 127.0.0.1).
+  std::string server_name;
+  bool on() const {
+    return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty();
+  }
+};
+
 struct ClientOptions {
   std::string target = "127.0.0.1:50051";        // egressd's --grpc_listen
   std::string admin_target = "127.0.0.1:50052";  // egressd's --admin_listen
   // The gRPC deadline of a call that sets no timeout of its own.
   absl::Duration default_timeout = absl::Seconds(30);
+  TlsOptions tls;        // to `target`
+  TlsOptions admin_tls;  // to `admin_target`
+  // Sent as "authorization: Bearer <token>" on the admin calls (egressd's
+  // --admin_token_file); never on Fetch.
+  std::string admin_token;
+  // Metadata sent on every Fetch and FetchStream, e.g. {"x-egress-caller", "billing"}
+  // when egressd names callers by policy.caller_header. Keys in lower case.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // What to do with a response body.
@@ -52,7 +75,10 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 // Thread-safe: calls may run concurrently from many threads.
 class EgressClient {
  public:
+  // A TLS file that cannot be read fails every call with that error (INVALID_ARGUMENT
+  // naming the file); Create reports it at once.
   explicit EgressClient(ClientOptions options = {});
+  static absl::StatusOr<std::unique_ptr<EgressClient>> Create(ClientOptions options);
 
   // One request; an HTTP error status (404, 503) is a successful call.
   absl::StatusOr<egress::v1::FetchResponse> Fetch(absl::string_view url,
@@ -77,8 +103,12 @@ class EgressClient {
  private:
   // A context whose deadline is `timeout`, or the default when it is zero.
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
+  // Context() with the metadata of a Fetch, or of an admin call.
+  std::unique_ptr<grpc::ClientContext> FetchContext(absl::Duration timeout) const;
+  std::unique_ptr<grpc::ClientContext> AdminContext() const;
 
   ClientOptions options_;
+  absl::Status setup_;  // why the channels could not be made as asked, if so
   std::unique_ptr<egress::v1::Egress::Stub> egress_;
   std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_;
 };

@@ -6,8 +6,12 @@
 //   egressctl config set FILE      (a text-format egress.v1.Config, as --config reads)
 //   egressctl pools
 //
-// --target and --admin name egressd's gRPC and admin addresses. Exit status: 0 done,
-// 1 the call failed (the gRPC code and egressd's message on stderr), 2 bad usage.
+// --target and --admin name egressd's gRPC and admin addresses. When egressd serves TLS
+// or guards its admin service, --tls (with --ca for a private CA, --cert and --key for
+// mTLS) and --token-file (the file egressd's --admin_token_file reads) reach it;
+// --caller names the caller in the metadata key egressd's policy.caller_header trusts.
+// Exit status: 0 done, 1 the call failed (the gRPC code and egressd's message on
+// stderr), 2 bad usage.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -18,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -34,6 +39,17 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30), "deadline of the call");
 ABSL_FLAG(bool, head_only, false, "fetch: status and headers only (also --head-only)");
 ABSL_FLAG(uint64_t, prefix, 0, "fetch: the first N body bytes only");
 ABSL_FLAG(std::string, method, "", "fetch: the HTTP method (default GET)");
+ABSL_FLAG(bool, tls, false, "TLS to egressd (implied by --ca, --cert, --key)");
+ABSL_FLAG(std::string, ca, "", "PEM CA egressd's certificate must chain to (default: the system's)");
+ABSL_FLAG(std::string, cert, "", "PEM client certificate, for mTLS (with --key)");
+ABSL_FLAG(std::string, key, "", "PEM private key of --cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "the name egressd's certificate carries, when not the target's host");
+ABSL_FLAG(std::string, token_file, "",
+          "file with the admin bearer token (egressd's --admin_token_file; also --token-file)");
+ABSL_FLAG(std::string, caller, "", "fetch: the caller identity, sent in --caller_header");
+ABSL_FLAG(std::string, caller_header, "x-egress-caller",
+          "fetch: the metadata key of --caller (egressd's policy.caller_header)");
 
 namespace {
 
@@ -41,7 +57,9 @@ namespace v1 = egress::v1;
 using google::protobuf::util::TimeUtil;
 
 constexpr const char* kUsage =
-    "usage: egressctl [--target=HOST:PORT] [--admin=HOST:PORT] [--json] COMMAND\n"
+    "usage: egressctl [--target=HOST:PORT] [--admin=HOST:PORT] [--json]\n"
+    "                 [--tls] [--ca=PEM] [--cert=PEM --key=PEM] [--tls_server_name=NAME]\n"
+    "                 [--token-file=FILE] [--caller=ID [--caller_header=KEY]] COMMAND\n"
     "  fetch URL [--head-only | --prefix=N] [-H 'Name: value' ...] [--method=M]\n"
     "  config get\n"
     "  config set FILE\n"
@@ -151,6 +169,36 @@ int Pools(const egress::client::EgressClient& client) {
   return 0;
 }
 
+// The TLS, token and caller flags into `options`; 0, or 2 after a usage message.
+int Secure(egress::client::ClientOptions& options) {
+  egress::client::TlsOptions tls;
+  tls.enabled = absl::GetFlag(FLAGS_tls);
+  tls.ca_file = absl::GetFlag(FLAGS_ca);
+  tls.cert_file = absl::GetFlag(FLAGS_cert);
+  tls.key_file = absl::GetFlag(FLAGS_key);
+  tls.server_name = absl::GetFlag(FLAGS_tls_server_name);
+  if (tls.cert_file.empty() != tls.key_file.empty()) return Usage("--cert and --key go together");
+  // One command talks to one listener: the same flags serve either.
+  options.tls = tls;
+  options.admin_tls = tls;
+  const std::string token_file = absl::GetFlag(FLAGS_token_file);
+  if (!token_file.empty()) {
+    std::ifstream file(token_file);
+    std::stringstream token;
+    token << file.rdbuf();
+    options.admin_token = std::string(absl::StripAsciiWhitespace(token.str()));
+    if (!file || options.admin_token.empty()) {
+      return Usage(absl::StrCat("--token-file: cannot read a token from ", token_file));
+    }
+  }
+  if (!absl::GetFlag(FLAGS_caller).empty()) {
+    const std::string key = absl::AsciiStrToLower(absl::GetFlag(FLAGS_caller_header));
+    if (key.empty()) return Usage("--caller needs --caller_header");
+    options.metadata.emplace_back(key, absl::GetFlag(FLAGS_caller));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,7 +215,14 @@ int main(int argc, char** argv) {
       header = arg.substr(2);
     } else {
       static std::string head_only = "--head_only";
-      rest.push_back(arg == "--head-only" ? head_only.data() : argv[i]);
+      if (arg == "--head-only") {
+        rest.push_back(head_only.data());
+      } else if (absl::StartsWith(arg, "--token-file")) {
+        argv[i][7] = '_';  // --token_file, as Abseil spells it
+        rest.push_back(argv[i]);
+      } else {
+        rest.push_back(argv[i]);
+      }
       continue;
     }
     const size_t colon = header.find(':');
@@ -184,12 +239,14 @@ int main(int argc, char** argv) {
   options.target = absl::GetFlag(FLAGS_target);
   options.admin_target = absl::GetFlag(FLAGS_admin);
   options.default_timeout = absl::GetFlag(FLAGS_timeout);
-  const egress::client::EgressClient client(options);
+  if (auto status = Secure(options); status != 0) return status;
+  auto client = egress::client::EgressClient::Create(options);
+  if (!client.ok()) return Usage(std::string(client.status().message()));
 
   const std::string command = args[0];
   args.erase(args.begin());
-  if (command == "fetch" && args.size() == 1) return Fetch(client, args[0], headers);
-  if (command == "config") return Config(client, args);
-  if (command == "pools" && args.empty()) return Pools(client);
+  if (command == "fetch" && args.size() == 1) return Fetch(**client, args[0], headers);
+  if (command == "config") return Config(**client, args);
+  if (command == "pools" && args.empty()) return Pools(**client);
   return Usage(absl::StrCat("unknown command or arguments: ", command));
 }

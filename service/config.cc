@@ -20,6 +20,9 @@ namespace {
 
 namespace v1 = egress::v1;
 
+// Each origin label adds some 35 series to every scrape.
+constexpr size_t kMaxOriginLabels = 10000;
+
 // A number left at zero means the default: the proto is filled in with it (GetConfig
 // shows what is in force); otherwise the setting takes the proto's number.
 template <class Proto, class Number, class Setting>
@@ -435,6 +438,11 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   auto* metrics = config.proto.mutable_metrics();
   NumberOrDefault(metrics, &v1::MetricsConfig::max_origin_labels,
                   &v1::MetricsConfig::set_max_origin_labels, &config.max_origin_labels);
+  if (config.max_origin_labels > kMaxOriginLabels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics.max_origin_labels: at most ", kMaxOriginLabels, " (got ",
+        config.max_origin_labels, "); each origin label adds some 35 series to every scrape"));
+  }
 
   auto* limits = config.proto.mutable_limits();
   FetchLimits& l = config.limits;

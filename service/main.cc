@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
                                            *metrics, *credentials);
   if (!server.ok()) return Fail(std::string(server.status().message()));
+  (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(
       **server, {absl::GetFlag(FLAGS_admin_listen),
                  "",

@@ -58,8 +58,7 @@ void AddSample(MetricFamily& family, std::vector<ClientMetric::Label> labels, do
 }  // namespace
 
 Metrics::Metrics(size_t max_origins)
-    : max_origins_(max_origins),
-      histograms_(std::make_shared<prometheus::Registry>()),
+    : histograms_(std::make_shared<prometheus::Registry>()),
       drain_duration_(MakeHistogram(*histograms_, "egress_drain_duration_seconds",
                                     "How long drains took, completed or abandoned.",
                                     kDrainBuckets)),
@@ -75,14 +74,59 @@ Metrics::Metrics(size_t max_origins)
                          .Register(*histograms_)),
       dial_dns_(dial_duration_.Add({{"phase", "dns"}}, kLatencyBuckets)),
       dial_connect_(dial_duration_.Add({{"phase", "connect"}}, kLatencyBuckets)),
-      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, kLatencyBuckets)) {}
+      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, kLatencyBuckets)),
+      max_origins_(max_origins) {}
+
+void Metrics::SetMaxOrigins(size_t max_origins) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_origins_ = max_origins;
+  EvictDownTo(max_origins_);
+}
+
+size_t Metrics::labelled_origins() const {
+  return origins_.size() - (origins_.contains(kOther) ? 1 : 0);
+}
+
+bool Metrics::EvictDownTo(size_t keep) {
+  // Only quiet rows: a live connection's gauges and drains must end in the row they
+  // started in.
+  while (labelled_origins() > keep && !quiet_.empty()) {
+    origins_.erase(quiet_.back());
+    quiet_.pop_back();
+    ++evictions_;
+  }
+  return labelled_origins() <= keep;
+}
+
+void Metrics::TrackLive(const transport::Origin& origin, OriginCounts& c, int delta) {
+  std::string key = origin.Key();
+  if (!origins_.contains(key)) {
+    int64_t& live = live_in_other_[key];
+    live += delta;
+    if (live <= 0) live_in_other_.erase(key);
+  } else if (c.live() && c.quiet) {
+    quiet_.erase(*c.quiet);
+    c.quiet.reset();
+  } else if (!c.live() && !c.quiet) {
+    quiet_.push_front(std::move(key));
+    c.quiet = quiet_.begin();
+  }
+}
 
 Metrics::OriginCounts& Metrics::For(const transport::Origin& origin) {
   std::string key = origin.Key();
   auto it = origins_.find(key);
-  if (it != origins_.end()) return it->second;
-  if (origins_.size() >= max_origins_) key = kOther;
-  return origins_[key];
+  if (it != origins_.end()) {
+    if (it->second.quiet) quiet_.splice(quiet_.begin(), quiet_, *it->second.quiet);
+    return it->second;
+  }
+  if (live_in_other_.contains(key) || max_origins_ == 0 || !EvictDownTo(max_origins_ - 1)) {
+    return origins_[kOther];
+  }
+  quiet_.push_front(key);  // until its first connection opens
+  OriginCounts& row = origins_[std::move(key)];
+  row.quiet = quiet_.begin();
+  return row;
 }
 
 int64_t& Metrics::Gauge(OriginCounts& counts, ConnectionState state) {
@@ -108,6 +152,7 @@ void Metrics::OnConnectionOpened(const transport::Origin& origin,
   OriginCounts& c = For(origin);
   ++c.opened;
   ++c.active;
+  TrackLive(origin, c, +1);
 }
 
 void Metrics::OnConnectionStateChanged(const transport::Origin& origin, ConnectionState from,
@@ -124,6 +169,9 @@ void Metrics::OnConnectionClosed(const transport::Origin& origin, CloseReason re
   OriginCounts& c = For(origin);
   ++c.closed[static_cast<size_t>(reason)];
   --Gauge(c, from);
+  TrackLive(origin, c, -1);
+  // Slots taken away at run time are given up as their origins' last connections close.
+  if (labelled_origins() > max_origins_) EvictDownTo(max_origins_);
 }
 
 void Metrics::OnDrainStarted(const transport::Origin& origin) {
@@ -298,6 +346,15 @@ std::vector<MetricFamily> Metrics::Collect() const {
       "egress_surplus_connections_total",
       "Dials that lost the race to a drained connection: kept idle, or closed (pool full).",
       MetricType::Counter);
+  MetricFamily labels = Family("egress_origin_labels",
+                               "Origin label slots: in use, and the limit "
+                               "(metrics.max_origin_labels).",
+                               MetricType::Gauge);
+  MetricFamily evictions = Family(
+      "egress_origin_label_evictions_total",
+      "Origins whose label slot went to a new origin (least recently used, no live "
+      "connection); their series were removed.",
+      MetricType::Counter);
   MetricFamily budget = Family("egress_drain_budget_bytes",
                                "The global budget of bytes ADAPTIVE drains may read at once: "
                                "in use, the most ever in use, and the limit.",
@@ -356,6 +413,9 @@ std::vector<MetricFamily> Metrics::Collect() const {
       AddSample(surplus, {origin, {"fate", "kept_idle"}}, c.surplus[true]);
       AddSample(surplus, {origin, {"fate", "closed"}}, c.surplus[false]);
     }
+    AddSample(labels, {{"state", "in_use"}}, labelled_origins());
+    AddSample(labels, {{"state", "limit"}}, max_origins_);
+    AddSample(evictions, {}, evictions_);
     AddSample(budget, {{"state", "in_use"}}, budget_in_use_);
     AddSample(budget, {{"state", "peak"}}, budget_peak_);
     AddSample(budget, {{"state", "limit"}}, budget_limit_);
@@ -376,7 +436,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
-      drain_time, drain_aware, surplus, budget, dns, buffered};
+      drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions};
   CollectUpstreamInput(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;

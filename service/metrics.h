@@ -3,8 +3,10 @@
 
 #include <array>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,12 +26,21 @@ namespace egress {
 // are exported as a consistent snapshot, so that on every scrape
 //   drains started = completed + abandoned + draining now, and
 //   connections opened - closed = idle + active + draining.
-// Past max_origins distinct origins, new ones are counted as origin="other".
+// At most max_origins origins have a label of their own. A new origin takes a free slot,
+// else the least recently used origin's slot if that origin has no live connection (its
+// series are removed: a counter that comes back later starts from 0, which rate() takes
+// for a reset); else it is counted as origin="other". An origin keeps one row while it
+// has live connections, so both sums above hold per row and removing a row keeps them.
 class Metrics final : public transport::TransportObserver,
                       public FetchObserver,
                       public prometheus::Collectable {
  public:
   explicit Metrics(size_t max_origins);
+
+  // Changes the number of origin label slots at run time (metrics.max_origin_labels).
+  // Fewer slots evict least recently used origins without live connections now, others
+  // as their last connection closes.
+  void SetMaxOrigins(size_t max_origins);
 
   // TransportObserver
   void OnUpstreamRequest(const transport::Origin& origin, bool reused) override;
@@ -83,16 +94,27 @@ class Metrics final : public transport::TransportObserver,
     transport::OriginCost cost;
     std::array<std::array<uint64_t, 2>, 2> drain_aware{};  // [wait, dial][new, drained]
     std::array<uint64_t, 2> surplus{};                     // [closed, kept]
+    // Its place in quiet_: set while the origin has a row and no live connection.
+    std::optional<std::list<std::string>::iterator> quiet;
+    bool live() const { return idle != 0 || active != 0 || draining != 0; }
   };
 
-  // The row for an origin's label; creates it, or falls back to "other".
+  // The row for an origin's label, marked most recently used; creates it in a free or
+  // freed slot, or falls back to "other".
   OriginCounts& For(const transport::Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a connection of `origin` (counted in `c`) opened (+1) or closed (-1): its row
+  // leaves or joins quiet_, or, counted in "other", live_in_other_ follows.
+  void TrackLive(const transport::Origin& origin, OriginCounts& c, int delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts the least recently used quiet rows until at most `keep` origins have rows.
+  // True if it got there.
+  bool EvictDownTo(size_t keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t labelled_origins() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t& Gauge(OriginCounts& counts, transport::ConnectionState state);
   // A drain ended: its bytes and duration counted, the connection active again.
   OriginCounts& EndDrain(const transport::Origin& origin, uint64_t bytes,
                          absl::Duration duration) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const size_t max_origins_;
   // Histograms are thread-safe on their own; families built once.
   std::shared_ptr<prometheus::Registry> histograms_;
   prometheus::Histogram& drain_duration_;
@@ -104,7 +126,15 @@ class Metrics final : public transport::TransportObserver,
   prometheus::Histogram& dial_tls_;
 
   mutable std::mutex mu_;
+  size_t max_origins_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, OriginCounts> origins_ ABSL_GUARDED_BY(mu_);
+  // Origins with a row and no live connection, most recently used first: the ones whose
+  // slots may go to new origins.
+  std::list<std::string> quiet_ ABSL_GUARDED_BY(mu_);
+  // Live connections, by origin, of origins counted in "other": such an origin stays in
+  // "other" until they are closed, so that each connection's counts stay in one row.
+  absl::flat_hash_map<std::string, int64_t> live_in_other_ ABSL_GUARDED_BY(mu_);
+  uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
   // Not by origin: a caller probing many internal names must not explode the label.
   std::array<uint64_t, transport::kDenyReasonCount> policy_denied_ ABSL_GUARDED_BY(mu_){};

@@ -36,14 +36,16 @@ absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::C
   auto config = BuildConfig(proto);
   if (!config.ok()) return config.status();
   std::lock_guard<std::mutex> lock(apply_mu_);
-  if (config->max_origin_labels != config_->Get()->max_origin_labels) {
-    return absl::InvalidArgumentError(
-        "metrics.max_origin_labels: cannot change while egressd runs; restart it instead");
-  }
   if (auto status = transport_->UpdateSettings(config->transport); !status.ok()) return status;
+  if (apply_max_origin_labels_) apply_max_origin_labels_(config->max_origin_labels);
   egress::v1::Config in_force = config->proto;
   config_->Set(*std::move(config));
   return in_force;
+}
+
+void EgressServer::OnMaxOriginLabels(std::function<void(size_t)> apply) {
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  apply_max_origin_labels_ = std::move(apply);
 }
 
 void EgressServer::Shutdown(absl::Duration grace) {

@@ -1,10 +1,12 @@
 #ifndef EGRESS_SERVICE_SERVER_H_
 #define EGRESS_SERVICE_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -33,6 +35,9 @@ class EgressServer {
   // Validates a whole new config and swaps it in atomically; returns the config now in
   // force (defaults filled in). On error nothing changes.
   absl::StatusOr<egress::v1::Config> ApplyConfig(const egress::v1::Config& proto);
+  // `apply` gets metrics.max_origin_labels of every config ApplyConfig swaps in (main.cc
+  // passes it on to the Prometheus metrics' origin label slots).
+  void OnMaxOriginLabels(std::function<void(size_t)> apply);
   // Turns health NOT_SERVING and refuses new fetches, lets those in flight finish (for up
   // to `grace`), then stops the gRPC server, cancelling whatever is left.
   void Shutdown(absl::Duration grace);
@@ -43,6 +48,7 @@ class EgressServer {
 
   std::unique_ptr<ConfigStore> config_;
   std::mutex apply_mu_;  // one ApplyConfig at a time
+  std::function<void(size_t)> apply_max_origin_labels_ ABSL_GUARDED_BY(apply_mu_);
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<FetchService> fetch_service_;
   std::unique_ptr<grpc::Server> server_;

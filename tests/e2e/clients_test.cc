@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/support/egressd_process.h"
+#include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
 
 namespace egress::testing {
@@ -55,10 +56,53 @@ class ClientsTest : public ::testing::Test {
     egressd_ = std::make_unique<EgressdProcess>(
         Runfile("service/egressd"), dir_ + "/egress.textproto", dir_ + "/egressd.log");
     ASSERT_TRUE(egressd_->WaitUntilListening());
+    StartGuardedEgressd();
   }
   static void TearDownTestSuite() {
+    guarded_.reset();
     egressd_.reset();
     nginx_.reset();
+  }
+
+  // A second egressd, locked down: Egress over TLS, the admin service over mTLS and a
+  // bearer token, callers named by metadata. nginx's test PKI serves: its CA signed a
+  // certificate for 127.0.0.1 and a client certificate.
+  static std::string GuardedConfig(const std::string& extra = "") {
+    return absl::StrCat("transport { extra_ca_file: \"", nginx_->ca_file(), "\" }\n",
+                        "policy { allow_cidrs: \"127.0.0.0/8\" caller_header: \"x-egress-caller\"",
+                        " callers { identity: \"billing\" allowed_hosts: \"localhost\" } }\n",
+                        extra);
+  }
+  static void StartGuardedEgressd() {
+    std::ofstream(dir_ + "/guarded.textproto") << GuardedConfig();
+    std::ofstream(dir_ + "/admin.token") << "s3cret-token\n";
+    guarded_ = std::make_unique<EgressdProcess>(
+        Runfile("service/egressd"), dir_ + "/guarded.textproto", dir_ + "/guarded.log",
+        std::vector<std::string>{
+            "--grpc_tls_cert=" + nginx_->server_cert_file(),
+            "--grpc_tls_key=" + nginx_->server_key_file(),
+            "--admin_tls_cert=" + nginx_->server_cert_file(),
+            "--admin_tls_key=" + nginx_->server_key_file(),
+            "--admin_tls_client_ca=" + nginx_->ca_file(),
+            "--admin_token_file=" + dir_ + "/admin.token"});
+    ASSERT_TRUE(guarded_->WaitUntilListening());
+  }
+  // egressctl for the guarded egressd with `flags` (e.g. the TLS ones).
+  static std::string GuardedEgressctl(const std::string& flags) {
+    return absl::StrCat(Runfile("client/egressctl"), " --target=", guarded_->grpc_target(),
+                        " --admin=", guarded_->admin_target(), " ", flags, " ");
+  }
+  static std::string MtlsFlags() {
+    return absl::StrCat("--tls --ca=", nginx_->ca_file(), " --cert=", nginx_->client_cert_file(),
+                        " --key=", nginx_->client_key_file());
+  }
+  static std::string TokenFlag() { return absl::StrCat("--token-file=", dir_, "/admin.token"); }
+  // The arguments check_tls_python.py and check_tls_node.js take after their first.
+  static std::string GuardedCheckArgs() {
+    return absl::StrCat(guarded_->grpc_target(), " ", guarded_->admin_target(), " ",
+                        nginx_->ca_file(), " ", nginx_->client_cert_file(), " ",
+                        nginx_->client_key_file(), " ", dir_, "/admin.token ", Url(),
+                        " https://127.0.0.1:", nginx_->https_port(), "/cl/4k");
   }
 
   static std::string Target() { return egressd_->grpc_target(); }
@@ -83,6 +127,7 @@ class ClientsTest : public ::testing::Test {
   static inline std::string dir_;
   static inline std::unique_ptr<NginxUpstream> nginx_;
   static inline std::unique_ptr<EgressdProcess> egressd_;
+  static inline std::unique_ptr<EgressdProcess> guarded_;
 };
 
 TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
@@ -188,6 +233,96 @@ TEST_F(ClientsTest, EgressctlSetsTheConfigFromAFile) {
   EXPECT_NE(in_force.find("max_idle_per_origin: 7"), std::string::npos) << in_force;
 }
 
+TEST_F(ClientsTest, EgressctlReachesAnAdminListenerWithMtlsAndAToken) {
+  const std::string egressctl = GuardedEgressctl(MtlsFlags() + " " + TokenFlag());
+  int status = -1;
+  const std::string config = RunShell(egressctl + "config get 2>&1", &status);
+  EXPECT_EQ(status, 0) << config;
+  EXPECT_NE(config.find("caller_header: \"x-egress-caller\""), std::string::npos) << config;
+  const std::string pools = RunShell(egressctl + "pools 2>&1", &status);
+  EXPECT_EQ(status, 0) << pools;
+  EXPECT_EQ(pools.rfind("origin ", 0), 0u) << pools;
+
+  const std::string no_token =
+      RunShell(GuardedEgressctl(MtlsFlags()) + "config get 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << no_token;
+  EXPECT_NE(no_token.find("UNAUTHENTICATED"), std::string::npos) << no_token;
+  const std::string plaintext = RunShell(GuardedEgressctl(TokenFlag()) + "pools 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << plaintext;
+  EXPECT_NE(plaintext.find("UNAVAILABLE"), std::string::npos) << plaintext;
+  const std::string no_such_ca =
+      RunShell(GuardedEgressctl("--ca=" + dir_ + "/no-such-ca.pem") + "pools 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << no_such_ca;
+  EXPECT_NE(no_such_ca.find("no-such-ca.pem"), std::string::npos) << no_such_ca;
+}
+
+TEST_F(ClientsTest, EgressctlFetchesOverTlsAsANamedCaller) {
+  const std::string egressctl = GuardedEgressctl("--tls --ca=" + nginx_->ca_file());
+  int status = -1;
+  const std::string fetched = RunShell(egressctl + "--caller=billing fetch " + Url() + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << fetched;
+  EXPECT_EQ(fetched.rfind("HTTP 200\n", 0), 0u) << fetched;
+  // billing may reach only "localhost": the caller identity arrived.
+  const std::string other_host = absl::StrCat("https://127.0.0.1:", nginx_->https_port(), "/cl/4k");
+  const std::string denied =
+      RunShell(egressctl + "--caller=billing fetch " + other_host + " 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << denied;
+  EXPECT_NE(denied.find("PERMISSION_DENIED"), std::string::npos) << denied;
+  const std::string anonymous = RunShell(egressctl + "fetch " + other_host + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << anonymous;
+}
+
+TEST_F(ClientsTest, CppClientSpeaksTlsWithATokenAndCallerMetadata) {
+  client::ClientOptions options;
+  options.target = guarded_->grpc_target();
+  options.admin_target = guarded_->admin_target();
+  options.tls.ca_file = nginx_->ca_file();
+  options.admin_tls = {true, nginx_->ca_file(), nginx_->client_cert_file(),
+                       nginx_->client_key_file(), ""};
+  options.admin_token = "s3cret-token";
+  options.metadata = {{"x-egress-caller", "billing"}};
+  auto egress = client::EgressClient::Create(options);
+  ASSERT_TRUE(egress.ok()) << egress.status();
+  auto config = (*egress)->GetConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->policy().caller_header(), "x-egress-caller");
+  auto fetched = (*egress)->Fetch(Url());
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  EXPECT_EQ(fetched->status_code(), 200);
+  const auto denied =
+      (*egress)->Fetch(absl::StrCat("https://127.0.0.1:", nginx_->https_port(), "/cl/4k"));
+  EXPECT_TRUE(absl::IsPermissionDenied(denied.status())) << denied.status();
+
+  options.admin_tls.key_file = dir_ + "/no-such.key";
+  const auto unreadable = client::EgressClient::Create(options);
+  EXPECT_TRUE(absl::IsInvalidArgument(unreadable.status())) << unreadable.status();
+  EXPECT_NE(unreadable.status().message().find("no-such.key"), absl::string_view::npos);
+}
+
+TEST_F(ClientsTest, MaxOriginLabelsChangesAtRunTimeThroughEgressctl) {
+  std::ofstream(dir_ + "/labels.textproto") << GuardedConfig("metrics { max_origin_labels: 3 }\n");
+  int status = -1;
+  const std::string in_force = RunShell(GuardedEgressctl(MtlsFlags() + " " + TokenFlag()) +
+                                            "config set " + dir_ + "/labels.textproto 2>&1",
+                                        &status);
+  EXPECT_EQ(status, 0) << in_force;
+  EXPECT_NE(in_force.find("max_origin_labels: 3"), std::string::npos) << in_force;
+  auto page = HttpGet(guarded_->metrics_port(), "/metrics");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_NE(page->body.find("egress_origin_labels{state=\"limit\"} 3\n"), std::string::npos)
+      << page->body;
+}
+
+// What check_tls_python.py and check_tls_node.js print against the guarded egressd.
+void ExpectGuardedCalls(const std::vector<Struct>& calls) {
+  ASSERT_EQ(calls.size(), 5u);
+  EXPECT_EQ(Field(calls[0], "caller_header"), "x-egress-caller");
+  EXPECT_EQ(Field(calls[1], "error"), "");
+  EXPECT_EQ(Field(calls[2], "status"), "200");
+  EXPECT_EQ(Field(calls[3], "error"), "PERMISSION_DENIED");  // billing may reach localhost only
+  EXPECT_EQ(Field(calls[4], "error"), "UNAUTHENTICATED");
+}
+
 TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   int status = -1;
   const std::string stubs = dir_ + "/python-stubs";
@@ -199,6 +334,13 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
           &status);
   ASSERT_EQ(status, 0) << output;
   ExpectTwoFetchesAndAnError(JsonLines(output));
+
+  const std::string guarded =
+      RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_tls_python.py"), " ",
+                            stubs, " ", Runfile("client/python"), " ", GuardedCheckArgs()),
+               &status);
+  ASSERT_EQ(status, 0) << guarded;
+  ExpectGuardedCalls(JsonLines(guarded));
 
   // The README's example, as printed there.
   const std::string example = RunShell(
@@ -222,6 +364,12 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
       &status);
   ASSERT_EQ(status, 0) << output;
   ExpectTwoFetchesAndAnError(JsonLines(output));
+  const std::string guarded = RunShell(
+      absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_tls_node.js"), " ",
+                   Runfile("client/node"), " ", GuardedCheckArgs()),
+      &status);
+  ASSERT_EQ(status, 0) << guarded;
+  ExpectGuardedCalls(JsonLines(guarded));
 
   const std::string example = RunShell(
       absl::StrCat(node_env, "node ", Runfile("client/node/example.js"), " ", Url(), " ",

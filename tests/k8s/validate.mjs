@@ -3,8 +3,11 @@
 // names reported too (the schemas let them through), plus what egressd's deployment must
 // keep. Writes each egressd ConfigMap's config to CONFIG_DIR for egressd --check_config.
 //
-//   node validate.mjs NODE_MODULES RULES_FILE CONFIG_DIR MANIFESTS.yaml...
+//   node validate.mjs NODE_MODULES RULES_FILE CONFIG_DIR MANIFESTS.yaml[=CIDR,...]...
 //
+// The CIDRs after a manifest file are the cluster's pod and service ranges its
+// NetworkPolicy must keep egressd from reaching, besides the private ones every
+// rendering must except.
 // The packages are ES modules under NODE_MODULES (tools/install_deps.sh puts them in
 // /opt/egress-npm), imported by path: ES modules do not look at NODE_PATH.
 import fs from 'node:fs';
@@ -134,12 +137,80 @@ function checkEgressd(objects) {
   return config.data['egress.textproto'];
 }
 
+// An IPv4 or IPv6 CIDR as its address bits and prefix length.
+function parseCidr(cidr) {
+  const [address, bits] = cidr.split('/');
+  const prefix = Number(bits);
+  if (!address.includes(':')) {
+    const value = address.split('.').reduce((v, octet) => (v << 8n) | BigInt(Number(octet)), 0n);
+    return { v6: false, width: 32, value, prefix };
+  }
+  const [head, tail] = address.split('::');
+  const groups = (part) => (part ? part.split(':') : []);
+  const missing = tail === undefined ? 0 : 8 - groups(head).length - groups(tail).length;
+  const all = [...groups(head), ...Array(missing).fill('0'), ...groups(tail ?? '')];
+  const value = all.reduce((v, group) => (v << 16n) | BigInt(parseInt(group, 16)), 0n);
+  return { v6: true, width: 128, value, prefix };
+}
+
+// Whether every address of `inner` is in `outer`.
+function covers(outer, inner) {
+  if (outer.v6 !== inner.v6 || inner.prefix < outer.prefix) return false;
+  const shift = BigInt(outer.width - outer.prefix);
+  return (outer.value >> shift) === (inner.value >> shift);
+}
+
+// Ranges egressd must never reach past its NetworkPolicy: private, shared (CGNAT),
+// link-local, loopback, unique local, and NAT64 (which reaches private IPv4 too).
+const kPrivateRanges = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10',
+  '169.254.0.0/16', '127.0.0.0/8', 'fc00::/7', 'fe80::/10', '::1/128', '64:ff9b::/96',
+  '64:ff9b:1::/48'];
+
+// Ingress by namespace and pod together; egress to `clusterRanges` and the private
+// ranges excepted from every ipBlock that would let it through.
+function checkNetworkPolicy(objects, clusterRanges, where) {
+  const policy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'egressd');
+  if (!policy) return problem(where, 'no NetworkPolicy egressd');
+  const selects = (selector) =>
+    Object.keys(selector?.matchLabels || {}).length > 0 || (selector?.matchExpressions || []).length > 0;
+  (policy.spec.ingress || []).forEach((rule, i) => {
+    if (!rule.from?.length) problem(`${where} ingress[${i}]`, 'lets in every source');
+    (rule.from || []).forEach((peer, j) => {
+      if (!selects(peer.namespaceSelector) || !selects(peer.podSelector)) {
+        problem(`${where} ingress[${i}].from[${j}]`,
+          'must select by namespace and pod together (namespaceSelector and podSelector with labels)');
+      }
+    });
+  });
+  const blocks = (policy.spec.egress || []).flatMap((rule) => rule.to || [])
+    .filter((peer) => peer.ipBlock).map((peer) => peer.ipBlock);
+  for (const block of blocks) {
+    const cidr = parseCidr(block.cidr);
+    for (const except of block.except || []) {
+      if (!covers(cidr, parseCidr(except))) problem(where, `except ${except} is not within ${block.cidr}`);
+    }
+  }
+  for (const range of [...kPrivateRanges, ...clusterRanges]) {
+    const r = parseCidr(range);
+    for (const block of blocks) {
+      const cidr = parseCidr(block.cidr);
+      if (!covers(cidr, r) && !covers(r, cidr)) continue;
+      if (!(block.except || []).some((e) => covers(parseCidr(e), r))) {
+        problem(where, `egress to ${range} is allowed by ipBlock ${block.cidr}`);
+      }
+    }
+  }
+}
+
 let configs = 0;
-for (const file of manifestFiles) {
+for (const argument of manifestFiles) {
+  const [file, ranges] = argument.split('=');
+  const clusterRanges = ranges ? ranges.split(',') : [];
   const objects = YAML.parseAllDocuments(fs.readFileSync(file, 'utf8')).map((d) => d.toJS());
   for (const object of objects) {
     await validate(object, `${path.basename(file)}: ${object.kind} ${object.metadata?.name}`);
   }
+  checkNetworkPolicy(objects, clusterRanges, path.basename(file));
   const config = checkEgressd(objects);
   if (config) fs.writeFileSync(path.join(configDir, `${path.basename(file)}.textproto`), config);
   configs += config ? 1 : 0;
