@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
       {"fault: never answers", fault("/never"), egress::v1::BODY_MODE_FULL, StatusCode::DEADLINE_EXCEEDED, 2, true},
       {"policy: metadata address", "http://169.254.169.254/latest", egress::v1::BODY_MODE_FULL, StatusCode::PERMISSION_DENIED, 8, true},
       // Hostile upstreams: responses that never end, each fetch bounded by a 2 s timeout.
-      {"endless: chunked body, read (max_body_bytes 1 MiB)", endless_url("/body"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 3, true, [](FetchRequest& r) { r.set_max_body_bytes(1 << 20); r.mutable_timeout()->set_seconds(5); }},
+      {"endless: chunked body, read (max_body_bytes 1 MiB)", endless_url("/body"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 3, true, [](FetchRequest& r) { r.set_max_body_bytes(1 << 20); r.mutable_timeout()->set_seconds(10); }},
       {"endless: chunked body, unread (drain abandoned)", endless_url("/body"), egress::v1::BODY_MODE_NONE, StatusCode::OK, 3, true, within_2s},
       {"endless: Content-Length 2^60, prefix 1 KiB", endless_url("/length"), egress::v1::BODY_MODE_PREFIX, StatusCode::OK, 3, true, [](FetchRequest& r) { r.set_max_body_bytes(1024); r.mutable_timeout()->set_seconds(2); }},
       {"endless: header lines", endless_url("/headers"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 3, true, within_2s},
@@ -312,5 +312,9 @@ int main(int argc, char** argv) {
               end.fds, end.rss_kib, end.pooled, end.fds - end.pooled);
   std::printf("upstream connections opened: %.0f (%.2f per 1000 fetches)\n", end.opened,
               1000.0 * end.opened / std::max(1, done.load()));
+  if (end.rss_kib < 0) {
+    std::printf("egressd EXITED during the soak; see %s/egressd.log\n", dir.c_str());
+    return 1;
+  }
   return unexpected_not_injected == 0 ? 0 : 1;
 }
