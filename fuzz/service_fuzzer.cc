@@ -83,6 +83,14 @@ World& TheWorld() {
   return *world;
 }
 
+// Arbitrary ASCII (CR, LF and NUL included): proto3 string fields must be UTF-8, and a
+// client library refuses anything else before egress sees it.
+std::string Text(FuzzedDataProvider& in, size_t max_length) {
+  std::string text = in.ConsumeRandomLengthString(max_length);
+  for (char& c : text) c &= 0x7f;
+  return text;
+}
+
 std::string Url(FuzzedDataProvider& in, const World& world) {
   static const char* const kPaths[] = {
       "/ok",        "/long-body", "/reset-body",  "/short-body",     "/bad-chunk",
@@ -98,7 +106,7 @@ std::string Url(FuzzedDataProvider& in, const World& world) {
   const int port = in.ConsumeBool() ? ports[in.ConsumeIntegralInRange<size_t>(1, 3)] : ports[0];
   // The path starts with "/": whatever follows cannot change the authority.
   std::string path = kPaths[in.ConsumeIntegralInRange<size_t>(0, std::size(kPaths) - 1)];
-  if (in.ConsumeBool()) path = absl::StrCat("/", in.ConsumeRandomLengthString(64));
+  if (in.ConsumeBool()) path = absl::StrCat("/", Text(in, 64));
   return absl::StrCat(scheme, "://", host, ":", port, path);
 }
 
@@ -108,12 +116,12 @@ FetchRequest MakeFetchRequest(FuzzedDataProvider& in, const World& world) {
   FetchRequest request;
   request.set_method(in.ConsumeBool()
                          ? kMethods[in.ConsumeIntegralInRange<size_t>(0, std::size(kMethods) - 1)]
-                         : in.ConsumeRandomLengthString(16));
-  request.set_url(in.ConsumeBool() ? Url(in, world) : in.ConsumeRandomLengthString(128));
+                         : Text(in, 16));
+  request.set_url(in.ConsumeBool() ? Url(in, world) : Text(in, 128));
   for (int h = in.ConsumeIntegralInRange(0, 4); h > 0; --h) {
     auto* header = request.add_headers();
-    header->set_name(in.ConsumeRandomLengthString(32));
-    header->set_value(in.ConsumeBool() ? in.ConsumeRandomLengthString(64)
+    header->set_name(Text(in, 32));
+    header->set_value(in.ConsumeBool() ? Text(in, 64)
                                        : std::string(in.ConsumeIntegralInRange(0, 8192), 'v'));
   }
   if (in.ConsumeBool()) {
