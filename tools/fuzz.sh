@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang (ASan + UBSan) and runs each for
 # SECONDS (default 30) from its seed corpus in fuzz/corpus/. Prints, per target, the
-# executions, coverage and any crash; fails if a target crashes.
+# executions, coverage and any crash; fails if a target crashes. The network targets
+# (transport, service) run in a network namespace with only loopback up.
 #   tools/fuzz.sh            # 30 s each
 #   tools/fuzz.sh 600        # the longer run recorded in fuzz/README.md
 set -euo pipefail
@@ -21,25 +22,54 @@ transport=(service/transport/request.cc service/transport/address_policy.cc
            service/transport/response_parser.cc)
 absl="absl_statusor absl_strings absl_str_format absl_time absl_flat_hash_map absl_hash"
 libs=(-lboost_url $(pkg-config --libs protobuf $absl absl_raw_hash_set))
+# The whole transport, and the gRPC front end over it, for the network targets; compiled
+# once, linked into both.
+compile() {  # sources... -> prints the objects
+  for source in "$@"; do
+    local object="$out/obj/$(echo "$source" | tr / _).o"
+    mkdir -p "$out/obj"
+    clang++ "${flags[@]}" -c "$source" -o "$object" >&2
+    echo "$object"
+  done
+}
+mapfile -t all_transport < <(compile service/transport/*.cc)
+net_libs=(-lboost_url -lssl -lcrypto $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
+mapfile -t service < <(compile service/fetch_service.cc service/config.cc \
+  service/status_mapping.cc "$genfiles/egress/v1/egress.pb.cc" \
+  "$genfiles/egress/v1/egress.grpc.pb.cc" tests/support/fault_server.cc)
+service_libs=($(pkg-config --libs grpc++ protobuf) "${net_libs[@]}")
 
-build() {  # name, sources...
+build() {  # name, sources... [-- libs...]; the default libs when none are given
   local name="$1"; shift
-  clang++ "${flags[@]}" "$@" -o "$out/$name" "${libs[@]}"
+  local sources=() link=("${libs[@]}")
+  while (($#)) && [[ "$1" != -- ]]; do sources+=("$1"); shift; done
+  if (($#)); then shift; link=("$@"); fi
+  clang++ "${flags[@]}" "${sources[@]}" -o "$out/$name" "${link[@]}"
 }
 build request_fuzzer fuzz/request_fuzzer.cc "${transport[@]}"
 build response_parser_fuzzer fuzz/response_parser_fuzzer.cc "${transport[@]}"
 build config_fuzzer fuzz/config_fuzzer.cc service/config.cc "$genfiles/egress/v1/egress.pb.cc" \
   "${transport[@]}"
+build transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
+build service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
+  -- "${service_libs[@]}"
 
 failed=0
-for target in request response_parser config; do
+for target in request response_parser config transport service; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus"
   cp -n fuzz/corpus/"$target"/* "$corpus"/
   # Inputs that once crashed a target run first, every time.
   cp -n fuzz/regressions/"$target"-* "$corpus"/ 2>/dev/null || true
   log="$out/$target.log"
-  if "$out/${target}_fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+  run=("$out/${target}_fuzzer")
+  extra=()
+  [[ -f fuzz/$target.dict ]] && extra+=(-dict="fuzz/$target.dict")
+  case "$target" in transport|service)
+    run=(tests/support/run_in_netns.sh "${run[@]}")
+    extra+=(-malloc_limit_mb=256)  # one allocation past it is a finding
+  esac
+  if "${run[@]}" -max_total_time="$seconds" -max_len=4096 -timeout=10 "${extra[@]}" \
       -artifact_prefix="$out/$target-" -print_final_stats=1 "$corpus" >"$log" 2>&1; then
     verdict="no crash"
   else
