@@ -13,6 +13,7 @@
 #include "boost/asio/ssl/context.hpp"
 #include "boost/asio/strand.hpp"
 #include "gtest/gtest.h"
+#include "service/transport/dns/ares_resolver.h"
 #include "tests/support/counting_observer.h"
 
 namespace egress::transport {
@@ -296,7 +297,8 @@ class PoolPolicyTest : public PoolTest {
     std::promise<absl::Status> dialed;
     TransportSettings settings;
     settings.policy = Policy({});
-    lease->connection->Dial(settings, absl::Now() + absl::Seconds(5),
+    // An IP literal: the resolver is never asked.
+    lease->connection->Dial(settings, absl::Now() + absl::Seconds(5), resolver_, "",
                             [&](absl::Status status) { dialed.set_value(status); });
     EXPECT_TRUE(dialed.get_future().get().ok());
     return lease->connection;
@@ -320,6 +322,7 @@ class PoolPolicyTest : public PoolTest {
 
   net::io_context idle_io_;  // never run: the listeners only listen
   std::vector<std::unique_ptr<net::ip::tcp::acceptor>> listeners_;
+  AresResolver resolver_{observer_};
 };
 
 TEST_F(PoolPolicyTest, ANewPolicyRetiresTheIdleConnectionsItDeniesAndKeepsTheOthers) {
