@@ -124,9 +124,12 @@ TEST_F(ReloadFileTest, ARejectedReloadIsRetriedOnTheNextPoll) {
   Start("reload-retry", "drain { max_bytes: 1000 }\n");
   const std::string ca = path_ + ".ca.pem";
   Overwrite(absl::StrCat("drain { max_bytes: 2000 }\ntransport { extra_ca_file: \"", ca, "\" }\n"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(InForce().drain().max_bytes(), 1000u);  // the CA file is not there yet
+  for (int i = 0; i < 100 && ReadFile(log_).find("rejected config file") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // slow under sanitizers
+  }
   EXPECT_THAT(ReadFile(log_), HasSubstr("rejected config file"));
+  EXPECT_EQ(InForce().drain().max_bytes(), 1000u);  // the CA file is not there yet
 
   int status = -1;
   RunShell(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
