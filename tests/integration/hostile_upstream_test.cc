@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "service/transport/request.h"
 #include "tests/support/egress_fixture.h"
+#include "tests/support/resident_memory.h"
 
 namespace egress::testing {
 namespace {
@@ -26,37 +27,6 @@ using transport::UpstreamLimit;
 using ::testing::HasSubstr;
 
 constexpr int64_t kMemoryBound = 64 << 20;
-
-// The most this process's resident memory grew, sampled every few milliseconds while
-// the sampler lives.
-class RssGrowth {
- public:
-  RssGrowth() : start_(Resident()), thread_([this] { Sample(); }) {}
-  ~RssGrowth() { Stop(); }
-  int64_t Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    return peak_ - start_;
-  }
-
- private:
-  static int64_t Resident() {
-    std::ifstream statm("/proc/self/statm");
-    int64_t size = 0, resident = 0;
-    statm >> size >> resident;
-    return resident * sysconf(_SC_PAGESIZE);
-  }
-  void Sample() {
-    while (!stop_) {
-      peak_ = std::max<int64_t>(peak_, Resident());
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  const int64_t start_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> peak_{0};
-  std::thread thread_;
-};
 
 class HostileUpstreamTest : public EgressFaultsTest {
  protected:
