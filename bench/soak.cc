@@ -175,10 +175,10 @@ int main(int argc, char** argv) {
       {"endless: chunked body, unread (drain abandoned)", endless_url("/body"), egress::v1::BODY_MODE_NONE, StatusCode::OK, 3, true, within_2s},
       {"endless: Content-Length 2^60, prefix 1 KiB", endless_url("/length"), egress::v1::BODY_MODE_PREFIX, StatusCode::OK, 3, true, [](FetchRequest& r) { r.set_max_body_bytes(1024); r.mutable_timeout()->set_seconds(2); }},
       {"endless: header lines", endless_url("/headers"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 3, true, within_2s},
-      {"endless: chunk extension", endless_url("/chunk-ext"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 2, true, within_2s},
-      {"endless: trailers", endless_url("/trailers"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 2, true, within_2s},
+      {"endless: chunk extension", endless_url("/chunk-ext"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 2, true, within_2s},
+      {"endless: trailers", endless_url("/trailers"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 2, true, within_2s},
       // Hostile callers.
-      {"caller: max_body_bytes 2^64-1, endless body", endless_url("/body"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 2, true, [](FetchRequest& r) { r.set_max_body_bytes(~uint64_t{0}); r.mutable_timeout()->set_seconds(2); }},
+      {"caller: max_body_bytes 2^64-1, endless body", endless_url("/body"), egress::v1::BODY_MODE_FULL, StatusCode::INVALID_ARGUMENT, 2, true, [](FetchRequest& r) { r.set_max_body_bytes(~uint64_t{0}); r.mutable_timeout()->set_seconds(2); }},
       {"caller: method with a space", nginx->HttpUrl("/cl/1k"), egress::v1::BODY_MODE_FULL, StatusCode::INVALID_ARGUMENT, 3, true, [](FetchRequest& r) { r.set_method("GE T"); }},
       {"caller: CR/LF in a header value", nginx->HttpUrl("/cl/1k"), egress::v1::BODY_MODE_FULL, StatusCode::INVALID_ARGUMENT, 3, true, [](FetchRequest& r) { auto* h = r.add_headers(); h->set_name("X-Smuggle"); h->set_value("a\r\nHost: evil"); }},
       {"caller: TRACE with a body", nginx->HttpUrl("/cl/1k"), egress::v1::BODY_MODE_FULL, StatusCode::INVALID_ARGUMENT, 2, true, [](FetchRequest& r) { r.set_method("TRACE"); r.set_body("hello"); }},
