@@ -70,6 +70,7 @@ class ClientsTest : public ::testing::Test {
   static std::string GuardedConfig(const std::string& extra = "") {
     return absl::StrCat("transport { extra_ca_file: \"", nginx_->ca_file(), "\" }\n",
                         "policy { allow_cidrs: \"127.0.0.0/8\" caller_header: \"x-egress-caller\"",
+                        " caller_header_trusted_peers: \"127.0.0.1\"",
                         " callers { identity: \"billing\" allowed_hosts: \"localhost\" } }\n",
                         extra);
   }

@@ -169,6 +169,7 @@ TEST_F(DnsTest, UnansweredLookupsEndAtTheirOwnTimeouts) {
 TEST_F(DnsTest, LookupsPastTheCallersLimitAreResourceExhausted) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");  // the test's calls
     c.mutable_transport()->mutable_dns()->set_max_lookups_per_caller(2);
   });
   StartUnanswered({"batch1.test", "batch2.test"}, 1500, "batch");
@@ -187,6 +188,7 @@ TEST_F(DnsTest, LookupsPastTheCallersLimitAreResourceExhausted) {
 TEST_F(DnsTest, LookupsPastTheTotalLimitAreResourceExhausted) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");  // the test's calls
     c.mutable_transport()->mutable_dns()->set_max_lookups(2);
   });
   StartUnanswered({"busy1.test"}, 1500, "batch");

@@ -216,6 +216,7 @@ TEST_F(HostileCallerTest, TimeoutLongerThanMaxTimeoutIsCutShortAndSaysSo) {
 TEST_F(HostileCallerTest, CallerAtItsConcurrencyLimitIsTurnedAwayWhileOthersAreServed) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");  // the test's calls
     c.mutable_limits()->set_max_concurrent_fetches_per_caller(2);
   });
   const int accepted = faults().accepted();

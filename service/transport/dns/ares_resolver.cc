@@ -340,7 +340,8 @@ absl::Status AresResolver::Admit(const std::string& caller, const DnsSettings& s
   const uint32_t mine = it == in_flight_by_caller_.end() ? 0 : it->second;
   if (mine >= settings.max_lookups_per_caller) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(CallerName(caller), " already has ", mine,
+        absl::StrCat(CallerName(caller), caller.empty() ? " already have " : " already has ",
+                     mine,
                      " name lookups in flight, the most transport.dns.max_lookups_per_caller "
                      "allows"));
   }
