@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <iterator>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -148,8 +149,12 @@ std::string CallerIdentity(const grpc::CallbackServerContext& context,
   std::string certificate_identity = CertificateIdentity(context, callers);
   if (!callers.caller_header.empty() && HeaderTrusted(context, callers, certificate_identity)) {
     const auto& metadata = context.client_metadata();
-    if (const auto it = metadata.find(callers.caller_header); it != metadata.end()) {
-      return std::string(it->second.data(), it->second.size());
+    const auto [first, last] = metadata.equal_range(callers.caller_header);
+    if (first != last) {
+      // Two values (a proxy that appends to what its client sent): which one the trusted
+      // peer set cannot be told, so neither names the caller.
+      if (std::next(first) != last) return "";
+      return std::string(first->second.data(), first->second.size());
     }
   }
   return certificate_identity;

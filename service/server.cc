@@ -63,6 +63,10 @@ void EgressServer::Shutdown(absl::Duration grace) {
 
 EgressServer::~EgressServer() {
   if (server_) Shutdown(absl::ZeroDuration());
+  // The transport's I/O threads may still hold the last reference to a finished RPC,
+  // whose destructor gives its bytes back to the fetch service's body budget: stop them
+  // before the fetch service goes.
+  transport_.reset();
 }
 
 }  // namespace egress

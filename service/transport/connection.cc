@@ -164,6 +164,12 @@ void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
     self->deadline_ = deadline;
     self->status_done_ = std::move(done);
     self->phase_start_ = absl::Now();
+    // Closed before this ran (a cancel posted ahead of it): nothing is looked up or opened.
+    if (self->closing_) {
+      return std::exchange(self->status_done_, nullptr)(
+          absl::CancelledError(absl::StrCat("connecting to ", self->origin_.Key(),
+                                            " was cancelled")));
+    }
     beast::error_code not_an_address;
     const auto address = net::ip::make_address(self->origin_.host, not_an_address);
     if (!not_an_address) {  // an IP literal needs no lookup

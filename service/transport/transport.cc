@@ -215,6 +215,15 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       const bool kept = transport_.pool_.Return(connection);
       return transport_.observer_.OnSurplusConnection(request_.origin, kept);
     }
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+    }
+    if (cancelled) {  // during the dial: the request is not sent
+      transport_.pool_.Retire(connection, CloseReason::kCancelled);
+      return Finish(absl::CancelledError("the caller cancelled the request"));
+    }
     Send();
   }
 
@@ -454,9 +463,10 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
   }
   auto snapshot = MakeSnapshot(std::move(settings));
   if (!snapshot.ok()) return snapshot.status();
-  pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
-  // Before the swap: requests that start after it find no idle connection it denies.
+  // Before the limits (whose room may serve queued requests from the idle connections)
+  // and before the swap: no request is handed an idle connection the new policy denies.
   pool_.SetPolicy((*snapshot)->settings.policy);
+  pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
   drain_budget_.SetLimit((*snapshot)->settings.drain_budget_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   current_ = *std::move(snapshot);
