@@ -624,7 +624,30 @@ bool Connection::StillOpenAndQuiet() {
   if (::poll(&check, 1, 0) < 0) return false;
   if (check.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
   // Unrequested bytes: garbage on plain HTTP; on TLS they may be a session ticket.
-  return !(check.revents & POLLIN) || stream_.use_tls();
+  if (!stream_.use_tls()) return !(check.revents & POLLIN);
+  return TlsQuiet(check.revents & POLLIN);
+}
+
+bool Connection::TlsQuiet(bool socket_readable) {
+  // Records asio read along with the last response wait inside OpenSSL, where neither
+  // poll nor buffer_ sees them (a body after a 204, an unsolicited 408).
+  SSL* ssl = stream_.tls().native_handle();
+  if (!socket_readable && SSL_has_pending(ssl) == 0 &&
+      BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0) {
+    return true;  // the common case costs no syscall
+  }
+  // A read that must not wait: OpenSSL takes in session tickets and stops at
+  // would_block; an application byte, close_notify, EOF or error all end up refusing.
+  // The byte read is lost, but so is the connection.
+  auto& socket = stream_.tcp().socket();
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (ec) return false;
+  char byte;
+  const size_t read = stream_.tls().read_some(net::buffer(&byte, 1), ec);
+  beast::error_code ignored;
+  socket.non_blocking(false, ignored);  // the next async operation sets what it needs
+  return read == 0 && ec == net::error::would_block;
 }
 
 void Connection::Close() {

@@ -171,6 +171,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Maps an I/O error in a phase to a status a caller can act on.
   absl::Status Fail(absl::string_view phase, boost::beast::error_code ec);
   void CloseOnStrand();
+  // StillOpenAndQuiet's TLS part: nothing but TLS housekeeping waits in OpenSSL or on
+  // the socket (`socket_readable`).
+  bool TlsQuiet(bool socket_readable);
   void FinishDrain();
 
   const uint64_t id_;

@@ -236,5 +236,51 @@ TEST_F(HostileUpstreamTest, CancellingAFetchThatWaitsForAConnectionEndsItCancell
   ExpectRecovered();
 }
 
+// Bytes a TLS upstream sends after a response (here a body on a 204) must not become the
+// next caller's response: the pooled connection is closed as stale and the next fetch
+// dials. A moment later they sit on the socket, where poll saw them but took them for a
+// session ticket.
+TEST_F(HostileUpstreamTest, BytesAfterA204OnAPooledTlsConnectionAreNotTheNextResponse) {
+  FaultServer tls(nginx().server_cert_file(), nginx().server_key_file());
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(tls.Url("/204-then-extra")), &response).ok());
+  EXPECT_EQ(response.status_code(), 204);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the extra bytes arrive
+  const grpc::Status status = Fetch(Request(tls.Url("/ok")), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), "ok");
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(tls.accepted(), 2);
+  EXPECT_EQ(observer_.Closed(CloseReason::kStale), 1);
+}
+
+// The same bytes arriving with the 204 are read from the socket with it, and wait inside
+// OpenSSL, seen by neither poll nor the connection's buffer.
+TEST_F(HostileUpstreamTest, BytesWithA204InsideTheTlsLayerAreNotTheNextResponse) {
+  FaultServer tls(nginx().server_cert_file(), nginx().server_key_file());
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(tls.Url("/204-with-extra")), &response).ok());
+  EXPECT_EQ(response.status_code(), 204);
+  const grpc::Status status = Fetch(Request(tls.Url("/ok")), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), "ok");
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(tls.accepted(), 2);
+  EXPECT_EQ(observer_.Closed(CloseReason::kStale), 1);
+}
+
+// TLS housekeeping after a response (a session ticket) is no reason to close.
+TEST_F(HostileUpstreamTest, SessionTicketAfterAResponseOnAPooledTlsConnectionIsReused) {
+  FaultServer tls(nginx().server_cert_file(), nginx().server_key_file());
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(tls.Url("/ok-then-ticket")), &response).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the ticket arrives
+  ASSERT_TRUE(Fetch(Request(tls.Url("/ok")), &response).ok());
+  EXPECT_EQ(response.body(), "ok");
+  EXPECT_TRUE(response.connection().reused());
+  EXPECT_EQ(tls.accepted(), 1);
+  EXPECT_EQ(observer_.Closed(CloseReason::kStale), 0);
+}
+
 }  // namespace
 }  // namespace egress::testing

@@ -2,7 +2,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,14 +32,15 @@ bool SendAll(int fd, const std::string& bytes) {
   return true;
 }
 
-// Reads one request (head and Content-Length body) from `pending` and the socket;
-// returns its path, or "" when the connection ended first. `head_out`, when given,
-// gets the request line and header lines.
-std::string ReadRequest(int fd, std::string& pending, std::string* head_out = nullptr) {
+// Reads one request (head and Content-Length body) from `pending` and `recv` (as
+// ::recv on the connection); returns its path, or "" when the connection ended first.
+// `head_out`, when given, gets the request line and header lines.
+template <class Recv>
+std::string ReadRequestWith(Recv recv, std::string& pending, std::string* head_out = nullptr) {
   size_t head_end;
   while ((head_end = pending.find("\r\n\r\n")) == std::string::npos) {
     char buffer[4096];
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    const ssize_t n = recv(buffer, sizeof(buffer));
     if (n <= 0) return "";
     pending.append(buffer, static_cast<size_t>(n));
   }
@@ -50,7 +54,7 @@ std::string ReadRequest(int fd, std::string& pending, std::string* head_out = nu
   }
   while (pending.size() < head_end + 4 + body_bytes) {
     char buffer[4096];
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    const ssize_t n = recv(buffer, sizeof(buffer));
     if (n <= 0) return "";
     pending.append(buffer, static_cast<size_t>(n));
   }
@@ -59,6 +63,12 @@ std::string ReadRequest(int fd, std::string& pending, std::string* head_out = nu
   if (request_line.size() < 2) return "";
   const std::string target = request_line[1];
   return target.substr(0, target.find('?'));
+}
+
+std::string ReadRequest(int fd, std::string& pending, std::string* head_out = nullptr) {
+  return ReadRequestWith(
+      [fd](char* buffer, size_t size) { return ::recv(fd, buffer, size, 0); }, pending,
+      head_out);
 }
 
 // Waits until the peer closes the connection, discarding what it sends.
@@ -99,9 +109,18 @@ const std::string kChunkedHead = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\
 
 const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
+const std::string kEvil = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!";
+
+bool SslWriteAll(SSL* ssl, const std::string& bytes) {
+  return SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size())) ==
+         static_cast<int>(bytes.size());
+}
+
 }  // namespace
 
-FaultServer::FaultServer() {
+FaultServer::FaultServer() { Listen(); }
+
+void FaultServer::Listen() {
   for (Kind kind : {Kind::kHttp, Kind::kSilent, Kind::kGarbage}) {
     const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
@@ -119,6 +138,19 @@ FaultServer::FaultServer() {
   }
 }
 
+FaultServer::FaultServer(const std::string& cert_file, const std::string& key_file) {
+  ::signal(SIGPIPE, SIG_IGN);  // SSL_write to a peer that left
+  tls_ = SSL_CTX_new(TLS_server_method());
+  if (tls_ == nullptr ||
+      SSL_CTX_use_certificate_chain_file(tls_, cert_file.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(tls_, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    SSL_CTX_free(tls_);
+    throw std::runtime_error("fault server: cannot load the TLS certificate and key");
+  }
+  // Delegating would start the threads before tls_ is set.
+  Listen();
+}
+
 FaultServer::~FaultServer() {
   stopping_ = true;
   for (int listener : listeners_) ::shutdown(listener, SHUT_RDWR);
@@ -134,10 +166,11 @@ FaultServer::~FaultServer() {
     all_closed_.wait(lock, [this] { return open_.empty(); });
   }
   for (int listener : listeners_) ::close(listener);
+  SSL_CTX_free(tls_);
 }
 
 std::string FaultServer::Url(const std::string& path) const {
-  return absl::StrCat("http://127.0.0.1:", port(), path);
+  return absl::StrCat(tls_ ? "https" : "http", "://127.0.0.1:", port(), path);
 }
 
 int FaultServer::open_connections() {
@@ -162,7 +195,7 @@ void FaultServer::AcceptLoop(int listener, Kind kind) {
 
 void FaultServer::Serve(int fd, Kind kind) {
   switch (kind) {
-    case Kind::kHttp: ServeHttp(fd); break;
+    case Kind::kHttp: tls_ ? ServeTls(fd) : ServeHttp(fd); break;
     case Kind::kSilent: WaitForPeerClose(fd); break;
     case Kind::kGarbage:
       SendAll(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
@@ -283,6 +316,41 @@ void FaultServer::ServeHttp(int fd) {
       if (!SendAll(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")) return;
     }
   }
+}
+
+void FaultServer::ServeTls(int fd) {
+  SSL* ssl = SSL_new(tls_);
+  if (ssl == nullptr) return;
+  SSL_set_fd(ssl, fd);
+  std::string pending;
+  const auto recv = [ssl](char* buffer, size_t size) -> ssize_t {
+    return SSL_read(ssl, buffer, static_cast<int>(size));
+  };
+  while (SSL_is_init_finished(ssl) || SSL_accept(ssl) == 1) {
+    const std::string path = ReadRequestWith(recv, pending);
+    if (path.empty()) break;
+    if (path == "/ok") {
+      if (!SslWriteAll(ssl, kOk)) break;
+    } else if (path == "/ok-then-ticket") {
+      if (!SslWriteAll(ssl, kOk)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (SSL_new_session_ticket(ssl) != 1 || SSL_do_handshake(ssl) != 1) break;
+    } else if (path == "/204-then-extra") {
+      if (!SslWriteAll(ssl, "HTTP/1.1 204 No Content\r\n\r\n")) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (!SslWriteAll(ssl, kEvil)) break;
+    } else if (path == "/204-with-extra") {
+      // Corked, the two records leave together and the client reads them in one go.
+      int on = 1, off = 0;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+      const bool sent = SslWriteAll(ssl, "HTTP/1.1 204 No Content\r\n\r\n") && SslWriteAll(ssl, kEvil);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+      if (!sent) break;
+    } else if (!SslWriteAll(ssl, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")) {
+      break;
+    }
+  }
+  SSL_free(ssl);
 }
 
 }  // namespace egress::testing

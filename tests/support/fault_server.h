@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+struct ssl_ctx_st;
+
 namespace egress::testing {
 
 // An HTTP/1.1 upstream on 127.0.0.1 that misbehaves on command, one thread per
@@ -45,9 +47,17 @@ namespace egress::testing {
 //   /echo-headers     200 whose body is the request's line and header lines
 // silent_port() accepts and never sends a byte (a stalled TLS handshake);
 // garbage_port() answers every connection with plain text (a TLS handshake that fails).
+//
+// Made with a certificate and key, port() speaks HTTPS instead, with these paths only:
+//   /ok               as above
+//   /ok-then-ticket   200 "ok", then 50 ms later a TLS 1.3 session ticket (no data)
+//   /204-then-extra   a 204, then 50 ms later a complete "200 EVIL!" response nobody
+//                     asked for (a body on a 204, in its own TLS record)
+//   /204-with-extra   the same, both TLS records in one TCP segment
 class FaultServer {
  public:
   FaultServer();
+  FaultServer(const std::string& cert_file, const std::string& key_file);
   ~FaultServer();
   FaultServer(const FaultServer&) = delete;
   FaultServer& operator=(const FaultServer&) = delete;
@@ -63,11 +73,14 @@ class FaultServer {
 
  private:
   enum class Kind { kHttp, kSilent, kGarbage };
+  void Listen();
   void AcceptLoop(int listener, Kind kind);
   void Serve(int fd, Kind kind);
   void ServeHttp(int fd);
+  void ServeTls(int fd);
   void Closed(int fd);
 
+  ssl_ctx_st* tls_ = nullptr;  // HTTPS on port() when set
   std::vector<int> listeners_;
   std::vector<int> ports_;
   std::atomic<bool> stopping_{false};
