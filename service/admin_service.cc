@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -178,6 +180,43 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
   return grpc::Status::OK;
 }
 
+namespace {
+
+// Whether a policy's allow_cidrs of one family, merged, cover every address of it: one
+// "0.0.0.0/0", or two "/1" halves, or any other tiling.
+bool AllowsEveryAddress(const egress::v1::PolicyConfig& policy, bool v4) {
+  using Address = unsigned __int128;
+  const int bits = v4 ? 32 : 128;
+  std::vector<std::pair<Address, Address>> ranges;  // first, last
+  for (const std::string& text : policy.allow_cidrs()) {
+    auto cidr = transport::Cidr::Parse(text);
+    if (!cidr.ok() || cidr->network.is_v4() != v4) continue;  // invalid ones fail validation
+    Address first = 0;
+    if (v4) {
+      first = cidr->network.to_v4().to_uint();
+    } else {
+      for (const unsigned char byte : cidr->network.to_v6().to_bytes()) first = first << 8 | byte;
+    }
+    const int host_bits = bits - cidr->prefix_length;
+    const Address span = host_bits >= 128 ? ~Address{0} : (Address{1} << host_bits) - 1;
+    first &= ~span;
+    ranges.emplace_back(first, first + span);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  const Address last = v4 ? Address{0xffffffffu} : ~Address{0};
+  Address next = 0;  // the first address not yet covered
+  for (const auto& [from, to] : ranges) {
+    if (from > next) return false;
+    if (to >= next) {
+      if (to == last) return true;
+      next = to + 1;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 grpc::Status AdminService::CheckPolicyWidening(const egress::v1::Config& next) const {
   if (access_.allow_policy_off) return grpc::Status::OK;
   const egress::v1::PolicyConfig& now = server_.config().Get()->proto.policy();
@@ -189,20 +228,11 @@ grpc::Status AdminService::CheckPolicyWidening(const egress::v1::Config& next) c
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         absl::StrCat("policy.disabled turns the egress policy off", kHow));
   }
-  for (int i = 0; i < policy.allow_cidrs_size(); ++i) {
-    auto cidr = transport::Cidr::Parse(policy.allow_cidrs(i));
-    if (!cidr.ok() || cidr->prefix_length != 0) continue;  // invalid ones fail validation
-    const bool already = std::any_of(now.allow_cidrs().begin(), now.allow_cidrs().end(),
-                                     [&](const std::string& text) {
-                                       auto old = transport::Cidr::Parse(text);
-                                       return old.ok() && old->prefix_length == 0 &&
-                                              old->network == cidr->network;
-                                     });
-    if (!already) {
-      return grpc::Status(
-          grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("policy.allow_cidrs[", i, "] \"", policy.allow_cidrs(i),
-                       "\" allows every address", kHow));
+  for (const bool v4 : {true, false}) {
+    if (AllowsEveryAddress(policy, v4) && !AllowsEveryAddress(now, v4)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          absl::StrCat("policy.allow_cidrs together allow every ",
+                                       v4 ? "IPv4" : "IPv6", " address", kHow));
     }
   }
   return grpc::Status::OK;

@@ -380,7 +380,18 @@ TEST_F(AccessTest, TurningThePolicyOffOverGrpcNeedsTheFlag) {
   everything.mutable_policy()->add_allow_cidrs("::/0");
   denied = Update(*stub, everything);
   EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_THAT(denied.error_message(), HasSubstr("\"::/0\" allows every address"));
+  EXPECT_THAT(denied.error_message(), HasSubstr("allow every IPv6 address"));
+  // Two halves allow every address as surely as one /0.
+  Config halves = server_->config().Get()->proto;
+  halves.mutable_policy()->add_allow_cidrs("128.0.0.0/1");
+  halves.mutable_policy()->add_allow_cidrs("0.0.0.0/1");
+  denied = Update(*stub, halves);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("allow every IPv4 address"));
+  Config wide = server_->config().Get()->proto;  // wide, but not everything: accepted
+  wide.mutable_policy()->add_allow_cidrs("0.0.0.0/1");
+  wide.mutable_policy()->add_allow_cidrs("128.0.0.0/2");
+  EXPECT_TRUE(Update(*stub, wide).ok());
   EXPECT_FALSE(server_->config().Get()->proto.policy().disabled());
 
   admin_.reset();
