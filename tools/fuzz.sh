@@ -32,9 +32,10 @@ compile() {  # sources... -> prints the objects
     echo "$object"
   done
 }
-mapfile -t all_transport < <(compile service/transport/*.cc)
-net_libs=(-lboost_url -lssl -lcrypto $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
-mapfile -t service < <(compile service/fetch_service.cc service/config.cc \
+mapfile -t all_transport < <(compile service/transport/*.cc service/transport/dns/*.cc)
+net_libs=(-lboost_url -lssl -lcrypto -lcares $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
+mapfile -t service < <(compile service/fetch_service.cc service/config.cc service/body_budget.cc \
+  service/caller_counts.cc service/utf8_text.cc \
   service/status_mapping.cc "$genfiles/egress/v1/egress.pb.cc" \
   "$genfiles/egress/v1/egress.grpc.pb.cc" tests/support/fault_server.cc)
 service_libs=($(pkg-config --libs grpc++ protobuf) "${net_libs[@]}")
