@@ -362,5 +362,23 @@ TEST_F(PoolPolicyTest, ABusyConnectionThePolicyNowDeniesIsRetiredWhenItComesBack
   EXPECT_TRUE(pool_->Stats().empty());
 }
 
+// Issue 14 item 10: a cancel closes the connection on its strand while its exchange may
+// still be returning it; once its socket is gone, poll() skips the descriptor (-1) and
+// reports nothing, which must not read as "open and quiet".
+TEST_F(PoolPolicyTest, AConnectionClosedUnderItsExchangeIsNeverReusable) {
+  MakePool({});
+  const Origin origin = Listen("127.0.0.1");
+  auto connection = Dialed(origin);
+  net::ip::tcp::socket server_side(idle_io_);
+  listeners_.back()->accept(server_side);
+  connection->Close();
+  char byte;
+  boost::system::error_code ec;
+  server_side.read_some(net::buffer(&byte, 1), ec);  // returns once egress closed its end
+  EXPECT_EQ(ec, net::error::eof);
+  EXPECT_FALSE(connection->StillOpenAndQuiet());
+  EXPECT_EQ(connection->ReuseVerdict(), CloseReason::kCancelled);
+}
+
 }  // namespace
 }  // namespace egress::transport
