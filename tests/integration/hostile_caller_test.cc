@@ -98,6 +98,19 @@ TEST_F(HostileCallerTest, MaxBodyBytesAboveTheCeilingFailsAtOnceAndNothingIsSent
   EXPECT_EQ(observer_.Fetches(grpc::StatusCode::INVALID_ARGUMENT), 1);
 }
 
+TEST_F(HostileCallerTest, ARequestTargetOverTheLimitIsInvalidAndNothingIsSent) {
+  StartEgress();
+  const int accepted = faults().accepted();
+  FetchResponse response;
+  const grpc::Status status =
+      Fetch(Request(faults().Url("/ok?q=" + std::string(70 * 1024, 'a'))), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("bytes; egress sends at most 65533"));
+  EXPECT_EQ(faults().accepted(), accepted);
+  ExpectHealthy();
+}
+
 TEST_F(HostileCallerTest, PrefixAboveTheCeilingFailsToo) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_limits()->set_default_max_body_bytes(1 << 20);

@@ -139,6 +139,16 @@ TEST(MakeRequest, AHeaderValueOverWhatOneFieldHoldsIsInvalidArgument) {
                         "at most 65533"));
 }
 
+TEST(MakeRequest, APathAndQueryOverWhatOneFieldHoldsIsInvalidArgument) {
+  const std::string path = "/" + std::string(65531, 'p');  // "?q" makes it 65534
+  EXPECT_TRUE(MakeRequest("GET", "http://h" + path + "?", {}, "").ok());
+  auto request = MakeRequest("GET", "http://h" + path + "?q", {}, "");
+  ASSERT_FALSE(request.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(request.status()));
+  EXPECT_THAT(std::string(request.status().message()),
+              HasSubstr("the URL's path and query are 65534 bytes; egress sends at most 65533"));
+}
+
 TEST(HttpRequest, IdempotentMethodsAreTheRfcOnes) {
   for (const char* method : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
     EXPECT_TRUE(MakeRequest(method, "http://h/", {}, "")->IsIdempotent()) << method;
