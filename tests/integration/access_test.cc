@@ -242,6 +242,29 @@ TEST_F(AccessTest, CallerHeaderFromAnUntrustedPeerIsIgnored) {
   EXPECT_THAT(denied.error_message(), HasSubstr("the caller has no identity"));
 }
 
+// Two values could be two proxies' opinions (or one forged after a real one): neither
+// is believed.
+TEST_F(AccessTest, ACallerHeaderSentTwiceNamesNoCaller) {
+  StartEgress([](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    for (const char* identity : {"billing", "batch"}) {
+      auto* rule = c.mutable_policy()->add_callers();
+      rule->set_identity(identity);
+      rule->add_allowed_hosts("*");
+    }
+  });
+  grpc::ClientContext context;
+  context.AddMetadata("x-egress-caller", "billing");
+  context.AddMetadata("x-egress-caller", "batch");
+  FetchResponse response;
+  const grpc::Status denied = stub_->Fetch(&context, Request(nginx().HttpsUrl("/cl/1k")), &response);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("the caller has no identity"));
+  EXPECT_TRUE(FetchAs("billing", nginx().HttpsUrl("/cl/1k")).ok());
+}
+
 TEST_F(AccessTest, CallerHeaderWithNoTrustedPeersIsIgnoredAndWarnedAbout) {
   Config proto;
   proto.mutable_policy()->set_caller_header("x-egress-caller");
