@@ -26,48 +26,8 @@ using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A Fetch on a thread of its own, as `caller` (the x-egress-caller metadata) when set.
-class BackgroundFetch {
- public:
-  BackgroundFetch(egress::v1::Egress::Stub& stub, FetchRequest request,
-                  const std::string& caller = "",
-                  std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
-    context_.set_deadline(std::chrono::system_clock::now() + deadline);
-    if (!caller.empty()) context_.AddMetadata("x-egress-caller", caller);
-    thread_ = std::thread([this, &stub, request] {
-      status_ = stub.Fetch(&context_, request, &response_);
-    });
-  }
-  ~BackgroundFetch() {
-    Cancel();
-    Wait();
-  }
-
-  void Cancel() { context_.TryCancel(); }
-  const grpc::Status& Wait() {
-    if (thread_.joinable()) thread_.join();
-    return status_;
-  }
-
- private:
-  grpc::ClientContext context_;
-  FetchResponse response_;
-  grpc::Status status_;
-  std::thread thread_;
-};
-
 class HostileCallerTest : public EgressFaultsTest {
  protected:
-  // Waits until `done` holds, for up to 5 s; false if it never did.
-  static bool WaitFor(const std::function<bool()>& done) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
-  }
-
   grpc::Status FetchAs(const std::string& caller, const FetchRequest& request,
                        FetchResponse* response) {
     grpc::ClientContext context;

@@ -19,42 +19,8 @@ using egress::v1::FetchRequest;
 using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
 
-// A Fetch running on a thread of its own, cancellable from the test.
-class BackgroundFetch {
- public:
-  BackgroundFetch(egress::v1::Egress::Stub& stub, FetchRequest request) {
-    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    thread_ = std::thread([this, &stub, request] {
-      status_ = stub.Fetch(&context_, request, &response_);
-    });
-  }
-  ~BackgroundFetch() { Wait(); }
-
-  void Cancel() { context_.TryCancel(); }
-  const grpc::Status& Wait() {
-    if (thread_.joinable()) thread_.join();
-    return status_;
-  }
-
- private:
-  grpc::ClientContext context_;
-  FetchResponse response_;
-  grpc::Status status_;
-  std::thread thread_;
-};
-
 class LimitsTest : public EgressFaultsTest {
  protected:
-  // Waits until `done` holds, for up to 5 s; false if it never did.
-  static bool WaitFor(const std::function<bool()>& done) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
-  }
-
   grpc::Status FetchNginx() {
     FetchResponse response;
     return Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);

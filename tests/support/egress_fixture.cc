@@ -73,6 +73,34 @@ grpc::Status EgressTest::Fetch(const egress::v1::FetchRequest& request,
   return stub_->Fetch(&context, request, response);
 }
 
+bool EgressTest::WaitFor(const std::function<bool()>& done) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+BackgroundFetch::BackgroundFetch(egress::v1::Egress::Stub& stub, egress::v1::FetchRequest request,
+                                 const std::string& caller, std::chrono::milliseconds deadline) {
+  context_.set_deadline(std::chrono::system_clock::now() + deadline);
+  if (!caller.empty()) context_.AddMetadata("x-egress-caller", caller);
+  thread_ = std::thread([this, &stub, request = std::move(request)] {
+    status_ = stub.Fetch(&context_, request, &response_);
+  });
+}
+
+BackgroundFetch::~BackgroundFetch() {
+  Cancel();
+  Wait();
+}
+
+const grpc::Status& BackgroundFetch::Wait() {
+  if (thread_.joinable()) thread_.join();
+  return status_;
+}
+
 void EgressTest::WaitForQuietPool() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < give_up) {

@@ -1,9 +1,11 @@
 #ifndef EGRESS_TESTS_SUPPORT_EGRESS_FIXTURE_H_
 #define EGRESS_TESTS_SUPPORT_EGRESS_FIXTURE_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "egress/v1/egress.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -37,6 +39,8 @@ class EgressTest : public ::testing::Test {
                      egress::v1::FetchResponse* response);
   // Waits until the pool has no active, draining or connecting connection.
   void WaitForQuietPool();
+  // Waits until `done` holds, for up to 5 s; false if it never did.
+  static bool WaitFor(const std::function<bool()>& done);
   int IdleConnections();
   // The pool's figures for one origin ("scheme://host:port"); zeros if it has none.
   transport::OriginStats PoolStatsFor(const std::string& origin);
@@ -53,6 +57,25 @@ class EgressTest : public ::testing::Test {
 
  private:
   static std::unique_ptr<NginxUpstream> nginx_;
+};
+
+// A Fetch on a thread of its own, as `caller` (the x-egress-caller metadata) when set;
+// cancelled if still under way when it goes out of scope.
+class BackgroundFetch {
+ public:
+  BackgroundFetch(egress::v1::Egress::Stub& stub, egress::v1::FetchRequest request,
+                  const std::string& caller = "",
+                  std::chrono::milliseconds deadline = std::chrono::seconds(30));
+  ~BackgroundFetch();
+
+  void Cancel() { context_.TryCancel(); }
+  const grpc::Status& Wait();
+
+ private:
+  grpc::ClientContext context_;
+  egress::v1::FetchResponse response_;
+  grpc::Status status_;
+  std::thread thread_;
 };
 
 // The descriptors this process has open.
