@@ -400,7 +400,8 @@ std::vector<MetricFamily> Metrics::Collect() const {
                                "in use, the most ever in use, and the limit.",
                                MetricType::Gauge);
   MetricFamily dns = Family("egress_dns_lookups_total",
-                            "Name lookups by result (over_limit: refused by transport.dns limits).",
+                            "Name lookups asked of the resolver (cache hits are not), by result "
+                            "(over_limit: refused by transport.dns limits).",
                             MetricType::Counter);
   MetricFamily buffered = Family("egress_buffered_body_bytes",
                                  "Response body bytes that fetches hold in memory now "

@@ -25,7 +25,8 @@ struct DnsAnswer {
 // own, its sockets watched by asio: it can be cancelled alone (c-ares 1.18 cancels only
 // whole channels) and it reads /etc/resolv.conf and /etc/hosts as they are now. Must
 // outlive its lookups (the transport declares it before its io_context).
-// It asks every time; CachingResolver keeps the answers.
+// It asks every time; CachingResolver keeps the answers, so that few lookups pay for a
+// channel (one shared channel could not end a lookup at its own deadline or cancel).
 class AresResolver final {
  public:
   using Query = Resolver::Query;
