@@ -342,6 +342,26 @@ TEST_F(DnsTest, ResolverFailureIsServedFromStaleWithinStaleForAndNotAfter) {
   EXPECT_EQ(observer_.DnsLookups(DnsResult::kError), 2);
 }
 
+// c-ares 1.18 waits 5 s a try, 4 tries (it reads no "timeout:" or "attempts:" in
+// resolv.conf): with a stale answer at hand the servers get 1.8 s (RFC 8767), so a fetch
+// whose timeout is shorter than the lookup's own still gets through.
+TEST_F(DnsTest, UnansweredLookupIsServedFromStaleWithinTheFetchsTimeout) {
+  dns_->AnswerAll("silenced.test", {"127.0.0.1"}, /*ttl=*/1);
+  StartEgress();  // stale_for: 30 s
+  const auto answered = Clock::now();
+  EXPECT_EQ(FetchedFrom("silenced.test"), Nginx("127.0.0.1"));
+  dns_->Ignore("silenced.test");
+  std::this_thread::sleep_until(answered + std::chrono::milliseconds(1100));
+  FetchRequest request = DialingRequestFor("silenced.test");
+  request.mutable_timeout()->set_seconds(4);
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.connection().remote_address(), Nginx("127.0.0.1"));
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kTimeout), 1);
+  EXPECT_EQ(observer_.dns_stale_served, 1);
+}
+
 TEST_F(DnsTest, NegativeAnswerIsCachedForNegativeTtl) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_transport()->mutable_dns()->mutable_negative_ttl()->set_seconds(1);

@@ -13,7 +13,8 @@ namespace egress::transport {
 // The transport's resolver: answers from the DnsCache while they are fresh, asks c-ares
 // otherwise and keeps what it says (addresses for their TTL, a missing name for
 // negative_ttl), and falls back on addresses whose TTL ran out (within stale_for) when
-// the servers fail or do not answer. With transport.dns.disable_cache it only asks.
+// the servers fail or do not answer within 1.8 s. With transport.dns.disable_cache it
+// only asks.
 // Cache hits count as no lookup (and against no caller's lookup limit).
 class CachingResolver final : public Resolver {
  public:
