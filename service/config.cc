@@ -141,6 +141,16 @@ absl::StatusOr<transport::DrainSettings> BuildDrain(absl::string_view name,
   return settings;
 }
 
+// A happy_eyeballs_delay: positive, and at least RFC 8305's floor of 10 ms.
+absl::Status CheckHappyEyeballsDelay(absl::string_view name, absl::Duration delay) {
+  if (delay < absl::Milliseconds(10)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": must be at least 10ms (RFC 8305's floor; got ", absl::FormatDuration(delay),
+        ")"));
+  }
+  return absl::OkStatus();
+}
+
 // One transport.origins entry over the transport's settings.
 absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
                                                         egress::v1::OriginOverride* proto,
@@ -168,6 +178,14 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
       return absl::InvalidArgumentError(absl::StrCat(name, ".", field, ": must be positive"));
     }
     *out = FromProto(value);
+  }
+  if (proto->has_happy_eyeballs_delay()) {
+    const absl::Duration delay = FromProto(proto->happy_eyeballs_delay());
+    if (auto status = CheckHappyEyeballsDelay(name + ".happy_eyeballs_delay", delay);
+        !status.ok()) {
+      return status;
+    }
+    o.happy_eyeballs_delay = delay;
   }
   if (proto->has_drain()) {
     auto drain = BuildDrain(name + ".drain", proto->mutable_drain(), base.drain);
@@ -208,6 +226,51 @@ absl::StatusOr<boost::asio::ip::udp::endpoint> ParseNameserver(absl::string_view
   return boost::asio::ip::udp::endpoint(address, static_cast<uint16_t>(port));
 }
 
+// Fills an unset duration with its default; rejects a negative one (zero is a value).
+absl::Status DurationOrZero(absl::string_view name, bool set, Duration* field,
+                            absl::Duration* out) {
+  if (!set) {
+    ToProto(*out, field);
+    return absl::OkStatus();
+  }
+  const absl::Duration value = FromProto(*field);
+  if (value < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": must not be negative (got ",
+                                                   absl::FormatDuration(value), ")"));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+// transport.dns's cache fields.
+absl::Status BuildDnsCache(egress::v1::DnsConfig* dns, transport::DnsSettings* settings) {
+  settings->cache = !dns->disable_cache();
+  NumberOrDefault(dns, &v1::DnsConfig::cache_max_entries, &v1::DnsConfig::set_cache_max_entries,
+                  &settings->cache_max_entries);
+  // has_*() is read before mutable_*() creates the field.
+  const bool min_set = dns->has_min_ttl(), max_set = dns->has_max_ttl(),
+             negative_set = dns->has_negative_ttl(), stale_set = dns->has_stale_for();
+  for (auto [name, set, field, out] : {
+           std::make_tuple("transport.dns.min_ttl", min_set, dns->mutable_min_ttl(),
+                           &settings->min_ttl),
+           std::make_tuple("transport.dns.max_ttl", max_set, dns->mutable_max_ttl(),
+                           &settings->max_ttl),
+           std::make_tuple("transport.dns.negative_ttl", negative_set,
+                           dns->mutable_negative_ttl(), &settings->negative_ttl),
+           std::make_tuple("transport.dns.stale_for", stale_set, dns->mutable_stale_for(),
+                           &settings->stale_for),
+       }) {
+    if (auto status = DurationOrZero(name, set, field, out); !status.ok()) return status;
+  }
+  if (settings->min_ttl > settings->max_ttl) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport.dns.min_ttl (", absl::FormatDuration(settings->min_ttl),
+        ") must not be above transport.dns.max_ttl (", absl::FormatDuration(settings->max_ttl),
+        ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BuildDns(egress::v1::DnsConfig* dns, transport::DnsSettings* settings) {
   NumberOrDefault(dns, &v1::DnsConfig::max_lookups_per_caller,
                   &v1::DnsConfig::set_max_lookups_per_caller, &settings->max_lookups_per_caller);
@@ -221,7 +284,7 @@ absl::Status BuildDns(egress::v1::DnsConfig* dns, transport::DnsSettings* settin
     }
     settings->servers.push_back(*server);
   }
-  return absl::OkStatus();
+  return BuildDnsCache(dns, settings);
 }
 
 // policy.redirect_strip_headers: lower-cased; the default list when left empty.
@@ -424,6 +487,18 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   }
 
   if (auto status = BuildDns(tp->mutable_dns(), &t.dns); !status.ok()) return status;
+  const bool happy_eyeballs_set = tp->has_happy_eyeballs_delay();
+  if (auto status = DurationField("transport.happy_eyeballs_delay", happy_eyeballs_set,
+                                  tp->mutable_happy_eyeballs_delay(), t.happy_eyeballs_delay,
+                                  &t.happy_eyeballs_delay);
+      !status.ok()) {
+    return status;
+  }
+  if (auto status = CheckHappyEyeballsDelay("transport.happy_eyeballs_delay",
+                                            t.happy_eyeballs_delay);
+      !status.ok()) {
+    return status;
+  }
 
   auto drain = BuildDrain("drain", config.proto.mutable_drain(), t.drain);
   if (!drain.ok()) return drain.status();

@@ -281,6 +281,46 @@ void Metrics::OnDnsLookup(transport::DnsResult result) {
   ++dns_lookups_[static_cast<size_t>(result)];
 }
 
+void Metrics::OnDnsCacheHit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++dns_cache_hits_;
+}
+
+void Metrics::OnDnsStaleServed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++dns_stale_served_;
+}
+
+void Metrics::OnConnectAttempt(transport::ConnectAttemptResult result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++connect_attempts_[static_cast<size_t>(result)];
+}
+
+void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
+  MetricFamily hits = Family("egress_dns_cache_hits_total",
+                             "Names answered from the DNS cache (fresh or negative answers).",
+                             MetricType::Counter);
+  MetricFamily stale = Family("egress_dns_stale_served_total",
+                              "Expired cached answers used because the resolver failed "
+                              "(within transport.dns.stale_for).",
+                              MetricType::Counter);
+  MetricFamily attempts = Family("egress_connect_attempts_total",
+                                 "TCP connects to one address, by how they ended (happy "
+                                 "eyeballs: abandoned = another address connected first).",
+                                 MetricType::Counter);
+  std::lock_guard<std::mutex> lock(mu_);
+  AddSample(hits, {}, dns_cache_hits_);
+  AddSample(stale, {}, dns_stale_served_);
+  for (size_t i = 0; i < connect_attempts_.size(); ++i) {
+    AddSample(attempts,
+              {{"result", std::string(ToString(static_cast<transport::ConnectAttemptResult>(i)))}},
+              connect_attempts_[i]);
+  }
+  families.push_back(std::move(hits));
+  families.push_back(std::move(stale));
+  families.push_back(std::move(attempts));
+}
+
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
   const auto index = static_cast<size_t>(code);
@@ -360,7 +400,8 @@ std::vector<MetricFamily> Metrics::Collect() const {
                                "in use, the most ever in use, and the limit.",
                                MetricType::Gauge);
   MetricFamily dns = Family("egress_dns_lookups_total",
-                            "Name lookups by result (over_limit: refused by transport.dns limits).",
+                            "Name lookups asked of the resolver (cache hits are not), by result "
+                            "(over_limit: refused by transport.dns limits).",
                             MetricType::Counter);
   MetricFamily buffered = Family("egress_buffered_body_bytes",
                                  "Response body bytes that fetches hold in memory now "
@@ -438,6 +479,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
       drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions};
   CollectUpstreamInput(families);
+  CollectDialing(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

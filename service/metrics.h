@@ -68,6 +68,9 @@ class Metrics final : public transport::TransportObserver,
   void OnUpstreamLimit(const transport::Origin& origin, transport::UpstreamLimit limit) override;
   void OnTransportException() override;
   void OnDnsLookup(transport::DnsResult result) override;
+  void OnDnsCacheHit() override;
+  void OnDnsStaleServed() override;
+  void OnConnectAttempt(transport::ConnectAttemptResult result) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -139,6 +142,13 @@ class Metrics final : public transport::TransportObserver,
   // Not by origin: a caller probing many internal names must not explode the label.
   std::array<uint64_t, transport::kDenyReasonCount> policy_denied_ ABSL_GUARDED_BY(mu_){};
   std::array<uint64_t, transport::kDnsResultCount> dns_lookups_ ABSL_GUARDED_BY(mu_){};
+  uint64_t dns_cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dns_stale_served_ ABSL_GUARDED_BY(mu_) = 0;
+  std::array<uint64_t, transport::kConnectAttemptResultCount> connect_attempts_
+      ABSL_GUARDED_BY(mu_){};
+  // egress_dns_cache_hits_total, egress_dns_stale_served_total and
+  // egress_connect_attempts_total.
+  void CollectDialing(std::vector<prometheus::MetricFamily>& families) const;
   uint64_t budget_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_peak_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_limit_ ABSL_GUARDED_BY(mu_) = 0;

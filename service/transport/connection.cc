@@ -221,14 +221,26 @@ void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
     return std::exchange(status_done_, nullptr)(
         PolicyDenial(origin_, denied->first, denied->second));
   }
+  // Closed while the name was looked up (a cached answer has no lookup to cancel).
+  if (closing_) {
+    return std::exchange(status_done_, nullptr)(
+        Fail("connecting to", net::error::operation_aborted));
+  }
   phase_start_ = absl::Now();
-  ExpireAfter(dial_settings_.connect_timeout);
-  stream_.tcp().async_connect(allowed, Guarded(&Connection::OnConnect));
+  phase_timeout_ = dial_settings_.connect_timeout;
+  const absl::Duration budget =
+      std::max(std::min(phase_timeout_, deadline_ - phase_start_), absl::ZeroDuration());
+  auto race = std::make_shared<ConnectRace>(stream_.get_executor(), std::move(allowed),
+                                            dial_settings_.happy_eyeballs_delay, observer_);
+  race_ = race;
+  race->Start(budget, Guarded(&Connection::OnConnect));
 }
 
-void Connection::OnConnect(beast::error_code ec, const tcp::endpoint& endpoint) {
+void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
+                           tcp::endpoint endpoint) {
   dial_timing_.connect = absl::Now() - phase_start_;
   if (ec) return std::exchange(status_done_, nullptr)(Fail("connecting to", ec));
+  stream_.tcp().socket() = std::move(socket);
   remote_endpoint_ = endpoint;
   stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
   if (!stream_.use_tls()) {
@@ -658,6 +670,7 @@ void Connection::Close() {
 void Connection::CloseOnStrand() {
   closing_ = true;
   if (auto lookup = lookup_.lock()) lookup->Cancel();
+  if (auto race = race_.lock()) race->Cancel();
   read_cutoff_.cancel();
   // No TLS close_notify: the peer learns of the close from TCP, as with most clients,
   // and waiting for a slow peer's answer would hold the connection open.

@@ -17,6 +17,7 @@
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
+#include "service/transport/dialer.h"
 #include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
 #include "service/transport/drain_decision.h"
@@ -155,9 +156,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Looks the host up, bounded by the connect timeout and the deadline.
   void Resolve(Resolver& resolver, std::string caller);
   void OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints);
-  // Connects to the endpoints the egress policy allows, or fails with its denial.
+  // Connects to the endpoints the egress policy allows (happy eyeballs, see ConnectRace),
+  // or fails with its denial.
   void ConnectChecked(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints);
-  void OnConnect(boost::beast::error_code ec, const boost::asio::ip::tcp::endpoint& endpoint);
+  void OnConnect(boost::beast::error_code ec, ConnectRace::Socket socket,
+                 boost::asio::ip::tcp::endpoint endpoint);
   void OnHandshake(boost::beast::error_code ec);
   void OnDialed();
   void OnWrite(boost::beast::error_code ec, size_t bytes_transferred);
@@ -186,6 +189,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<boost::asio::ssl::context> tls_context_;  // outlives stream_
   UpstreamStream stream_;
   std::weak_ptr<DnsLookup> lookup_;  // kept alive by its own pending I/O
+  std::weak_ptr<ConnectRace> race_;  // the same
   boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;

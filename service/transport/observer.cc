@@ -82,4 +82,13 @@ absl::string_view ToString(DnsResult result) {
   return "unknown";
 }
 
+absl::string_view ToString(ConnectAttemptResult result) {
+  switch (result) {
+    case ConnectAttemptResult::kConnected: return "connected";
+    case ConnectAttemptResult::kFailed: return "failed";
+    case ConnectAttemptResult::kAbandoned: return "abandoned";
+  }
+  return "unknown";
+}
+
 }  // namespace egress::transport

@@ -80,6 +80,14 @@ enum class DnsResult {
 };
 inline constexpr size_t kDnsResultCount = 6;
 
+// How one connection attempt to one address of a host ended (happy eyeballs races them).
+enum class ConnectAttemptResult {
+  kConnected,  // it connected first: the connection uses it
+  kFailed,     // refused, unreachable or another socket error
+  kAbandoned,  // still under way when another attempt won, the dial timed out or ended
+};
+inline constexpr size_t kConnectAttemptResultCount = 3;
+
 // What the transport has learned about an origin: moving estimates, none until seen.
 struct OriginCost {
   std::optional<absl::Duration> dial;              // DNS + TCP connect + TLS handshake
@@ -99,6 +107,7 @@ absl::string_view ToString(DrainAbandonReason reason);
 absl::string_view ToString(DrainAwareChoice choice);
 absl::string_view ToString(UpstreamLimit limit);
 absl::string_view ToString(DnsResult result);
+absl::string_view ToString(ConnectAttemptResult result);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -160,6 +169,13 @@ class TransportObserver {
   virtual void OnTransportException() = 0;
   // A name lookup ended (or was refused). Not by origin: names are unbounded.
   virtual void OnDnsLookup(DnsResult result) = 0;
+  // A name was answered from the DNS cache (a fresh or a negative answer), unasked.
+  virtual void OnDnsCacheHit() = 0;
+  // The resolver failed and an answer whose TTL had run out (within
+  // transport.dns.stale_for) was used instead.
+  virtual void OnDnsStaleServed() = 0;
+  // A TCP connect to one address ended (not by origin either: one per address).
+  virtual void OnConnectAttempt(ConnectAttemptResult result) = 0;
 };
 
 }  // namespace egress::transport

@@ -47,6 +47,13 @@ struct DnsSettings {
   uint32_t max_lookups = 1024;           // in flight, all callers together
   // Asked instead of /etc/resolv.conf's nameservers when not empty.
   std::vector<boost::asio::ip::udp::endpoint> servers;
+  // The cache of answers (see DnsCache).
+  bool cache = true;
+  uint32_t cache_max_entries = 10000;
+  absl::Duration min_ttl = absl::ZeroDuration();
+  absl::Duration max_ttl = absl::Seconds(300);
+  absl::Duration negative_ttl = absl::Seconds(5);  // NXDOMAIN and NODATA
+  absl::Duration stale_for = absl::Seconds(30);    // past the TTL, when the servers fail
 };
 
 struct TransportSettings;
@@ -61,6 +68,7 @@ struct OriginOverride {
   std::optional<absl::Duration> connect_timeout;
   std::optional<absl::Duration> tls_handshake_timeout;
   std::optional<absl::Duration> response_header_timeout;
+  std::optional<absl::Duration> happy_eyeballs_delay;
   std::optional<DrainSettings> drain;
   std::string extra_ca_file;
   std::string client_cert_file;  // PEM, presented to upstreams that ask (mTLS)
@@ -80,6 +88,8 @@ struct TransportSettings {
   absl::Duration connect_timeout = absl::Seconds(10);
   absl::Duration tls_handshake_timeout = absl::Seconds(10);
   absl::Duration response_header_timeout = absl::Seconds(30);
+  // Between the starts of connection attempts to a host's addresses (RFC 8305).
+  absl::Duration happy_eyeballs_delay = absl::Milliseconds(250);
   std::string extra_ca_file;  // PEM, trusted in addition to the system store
   uint32_t max_response_header_bytes = 64 * 1024;  // the trailers' limit too, as in Go
   uint32_t max_chunk_line_bytes = 4096;             // a chunk-size line with extensions
@@ -122,6 +132,7 @@ struct TransportSettings {
     s.connect_timeout = o->connect_timeout.value_or(s.connect_timeout);
     s.tls_handshake_timeout = o->tls_handshake_timeout.value_or(s.tls_handshake_timeout);
     s.response_header_timeout = o->response_header_timeout.value_or(s.response_header_timeout);
+    s.happy_eyeballs_delay = o->happy_eyeballs_delay.value_or(s.happy_eyeballs_delay);
     s.drain = o->drain.value_or(s.drain);
     return s;
   }

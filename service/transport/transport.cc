@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
-#include "service/transport/dns/ares_resolver.h"
+#include "service/transport/dns/caching_resolver.h"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -476,7 +476,7 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
 Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot> snapshot)
     : observer_(observer),
       current_(snapshot),
-      resolver_(std::make_unique<AresResolver>(observer)),
+      resolver_(std::make_unique<CachingResolver>(observer)),
       work_(io_context_.get_executor()),
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
       pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),

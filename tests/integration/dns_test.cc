@@ -1,7 +1,17 @@
 // Name lookups: many at once, each bounded by its own timeout, capped per caller and in
-// all. The test's own DNS server listens at 127.0.0.53:53, where run_in_netns.sh points
-// /etc/resolv.conf (timeout 1 s, 1 attempt), inside the test's network namespace.
+// all; their answers cached; happy eyeballs across the addresses. The test's own DNS
+// server listens at 127.0.0.53:53, where run_in_netns.sh points /etc/resolv.conf, inside
+// the test's network namespace (its "timeout:1 attempts:1" are glibc's words: c-ares 1.18
+// reads neither and waits 5 s a try, 4 tries, so unanswered lookups end at the fetch's
+// timeout or transport.connect_timeout).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -19,8 +29,53 @@ namespace {
 using egress::v1::FetchRequest;
 using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
+using transport::ConnectAttemptResult;
 using transport::DnsResult;
 using Clock = std::chrono::steady_clock;
+
+// A listener on ip:port whose accept queue is full, so that the kernel drops SYNs to it
+// and a connect hangs until it gives up (a closed port on loopback refuses at once).
+class Blackhole {
+ public:
+  static std::unique_ptr<Blackhole> Start(const std::string& ip, int port) {
+    auto hole = std::unique_ptr<Blackhole>(new Blackhole);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = inet_addr(ip.c_str());
+    hole->listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    hole->filler_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // Backlog 0 queues one connection, the filler's; the queue is full from then on.
+    if (::bind(hole->listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::listen(hole->listener_, 0) != 0 ||
+        ::connect(hole->filler_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      return nullptr;
+    }
+    hole->address_ = address;
+    return hole;
+  }
+
+  ~Blackhole() {
+    ::close(filler_);
+    ::close(listener_);
+  }
+
+  // Whether a connect to it is still under way after `wait`: what makes it a blackhole.
+  bool Hangs(std::chrono::milliseconds wait) const {
+    const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ::connect(probe, reinterpret_cast<const sockaddr*>(&address_), sizeof(address_));
+    pollfd ready{probe, POLLOUT, 0};
+    const bool hangs = ::poll(&ready, 1, static_cast<int>(wait.count())) == 0;
+    ::close(probe);
+    return hangs;
+  }
+
+ private:
+  Blackhole() = default;
+  int listener_ = -1;
+  int filler_ = -1;
+  sockaddr_in address_{};
+};
 
 class DnsTest : public EgressTest {
  protected:
@@ -39,6 +94,31 @@ class DnsTest : public EgressTest {
       request.mutable_timeout()->set_nanos(timeout_ms % 1000 * 1'000'000);
     }
     return request;
+  }
+
+  // nginx, by a name, with "Connection: close": every fetch dials, and looks the name up.
+  FetchRequest DialingRequestFor(const std::string& host) const {
+    return Request(absl::StrCat("http://", host, ":", nginx().http_port(), "/close/1k"));
+  }
+
+  // The address a fetch of DialingRequestFor(host) connected to.
+  std::string FetchedFrom(const std::string& host) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(DialingRequestFor(host), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.connection().remote_address();
+  }
+
+  std::string Nginx(const std::string& ip) const {
+    return absl::StrCat(ip, ":", nginx().http_port());
+  }
+
+  // The config in force, changed by `change`, applied as UpdateConfig does.
+  void ChangeConfig(const std::function<void(egress::v1::Config&)>& change) {
+    egress::v1::Config config = server_->config().Get()->proto;
+    change(config);
+    const auto applied = server_->ApplyConfig(config);
+    ASSERT_TRUE(applied.ok()) << applied.status();
   }
 
   grpc::Status FetchAs(const std::string& caller, const FetchRequest& request,
@@ -216,6 +296,187 @@ TEST_F(DnsTest, ConfiguredServersAreAskedInsteadOfResolvConfs) {
   EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
   EXPECT_GT(own->Queries("own.test"), 0);
   EXPECT_EQ(dns_->Queries("own.test"), 0);
+}
+
+// The DNS cache.
+
+TEST_F(DnsTest, ChangedRecordIsUsedAfterItsTtlAndNotBefore) {
+  dns_->AnswerAll("moving.test", {"127.0.0.1"}, /*ttl=*/1);
+  StartEgress();
+  const auto first = Clock::now();
+  EXPECT_EQ(FetchedFrom("moving.test"), Nginx("127.0.0.1"));
+  const int queries = dns_->Queries("moving.test");
+  dns_->AnswerAll("moving.test", {"127.0.0.2"}, 1);
+
+  EXPECT_EQ(FetchedFrom("moving.test"), Nginx("127.0.0.1"));
+  ASSERT_LT(Clock::now() - first, std::chrono::seconds(1)) << "too slow to be within the TTL";
+  EXPECT_EQ(dns_->Queries("moving.test"), queries);
+  EXPECT_EQ(observer_.dns_cache_hits, 1);
+
+  std::this_thread::sleep_until(first + std::chrono::milliseconds(1100));
+  EXPECT_EQ(FetchedFrom("moving.test"), Nginx("127.0.0.2"));
+  EXPECT_GT(dns_->Queries("moving.test"), queries);
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kOk), 2);
+}
+
+TEST_F(DnsTest, ResolverFailureIsServedFromStaleWithinStaleForAndNotAfter) {
+  dns_->AnswerAll("flaky.test", {"127.0.0.1"}, /*ttl=*/1);
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_dns()->mutable_stale_for()->set_seconds(2);
+  });
+  const auto answered = Clock::now();
+  EXPECT_EQ(FetchedFrom("flaky.test"), Nginx("127.0.0.1"));
+  dns_->Fail("flaky.test");
+
+  // Past the TTL, within stale_for: the last answer serves.
+  std::this_thread::sleep_until(answered + std::chrono::milliseconds(1100));
+  EXPECT_EQ(FetchedFrom("flaky.test"), Nginx("127.0.0.1"));
+  ASSERT_LT(Clock::now() - answered, std::chrono::seconds(3)) << "too slow to be within stale_for";
+  EXPECT_EQ(observer_.dns_stale_served, 1);
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kError), 1);
+
+  // Past TTL + stale_for: the failure is the caller's.
+  std::this_thread::sleep_until(answered + std::chrono::milliseconds(3100));
+  FetchResponse response;
+  const grpc::Status status = Fetch(DialingRequestFor("flaky.test"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("resolving host \"flaky.test\""));
+  EXPECT_EQ(observer_.dns_stale_served, 1);
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kError), 2);
+}
+
+// c-ares 1.18 waits 5 s a try, 4 tries (it reads no "timeout:" or "attempts:" in
+// resolv.conf): with a stale answer at hand the servers get 1.8 s (RFC 8767), so a fetch
+// whose timeout is shorter than the lookup's own still gets through.
+TEST_F(DnsTest, UnansweredLookupIsServedFromStaleWithinTheFetchsTimeout) {
+  dns_->AnswerAll("silenced.test", {"127.0.0.1"}, /*ttl=*/1);
+  StartEgress();  // stale_for: 30 s
+  const auto answered = Clock::now();
+  EXPECT_EQ(FetchedFrom("silenced.test"), Nginx("127.0.0.1"));
+  dns_->Ignore("silenced.test");
+  std::this_thread::sleep_until(answered + std::chrono::milliseconds(1100));
+  FetchRequest request = DialingRequestFor("silenced.test");
+  request.mutable_timeout()->set_seconds(4);
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.connection().remote_address(), Nginx("127.0.0.1"));
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kTimeout), 1);
+  EXPECT_EQ(observer_.dns_stale_served, 1);
+}
+
+TEST_F(DnsTest, NegativeAnswerIsCachedForNegativeTtl) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_dns()->mutable_negative_ttl()->set_seconds(1);
+  });
+  const auto answered = Clock::now();
+  FetchResponse response;
+  EXPECT_EQ(Fetch(DialingRequestFor("late.test"), &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  const int queries = dns_->Queries("late.test");
+  dns_->Answer("late.test", "127.0.0.1");
+
+  const grpc::Status cached = Fetch(DialingRequestFor("late.test"), &response);
+  ASSERT_LT(Clock::now() - answered, std::chrono::seconds(1)) << "too slow for negative_ttl";
+  EXPECT_EQ(cached.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(cached.error_message(), HasSubstr("the name does not exist"));
+  EXPECT_EQ(dns_->Queries("late.test"), queries);
+  EXPECT_EQ(observer_.dns_cache_hits, 1);
+
+  std::this_thread::sleep_until(answered + std::chrono::milliseconds(1100));
+  EXPECT_EQ(FetchedFrom("late.test"), Nginx("127.0.0.1"));
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kNxdomain), 1);
+}
+
+TEST_F(DnsTest, CachedAnswerIsCheckedAgainstThePolicyInForce) {
+  dns_->Answer("watched.test", "127.0.0.1");
+  StartEgress();
+  EXPECT_EQ(FetchedFrom("watched.test"), Nginx("127.0.0.1"));
+  ChangeConfig([](egress::v1::Config& c) { c.mutable_policy()->add_deny_cidrs("127.0.0.1/32"); });
+  const int queries = dns_->Queries("watched.test");
+
+  FetchResponse response;
+  const grpc::Status denied = Fetch(DialingRequestFor("watched.test"), &response);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("127.0.0.1 is in policy.deny_cidrs"));
+  EXPECT_EQ(dns_->Queries("watched.test"), queries);
+  EXPECT_EQ(observer_.dns_cache_hits, 1);
+}
+
+TEST_F(DnsTest, DeniedAnswerIsDeniedFreshAndAgainFromTheCache) {
+  dns_->Answer("inside.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) { c.mutable_policy()->add_deny_cidrs("127.0.0.1/32"); });
+  for (int i = 0; i < 2; ++i) {
+    FetchResponse response;
+    const grpc::Status denied = Fetch(DialingRequestFor("inside.test"), &response);
+    EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED) << "fetch " << i;
+    EXPECT_THAT(denied.error_message(), HasSubstr("127.0.0.1 is in policy.deny_cidrs"));
+  }
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kOk), 1);
+  EXPECT_EQ(observer_.dns_cache_hits, 1);
+  EXPECT_EQ(observer_.opened, 0);
+}
+
+TEST_F(DnsTest, DisabledCacheAsksTheServerForEveryDial) {
+  dns_->Answer("uncached.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_dns()->set_disable_cache(true);
+  });
+  EXPECT_EQ(FetchedFrom("uncached.test"), Nginx("127.0.0.1"));
+  EXPECT_EQ(FetchedFrom("uncached.test"), Nginx("127.0.0.1"));
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kOk), 2);
+  EXPECT_EQ(observer_.dns_cache_hits, 0);
+}
+
+// Happy eyeballs.
+
+TEST_F(DnsTest, NameWhoseFirstAddressBlackholesConnectsThroughTheSecond) {
+  const auto hole = Blackhole::Start("127.0.0.3", nginx().http_port());
+  ASSERT_NE(hole, nullptr);
+  ASSERT_TRUE(hole->Hangs(std::chrono::milliseconds(300))) << "127.0.0.3 is no blackhole";
+  dns_->AnswerAll("eyeballs.test", {"127.0.0.3", "127.0.0.1"}, 60);
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_connect_timeout()->set_seconds(5);
+  });
+  FetchResponse response;
+  const grpc::Status status = Fetch(DialingRequestFor("eyeballs.test"), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.connection().remote_address(), Nginx("127.0.0.1"));
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kConnected), 1);
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kAbandoned), 1);  // the blackhole
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kFailed), 0);
+}
+
+TEST_F(DnsTest, NameWhoseFirstAddressRefusesConnectsThroughTheSecondAtOnce) {
+  dns_->AnswerAll("refusing.test", {"127.0.0.4", "127.0.0.1"}, 60);  // nothing on .4
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_happy_eyeballs_delay()->set_seconds(10);
+  });
+  FetchResponse response;
+  const grpc::Status status = Fetch(DialingRequestFor("refusing.test"), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.connection().remote_address(), Nginx("127.0.0.1"));
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kFailed), 1);
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kConnected), 1);
+}
+
+TEST_F(DnsTest, NameWhoseEveryAddressBlackholesTimesOutAtTheConnectTimeout) {
+  const auto hole = Blackhole::Start("127.0.0.3", nginx().http_port());
+  ASSERT_NE(hole, nullptr);
+  const auto other = Blackhole::Start("127.0.0.5", nginx().http_port());
+  ASSERT_NE(other, nullptr);
+  dns_->AnswerAll("nowhere.test", {"127.0.0.3", "127.0.0.5"}, 60);
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_connect_timeout()->set_nanos(500'000'000);
+    c.mutable_transport()->mutable_happy_eyeballs_delay()->set_nanos(100'000'000);
+  });
+  FetchResponse response;
+  const grpc::Status status = Fetch(DialingRequestFor("nowhere.test"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrCat("connecting to http://nowhere.test:", nginx().http_port(),
+                                     " timed out after 500ms")));
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kAbandoned), 2);
 }
 
 }  // namespace

@@ -68,6 +68,14 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
     ++dns_lookups[static_cast<size_t>(result)];
   }
   int DnsLookups(transport::DnsResult r) const { return dns_lookups[static_cast<size_t>(r)]; }
+  void OnDnsCacheHit() override { ++dns_cache_hits; }
+  void OnDnsStaleServed() override { ++dns_stale_served; }
+  void OnConnectAttempt(transport::ConnectAttemptResult result) override {
+    ++connect_attempts[static_cast<size_t>(result)];
+  }
+  int ConnectAttempts(transport::ConnectAttemptResult r) const {
+    return connect_attempts[static_cast<size_t>(r)];
+  }
   int Denied(transport::DenyReason r) const { return policy_denied[static_cast<size_t>(r)]; }
   int AllDenied() const {
     int total = 0;
@@ -120,6 +128,9 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kUpstreamLimitCount> upstream_limits{};
   std::atomic<int> exceptions{0};
   std::array<std::atomic<int>, transport::kDnsResultCount> dns_lookups{};
+  std::atomic<int> dns_cache_hits{0};
+  std::atomic<int> dns_stale_served{0};
+  std::array<std::atomic<int>, transport::kConnectAttemptResultCount> connect_attempts{};
   std::atomic<uint64_t> buffered_body_bytes{0};
   std::atomic<uint64_t> buffered_body_peak{0};
 };

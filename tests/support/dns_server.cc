@@ -15,6 +15,7 @@ namespace {
 
 constexpr uint16_t kTypeA = 1;
 constexpr uint16_t kClassIn = 1;
+constexpr uint16_t kRcodeServfail = 2;
 constexpr uint16_t kRcodeNxdomain = 3;
 constexpr size_t kHeaderBytes = 12;
 
@@ -56,13 +57,36 @@ DnsServer::~DnsServer() {
 }
 
 void DnsServer::Answer(const std::string& name, const std::string& ipv4) {
+  AnswerAll(name, {ipv4}, 60);
+}
+
+void DnsServer::AnswerAll(const std::string& name, const std::vector<std::string>& ipv4s,
+                          uint32_t ttl) {
+  Records records;
+  for (const auto& ipv4 : ipv4s) records.ipv4s.push_back(ntohl(inet_addr(ipv4.c_str())));
+  records.ttl = ttl;
   std::lock_guard<std::mutex> lock(mu_);
-  answers_[absl::AsciiStrToLower(name)] = ntohl(inet_addr(ipv4.c_str()));
+  Forget(name);
+  answers_[absl::AsciiStrToLower(name)] = std::move(records);
 }
 
 void DnsServer::Ignore(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
+  Forget(name);
   ignored_.insert(absl::AsciiStrToLower(name));
+}
+
+void DnsServer::Fail(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Forget(name);
+  failing_.insert(absl::AsciiStrToLower(name));
+}
+
+void DnsServer::Forget(const std::string& name) {
+  const std::string key = absl::AsciiStrToLower(name);
+  answers_.erase(key);
+  ignored_.erase(key);
+  failing_.erase(key);
 }
 
 int DnsServer::Queries(const std::string& name) const {
@@ -105,34 +129,35 @@ std::string DnsServer::Reply(const std::string& query) {
   const uint16_t type = Read16(query, at + 1);
   name = absl::AsciiStrToLower(name);
 
-  std::optional<uint32_t> address;
-  bool known = false;
+  Records records;
+  uint16_t rcode = kRcodeNxdomain;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++queries_[name];
     if (ignored_.count(name)) return "";
+    if (failing_.count(name)) rcode = kRcodeServfail;
     if (const auto it = answers_.find(name); it != answers_.end()) {
-      known = true;
-      if (type == kTypeA) address = it->second;
+      rcode = 0;
+      if (type == kTypeA) records = it->second;
     }
   }
   std::string reply = query.substr(0, 2);  // the query's id
   const uint16_t recursion_desired = Read16(query, 2) & 0x0100;
-  Append16(reply, 0x8000 | recursion_desired | 0x0080 | (known ? 0 : kRcodeNxdomain));
-  Append16(reply, 1);                // questions
-  Append16(reply, address ? 1 : 0);  // answers
-  Append16(reply, 0);                // authority
-  Append16(reply, 0);                // additional
+  Append16(reply, 0x8000 | recursion_desired | 0x0080 | rcode);
+  Append16(reply, 1);                                             // questions
+  Append16(reply, static_cast<uint16_t>(records.ipv4s.size()));  // answers
+  Append16(reply, 0);                                             // authority
+  Append16(reply, 0);                                             // additional
   reply.append(query, kHeaderBytes, question_end - kHeaderBytes);
-  if (address) {
+  for (const uint32_t address : records.ipv4s) {
     Append16(reply, 0xc000 | kHeaderBytes);  // the name: a pointer to the question's
     Append16(reply, kTypeA);
     Append16(reply, kClassIn);
-    Append16(reply, 0);
-    Append16(reply, 60);  // TTL
+    Append16(reply, static_cast<uint16_t>(records.ttl >> 16));
+    Append16(reply, static_cast<uint16_t>(records.ttl & 0xffff));
     Append16(reply, 4);
-    Append16(reply, static_cast<uint16_t>(*address >> 16));
-    Append16(reply, static_cast<uint16_t>(*address & 0xffff));
+    Append16(reply, static_cast<uint16_t>(address >> 16));
+    Append16(reply, static_cast<uint16_t>(address & 0xffff));
   }
   return reply;
 }

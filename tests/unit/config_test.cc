@@ -144,8 +144,52 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"dns_server_v6_port_unbracketed",
             "transport { dns { servers: \"10.0.0.1\" servers: \"fd00::2:53x\" } }",
             "transport.dns.servers[1]"},
+        Bad{"dns_min_ttl_above_max_ttl",
+            "transport { dns { min_ttl { seconds: 60 } max_ttl { seconds: 30 } } }",
+            "transport.dns.min_ttl (1m) must not be above transport.dns.max_ttl (30s)"},
+        Bad{"dns_negative_stale_for", "transport { dns { stale_for { seconds: -1 } } }",
+            "transport.dns.stale_for: must not be negative"},
+        Bad{"happy_eyeballs_delay_below_floor",
+            "transport { happy_eyeballs_delay { nanos: 5000000 } }",
+            "transport.happy_eyeballs_delay: must be at least 10ms (RFC 8305's floor; got 5ms)"},
+        Bad{"origin_happy_eyeballs_delay_zero",
+            "transport { origins { host: \"a.com\" happy_eyeballs_delay { } } }",
+            "transport.origins[0].happy_eyeballs_delay: must be at least 10ms"},
         Bad{"not_text_format", "transport {", "line 1"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
+TEST(Config, DnsCacheAndHappyEyeballsHaveDefaultsThatGetConfigShows) {
+  auto config = LoadConfigText("", "empty");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::DnsSettings& dns = config->transport.dns;
+  EXPECT_TRUE(dns.cache);
+  EXPECT_EQ(dns.cache_max_entries, 10000u);
+  EXPECT_EQ(dns.min_ttl, absl::ZeroDuration());
+  EXPECT_EQ(dns.max_ttl, absl::Seconds(300));
+  EXPECT_EQ(dns.negative_ttl, absl::Seconds(5));
+  EXPECT_EQ(dns.stale_for, absl::Seconds(30));
+  EXPECT_EQ(config->transport.happy_eyeballs_delay, absl::Milliseconds(250));
+  const auto& proto = config->proto.transport();
+  EXPECT_EQ(proto.dns().cache_max_entries(), 10000u);
+  EXPECT_EQ(proto.dns().max_ttl().seconds(), 300);
+  EXPECT_EQ(proto.dns().negative_ttl().seconds(), 5);
+  EXPECT_EQ(proto.dns().stale_for().seconds(), 30);
+  EXPECT_TRUE(proto.dns().has_min_ttl());
+  EXPECT_EQ(proto.happy_eyeballs_delay().nanos(), 250'000'000);
+}
+
+TEST(Config, DnsZeroDurationsAreKeptAndAnOriginGetsItsOwnHappyEyeballsDelay) {
+  auto config = LoadConfigText(
+      "transport { dns { disable_cache: true negative_ttl { } stale_for { } } "
+      "origins { host: \"a.com\" happy_eyeballs_delay { seconds: 1 } } }",
+      "given");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->transport.dns.cache);
+  EXPECT_EQ(config->transport.dns.negative_ttl, absl::ZeroDuration());
+  EXPECT_EQ(config->transport.dns.stale_for, absl::ZeroDuration());
+  EXPECT_EQ(config->transport.ForHost("a.com").happy_eyeballs_delay, absl::Seconds(1));
+  EXPECT_EQ(config->transport.ForHost("b.com").happy_eyeballs_delay, absl::Milliseconds(250));
+}
 
 TEST(Config, CallerLimitsHaveDefaultsThatGetConfigShows) {
   auto config = LoadConfigText("", "empty");

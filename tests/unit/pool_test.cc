@@ -13,7 +13,7 @@
 #include "boost/asio/ssl/context.hpp"
 #include "boost/asio/strand.hpp"
 #include "gtest/gtest.h"
-#include "service/transport/dns/ares_resolver.h"
+#include "service/transport/dns/caching_resolver.h"
 #include "tests/support/counting_observer.h"
 
 namespace egress::transport {
@@ -322,7 +322,7 @@ class PoolPolicyTest : public PoolTest {
 
   net::io_context idle_io_;  // never run: the listeners only listen
   std::vector<std::unique_ptr<net::ip::tcp::acceptor>> listeners_;
-  AresResolver resolver_{observer_};
+  CachingResolver resolver_{observer_};
 };
 
 TEST_F(PoolPolicyTest, ANewPolicyRetiresTheIdleConnectionsItDeniesAndKeepsTheOthers) {

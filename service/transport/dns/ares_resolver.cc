@@ -68,6 +68,19 @@ Resolver::Endpoints EndpointsOf(const ares_addrinfo* info, uint16_t port) {
   return endpoints;
 }
 
+// The smallest TTL of the answer's address records and the CNAMEs that led to them.
+absl::Duration TtlOf(const ares_addrinfo* info) {
+  int ttl = -1;
+  const auto lower = [&ttl](int record) { ttl = ttl < 0 ? record : std::min(ttl, record); };
+  for (const ares_addrinfo_node* node = info->nodes; node; node = node->ai_next) {
+    lower(node->ai_ttl);
+  }
+  for (const ares_addrinfo_cname* cname = info->cnames; cname; cname = cname->next) {
+    lower(cname->ttl);
+  }
+  return absl::Seconds(std::max(ttl, 0));
+}
+
 bool ReadableNow(int fd) {
   pollfd check{fd, POLLIN, 0};
   return ::poll(&check, 1, 0) > 0 && (check.revents & POLLIN);
@@ -174,15 +187,16 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
     auto* self = static_cast<Lookup*>(arg);
     if (status == ARES_SUCCESS) {
       Endpoints endpoints = EndpointsOf(info, self->query_.port);
+      const absl::Duration ttl = TtlOf(info);
       ares_freeaddrinfo(info);
       if (!endpoints.empty()) {
-        self->answer_.emplace(std::move(endpoints), DnsResult::kOk);
+        self->answer_.emplace(DnsAnswer{std::move(endpoints), DnsResult::kOk, ttl});
         return;
       }
       status = ARES_ENODATA;
     }
     auto [result, why] = Describe(status);
-    self->answer_.emplace(absl::UnavailableError(why), result);
+    self->answer_.emplace(DnsAnswer{absl::UnavailableError(why), result});
   }
 
   static void OnSocketState(void* data, ares_socket_t fd, int readable, int writable) {
@@ -205,9 +219,9 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
       socket->descriptor.assign(fd, ec);
       if (ec) {
         if (!answer_) {
-          answer_.emplace(absl::UnavailableError(absl::StrCat(
-                              "cannot watch the DNS socket: ", ec.message())),
-                          DnsResult::kError);
+          answer_.emplace(DnsAnswer{absl::UnavailableError(absl::StrCat(
+                                        "cannot watch the DNS socket: ", ec.message())),
+                                    DnsResult::kError});
         }
         return;
       }
@@ -270,8 +284,8 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
   // c-ares's next retry.
   void AfterAres() {
     if (answer_) {
-      auto [result, how] = *std::exchange(answer_, std::nullopt);
-      return Finish(std::move(result), how);
+      DnsAnswer answer = *std::exchange(answer_, std::nullopt);
+      return Finish(std::move(answer.endpoints), answer.result, answer.ttl);
     }
     timeval next;
     if (!ares_timeout(channel_, nullptr, &next)) return;  // nothing to retry
@@ -284,12 +298,15 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
     });
   }
 
-  void Finish(absl::StatusOr<Endpoints> result, DnsResult how) {
+  void Finish(absl::StatusOr<Endpoints> result, DnsResult how,
+              absl::Duration ttl = absl::ZeroDuration()) {
     if (!done_) return;  // it has ended already
     Stop();
     resolver_.Release(query_.caller, how);
     net::post(executor_, [done = std::exchange(done_, nullptr),
-                          result = std::move(result)]() mutable { done(std::move(result)); });
+                          answer = DnsAnswer{std::move(result), how, ttl}]() mutable {
+      done(std::move(answer));
+    });
   }
 
   // Closes the channel and its sockets and stops the timers.
@@ -310,7 +327,7 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
   absl::flat_hash_map<int, std::shared_ptr<Socket>> sockets_;
   net::steady_timer retry_timer_;     // c-ares's next retry
   net::steady_timer deadline_timer_;  // the query's deadline
-  std::optional<std::pair<absl::StatusOr<Endpoints>, DnsResult>> answer_;
+  std::optional<DnsAnswer> answer_;
   Callback done_;  // empty once the lookup has ended
 };
 
@@ -321,7 +338,9 @@ std::shared_ptr<DnsLookup> AresResolver::Resolve(Query query, const DnsSettings&
                                                  Callback done) {
   if (absl::Status refused = Admit(query.caller, settings); !refused.ok()) {
     observer_.OnDnsLookup(DnsResult::kOverLimit);
-    net::post(executor, [done = std::move(done), refused] { done(refused); });
+    net::post(executor, [done = std::move(done), refused] {
+      done(DnsAnswer{refused, DnsResult::kOverLimit});
+    });
     return nullptr;
   }
   auto lookup = std::make_shared<Lookup>(*this, std::move(query), executor, std::move(done));

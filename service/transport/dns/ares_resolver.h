@@ -13,17 +13,31 @@
 
 namespace egress::transport {
 
+// What a lookup found: the endpoints or why there are none, and how long they may be
+// kept.
+struct DnsAnswer {
+  absl::StatusOr<Resolver::Endpoints> endpoints;
+  DnsResult result = DnsResult::kOk;
+  absl::Duration ttl = absl::ZeroDuration();  // kOk: the smallest TTL of the records
+};
+
 // Lookups with c-ares, on the caller's executor. Each lookup has a c-ares channel of its
 // own, its sockets watched by asio: it can be cancelled alone (c-ares 1.18 cancels only
 // whole channels) and it reads /etc/resolv.conf and /etc/hosts as they are now. Must
 // outlive its lookups (the transport declares it before its io_context).
-class AresResolver final : public Resolver {
+// It asks every time; CachingResolver keeps the answers, so that few lookups pay for a
+// channel (one shared channel could not end a lookup at its own deadline or cancel).
+class AresResolver final {
  public:
+  using Query = Resolver::Query;
+  using Endpoints = Resolver::Endpoints;
+  using Callback = std::function<void(DnsAnswer)>;
+
   explicit AresResolver(TransportObserver& observer);
 
+  // As Resolver::Resolve, with the answer's TTL and result.
   std::shared_ptr<DnsLookup> Resolve(Query query, const DnsSettings& settings,
-                                     boost::asio::any_io_executor executor,
-                                     Callback done) override;
+                                     boost::asio::any_io_executor executor, Callback done);
 
  private:
   class Lookup;

@@ -44,7 +44,8 @@ class Resolver {
   // at least one endpoint or: DEADLINE_EXCEEDED (the query's deadline passed),
   // RESOURCE_EXHAUSTED (too many lookups in flight; the message names the limit),
   // UNAVAILABLE (no such name, no address, or the servers failed or never answered; the
-  // message says which) or CANCELLED. The returned lookup may be null (a refused one).
+  // message says which) or CANCELLED. The returned lookup may be null (a refused one, or
+  // one answered from a cache).
   virtual std::shared_ptr<DnsLookup> Resolve(Query query, const DnsSettings& settings,
                                              boost::asio::any_io_executor executor,
                                              Callback done) = 0;
