@@ -267,6 +267,14 @@ void Connection::OnHandshake(beast::error_code ec) {
     return std::exchange(status_done_, nullptr)(Fail("TLS handshake with", ec));
   }
   dial_timing_.tls_resumed = SSL_session_reused(ssl) == 1;
+  // Sessions are kept per origin, so this holds unless the store is wrong: then the
+  // session is dropped and the dial fails rather than trust a certificate for another host.
+  if (*dial_timing_.tls_resumed && !PeerCertificateMatches(ssl, origin_.host)) {
+    ForgetOfferedTlsSession(ssl);
+    return std::exchange(status_done_, nullptr)(absl::UnavailableError(absl::StrCat(
+        "TLS handshake with ", origin_.Key(), " failed: the resumed session's certificate "
+        "does not match host \"", origin_.host, "\"")));
+  }
   stream_.tcp().expires_never();
   OnDialed();
 }

@@ -1,11 +1,13 @@
 #include "service/transport/tls.h"
 
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "boost/asio/ip/address.hpp"
 
 namespace egress::transport {
 
@@ -80,7 +82,19 @@ void OfferTlsSession(SSL* ssl, const std::string& origin_key) {
 void ForgetOfferedTlsSession(SSL* ssl) {
   const auto* resumption = static_cast<Resumption*>(SSL_get_ex_data(ssl, ResumptionIndex()));
   TlsSessionStore* store = StoreOf(SSL_get_SSL_CTX(ssl));
-  if (resumption && resumption->offered && store) store->Forget(resumption->key, resumption->offered);
+  if (resumption && resumption->offered && store) {
+    store->Forget(resumption->key, resumption->offered);
+  }
+}
+
+bool PeerCertificateMatches(SSL* ssl, const std::string& host) {
+  const X509* certificate = SSL_get0_peer_certificate(ssl);
+  if (!certificate) return false;
+  X509* cert = const_cast<X509*>(certificate);  // X509_check_* take non-const
+  boost::system::error_code not_an_address;
+  boost::asio::ip::make_address(host, not_an_address);
+  if (!not_an_address) return X509_check_ip_asc(cert, host.c_str(), 0) == 1;
+  return X509_check_host(cert, host.data(), host.size(), 0, nullptr) == 1;
 }
 
 absl::StatusOr<std::shared_ptr<ssl::context>> MakeClientTlsContext(
@@ -123,7 +137,8 @@ absl::StatusOr<std::shared_ptr<ssl::context>> MakeClientTlsContext(
     return absl::InternalError("cannot attach a TLS session store to the TLS context");
   }
   store.release();  // the context frees it (DeleteExData)
-  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_set_session_cache_mode(native,
+                                 SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   SSL_CTX_sess_set_new_cb(native, &SaveNewSession);
   return context;
 }

@@ -33,6 +33,9 @@ inline constexpr size_t kMaxTlsSessionOrigins = 1024;
 void OfferTlsSession(SSL* ssl, const std::string& origin_key);
 // After a failed handshake: the session it offered, if any, is not offered again.
 void ForgetOfferedTlsSession(SSL* ssl);
+// Whether the server's certificate (of the session, when resumed) is valid for `host`, a
+// name or an IP literal. A resumed handshake verifies nothing, so this is checked again.
+bool PeerCertificateMatches(SSL* ssl, const std::string& host);
 
 }  // namespace egress::transport
 
