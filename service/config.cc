@@ -195,6 +195,9 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
   o.extra_ca_file = proto->extra_ca_file();
   o.client_cert_file = proto->client_cert_file();
   o.client_key_file = proto->client_key_file();
+  if (proto->has_tls_session_resumption()) {
+    o.tls_session_resumption = proto->tls_session_resumption().value();
+  }
   if (o.client_cert_file.empty() != o.client_key_file.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": set client_cert_file and client_key_file together"));
@@ -469,6 +472,8 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   if (auto status = UpstreamInputLimits(tp, t); !status.ok()) return status;
   t.io_threads = tp->io_threads();
   t.extra_ca_file = tp->extra_ca_file();
+  if (!tp->has_tls_session_resumption()) tp->mutable_tls_session_resumption()->set_value(true);
+  t.tls_session_resumption = tp->tls_session_resumption().value();
   // has_*() is read before mutable_*() creates the field.
   const bool idle_set = tp->has_idle_timeout(), connect_set = tp->has_connect_timeout(),
              tls_set = tp->has_tls_handshake_timeout(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/family.h"
 #include "prometheus/metric_family.h"
@@ -151,6 +152,7 @@ void Metrics::OnConnectionOpened(const transport::Origin& origin,
   std::lock_guard<std::mutex> lock(mu_);
   OriginCounts& c = For(origin);
   ++c.opened;
+  if (timing.tls_resumed) ++c.tls_handshakes[*timing.tls_resumed];
   ++c.active;
   TrackLive(origin, c, +1);
 }
@@ -340,6 +342,10 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily opened = Family("egress_upstream_connections_opened_total",
                                "Upstream connections opened (TCP connected, TLS done).",
                                MetricType::Counter);
+  MetricFamily tls = Family("egress_tls_handshakes_total",
+                            "TLS handshakes of opened upstream connections: full, or resumed "
+                            "(transport.tls_session_resumption).",
+                            MetricType::Counter);
   MetricFamily closed = Family("egress_upstream_connections_closed_total",
                                "Opened upstream connections closed, by reason.",
                                MetricType::Counter);
@@ -414,6 +420,11 @@ std::vector<MetricFamily> Metrics::Collect() const {
       AddSample(requests, {origin, {"connection", "new"}}, c.requests_new);
       AddSample(requests, {origin, {"connection", "reused"}}, c.requests_reused);
       AddSample(opened, {origin}, c.opened);
+      // https origins (and "other" once it has any): a plain origin's would never move.
+      if (absl::StartsWith(key, "https:") || c.tls_handshakes[false] + c.tls_handshakes[true]) {
+        AddSample(tls, {origin, {"resumed", "false"}}, c.tls_handshakes[false]);
+        AddSample(tls, {origin, {"resumed", "true"}}, c.tls_handshakes[true]);
+      }
       for (size_t i = 0; i < c.closed.size(); ++i) {
         AddSample(closed, {origin, {"reason", std::string(ToString(static_cast<CloseReason>(i)))}},
                   c.closed[i]);
@@ -477,7 +488,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
       bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
-      drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions};
+      drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions, tls};
   CollectUpstreamInput(families);
   CollectDialing(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));

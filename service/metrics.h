@@ -84,6 +84,7 @@ class Metrics final : public transport::TransportObserver,
     uint64_t requests_new = 0;
     uint64_t requests_reused = 0;
     uint64_t opened = 0;
+    std::array<uint64_t, 2> tls_handshakes{};  // [full, resumed]
     std::array<uint64_t, transport::kCloseReasonCount> closed{};
     uint64_t drains_started = 0;
     uint64_t drains_completed = 0;

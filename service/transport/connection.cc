@@ -15,6 +15,7 @@
 #include "boost/asio/post.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "boost/beast/core/read_size.hpp"
+#include "service/transport/tls.h"
 
 namespace egress::transport {
 
@@ -259,6 +260,9 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
     SSL_set_tlsext_host_name(ssl, origin_.host.c_str());
     SSL_set1_host(ssl, origin_.host.c_str());
   }
+  // Keyed by the origin, so a session verified for one host is never offered to another
+  // (a resumed handshake does not verify the certificate again).
+  if (dial_settings_.tls_session_resumption) OfferTlsSession(ssl, origin_.Key());
   phase_start_ = absl::Now();
   ExpireAfter(dial_settings_.tls_handshake_timeout);
   stream_.tls().async_handshake(
@@ -268,7 +272,21 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
 
 void Connection::OnHandshake(beast::error_code ec) {
   dial_timing_.tls_handshake = absl::Now() - phase_start_;
-  if (ec) return std::exchange(status_done_, nullptr)(Fail("TLS handshake with", ec));
+  SSL* ssl = stream_.tls().native_handle();
+  if (ec) {
+    // The server may have lost its ticket keys: the next dial does a full handshake.
+    ForgetOfferedTlsSession(ssl);
+    return std::exchange(status_done_, nullptr)(Fail("TLS handshake with", ec));
+  }
+  dial_timing_.tls_resumed = SSL_session_reused(ssl) == 1;
+  // Sessions are kept per origin, so this holds unless the store is wrong: then the
+  // session is dropped and the dial fails rather than trust a certificate for another host.
+  if (*dial_timing_.tls_resumed && !PeerCertificateMatches(ssl, origin_.host)) {
+    ForgetOfferedTlsSession(ssl);
+    return std::exchange(status_done_, nullptr)(absl::UnavailableError(absl::StrCat(
+        "TLS handshake with ", origin_.Key(), " failed: the resumed session's certificate "
+        "does not match host \"", origin_.host, "\"")));
+  }
   stream_.tcp().expires_never();
   OnDialed();
 }

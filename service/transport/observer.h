@@ -25,6 +25,8 @@ struct DialTiming {
   absl::Duration dns;
   absl::Duration connect;
   absl::Duration tls_handshake;
+  // https only: whether the handshake resumed an earlier session of the origin.
+  std::optional<bool> tls_resumed;
 };
 
 // Why a connection was retired.

@@ -73,6 +73,7 @@ struct OriginOverride {
   std::string extra_ca_file;
   std::string client_cert_file;  // PEM, presented to upstreams that ask (mTLS)
   std::string client_key_file;
+  std::optional<bool> tls_session_resumption;
 
   bool HasTls() const {
     return !extra_ca_file.empty() || !client_cert_file.empty() || !client_key_file.empty();
@@ -91,6 +92,8 @@ struct TransportSettings {
   // Between the starts of connection attempts to a host's addresses (RFC 8305).
   absl::Duration happy_eyeballs_delay = absl::Milliseconds(250);
   std::string extra_ca_file;  // PEM, trusted in addition to the system store
+  // New connections resume the origin's last TLS session (abbreviated handshake).
+  bool tls_session_resumption = true;
   uint32_t max_response_header_bytes = 64 * 1024;  // the trailers' limit too, as in Go
   uint32_t max_chunk_line_bytes = 4096;             // a chunk-size line with extensions
   uint32_t max_interim_responses = 5;               // 1xx responses before the final one
@@ -134,6 +137,7 @@ struct TransportSettings {
     s.response_header_timeout = o->response_header_timeout.value_or(s.response_header_timeout);
     s.happy_eyeballs_delay = o->happy_eyeballs_delay.value_or(s.happy_eyeballs_delay);
     s.drain = o->drain.value_or(s.drain);
+    s.tls_session_resumption = o->tls_session_resumption.value_or(s.tls_session_resumption);
     return s;
   }
 };

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "boost/asio/ssl/context.hpp"
+#include "service/transport/tls_sessions.h"
 
 namespace egress::transport {
 
@@ -16,9 +17,25 @@ struct ClientTlsFiles {
 };
 
 // A client TLS context: TLS 1.2 and 1.3, peer verification on, the system trust store
-// plus the given files. Errors name the file and the config field.
+// plus the given files. Errors name the file and the config field. The context has a
+// TlsSessionStore of its own, used by connections that call OfferTlsSession.
 absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeClientTlsContext(
     const ClientTlsFiles& files);
+
+// Origins whose sessions a context keeps, at most (a session with its server's
+// certificate chain is a few KiB).
+inline constexpr size_t kMaxTlsSessionOrigins = 1024;
+
+// Session resumption for `ssl`, made from a context of MakeClientTlsContext, before its
+// handshake: offers the session saved for `origin_key` if there is one, and saves the
+// sessions its server sends (with TLS 1.3 they come after the handshake) under that key.
+// Without this call a connection neither offers nor saves sessions.
+void OfferTlsSession(SSL* ssl, const std::string& origin_key);
+// After a failed handshake: the session it offered, if any, is not offered again.
+void ForgetOfferedTlsSession(SSL* ssl);
+// Whether the server's certificate (of the session, when resumed) is valid for `host`, a
+// name or an IP literal. A resumed handshake verifies nothing, so this is checked again.
+bool PeerCertificateMatches(SSL* ssl, const std::string& host);
 
 }  // namespace egress::transport
 

@@ -230,6 +230,17 @@ TEST_F(PrometheusTest, ConnectionCloseSkipsTheDrain) {
   EXPECT_EQ(Count("egress_upstream_connections_closed_total", closing_, ",reason=\"connection_close\""), 5);
 }
 
+TEST_F(PrometheusTest, NewConnectionsToAnHttpsOriginResumeItsTlsSession) {
+  // Five connections each (every response closes or is not drained): one full handshake.
+  for (const std::string& origin : {closing_, over_cap_}) {
+    EXPECT_EQ(Count("egress_tls_handshakes_total", origin, ",resumed=\"false\""), 1) << origin;
+    EXPECT_EQ(Count("egress_tls_handshakes_total", origin, ",resumed=\"true\""), 4) << origin;
+  }
+  // A plain-HTTP origin has no such series.
+  EXPECT_TRUE(std::isnan(
+      Query(absl::StrCat("sum(egress_tls_handshakes_total{origin=\"", chunked_, "\"})"))));
+}
+
 TEST_F(PrometheusTest, ReuseRateIsWhatTheWorkloadImplies) {
   // 45 requests; the small-body origin reuses 19 of its 20, the ADAPTIVE one 4 of 5.
   EXPECT_DOUBLE_EQ(Query("sum(egress_upstream_requests_total{connection=\"reused\"}) / "

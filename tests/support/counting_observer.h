@@ -16,8 +16,10 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnUpstreamRequest(const transport::Origin&, bool reused) override {
     ++(reused ? requests_reused : requests_new);
   }
-  void OnConnectionOpened(const transport::Origin&, const transport::DialTiming&) override {
+  void OnConnectionOpened(const transport::Origin&,
+                          const transport::DialTiming& timing) override {
     ++opened;
+    if (timing.tls_resumed) ++(*timing.tls_resumed ? tls_resumed : tls_full);
   }
   void OnConnectionStateChanged(const transport::Origin&, transport::ConnectionState,
                                 transport::ConnectionState) override {}
@@ -107,6 +109,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> requests_new{0};
   std::atomic<int> requests_reused{0};
   std::atomic<int> opened{0};
+  std::atomic<int> tls_full{0};     // TLS handshakes of opened connections, full
+  std::atomic<int> tls_resumed{0};  // ... and resumed
   std::array<std::atomic<int>, transport::kCloseReasonCount> closed{};
   std::atomic<int> drains_started{0};
   std::atomic<int> drains_completed{0};

@@ -104,8 +104,12 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
   nginx->https_port_ = FreePort();
   nginx->idle_close_port_ = FreePort();
   nginx->mtls_port_ = FreePort();
-  const std::string tls = absl::StrCat("ssl_certificate ", pki, "/server.pem; ssl_certificate_key ",
-                                       pki, "/server.key; ssl_protocols TLSv1.2 TLSv1.3;");
+  nginx->tls12_port_ = FreePort();
+  nginx->tls13_port_ = FreePort();
+  const std::string certificate = absl::StrCat("ssl_certificate ", pki,
+                                               "/server.pem; ssl_certificate_key ", pki,
+                                               "/server.key;");
+  const std::string tls = certificate + " ssl_protocols TLSv1.2 TLSv1.3;";
   const std::string config = absl::StrCat(R"(
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
 daemon off;
@@ -117,6 +121,7 @@ events { worker_connections 4096; }
 http {
   log_format conn '$connection $connection_requests $request_method $request_uri';
   access_log )", dir, R"(/logs/access.log conn;
+  log_format tls '$server_port $ssl_protocol $ssl_session_reused $connection_requests $request_uri';
   client_body_temp_path )", dir, R"(/tmp/body;
   proxy_temp_path )", dir, R"(/tmp/proxy;
   fastcgi_temp_path )", dir, R"(/tmp/fastcgi;
@@ -142,6 +147,18 @@ http {
     ssl_client_certificate )", pki, R"(/ca.pem;
     )", tls, Locations(dir), R"(
   }
+  server {
+    listen 127.0.0.1:)", nginx->tls12_port_, R"( ssl;
+    access_log )", dir, R"(/logs/tls.log tls;
+    )", certificate, R"( ssl_protocols TLSv1.2;
+    )", Locations(dir), R"(
+  }
+  server {
+    listen 127.0.0.1:)", nginx->tls13_port_, R"( ssl;
+    access_log )", dir, R"(/logs/tls.log tls;
+    )", certificate, R"( ssl_protocols TLSv1.3;
+    )", Locations(dir), R"(
+  }
 }
 )");
   const std::string config_path = absl::StrCat(dir, "/nginx.conf");
@@ -152,7 +169,7 @@ http {
                                dir + "/logs/error.log"},
       dir + "/logs/stderr.log");
   for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_,
-                   nginx->mtls_port_}) {
+                   nginx->mtls_port_, nginx->tls12_port_, nginx->tls13_port_}) {
     if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;
@@ -189,6 +206,30 @@ std::vector<NginxUpstream::LogEntry> NginxUpstream::WaitForRequests(const std::s
       entry.connection_requests = std::stoi(fields[1]);
       entry.method = fields[2];
       entry.uri = fields[3];
+      entries.push_back(entry);
+    }
+    if (entries.size() >= expected || std::chrono::steady_clock::now() > give_up) return entries;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<NginxUpstream::TlsLogEntry> NginxUpstream::TlsRequests(const std::string& uri,
+                                                                   size_t expected) const {
+  std::vector<TlsLogEntry> entries;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    entries.clear();
+    std::ifstream log(dir_ + "/logs/tls.log");
+    std::string line;
+    while (std::getline(log, line)) {
+      std::vector<std::string> fields = absl::StrSplit(line, ' ');
+      if (fields.size() != 5 || fields[4] != uri) continue;
+      TlsLogEntry entry;
+      entry.port = std::stoi(fields[0]);
+      entry.protocol = fields[1];
+      entry.session_reused = fields[2] == "r";
+      entry.connection_requests = std::stoi(fields[3]);
+      entry.uri = fields[4];
       entries.push_back(entry);
     }
     if (entries.size() >= expected || std::chrono::steady_clock::now() > give_up) return entries;

@@ -45,6 +45,20 @@ class NginxUpstream {
   int idle_close_port() const { return idle_close_port_; }
   // HTTPS that requires a client certificate from the test CA.
   int mtls_port() const { return mtls_port_; }
+  // HTTPS with only TLS 1.2, or only TLS 1.3, logged to a log of their own (TlsRequests).
+  int tls12_port() const { return tls12_port_; }
+  int tls13_port() const { return tls13_port_; }
+
+  // A request on tls12_port or tls13_port, as its log has it.
+  struct TlsLogEntry {
+    int port = 0;
+    std::string protocol;         // "TLSv1.2", "TLSv1.3"
+    bool session_reused = false;  // the handshake resumed a session
+    int connection_requests = 0;
+    std::string uri;
+  };
+  // Entries for `uri` on tls12_port or tls13_port, waiting (up to 10 s) for `expected`.
+  std::vector<TlsLogEntry> TlsRequests(const std::string& uri, size_t expected) const;
   const std::string& ca_file() const { return ca_file_; }
   std::string client_cert_file() const { return dir_ + "/pki/client.pem"; }  // CN=egress-client
   std::string server_cert_file() const { return dir_ + "/pki/server.pem"; }  // localhost
@@ -72,6 +86,8 @@ class NginxUpstream {
   int https_port_ = 0;
   int idle_close_port_ = 0;
   int mtls_port_ = 0;
+  int tls12_port_ = 0;
+  int tls13_port_ = 0;
 };
 
 }  // namespace egress::testing
