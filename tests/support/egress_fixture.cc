@@ -173,11 +173,14 @@ int EgressFaultsTest::FixedDescriptors() {
 void EgressFaultsTest::ExpectRecovered() {
   WaitForQuietPool();
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((FixedDescriptors() != baseline_fds_ ||
+  // Unaccepted connections first: egress may have connected and closed before the fault
+  // server took the connection from its queue, and then the server's count rises again.
+  while ((faults().unaccepted() != 0 || FixedDescriptors() != baseline_fds_ ||
           faults().open_connections() != IdleToFaultServer()) &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  EXPECT_EQ(faults().unaccepted(), 0);
   EXPECT_EQ(FixedDescriptors(), baseline_fds_);
   EXPECT_EQ(faults().open_connections(), IdleToFaultServer());
   ExpectHealthy();

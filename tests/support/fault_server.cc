@@ -178,6 +178,19 @@ int FaultServer::open_connections() {
   return static_cast<int>(open_.size());
 }
 
+int FaultServer::unaccepted() const {
+  int queued = 0;
+  for (int listener : listeners_) {
+    tcp_info info{};
+    socklen_t size = sizeof(info);
+    // On a listening socket Linux reports the accept queue's length as tcpi_unacked.
+    if (::getsockopt(listener, IPPROTO_TCP, TCP_INFO, &info, &size) == 0) {
+      queued += static_cast<int>(info.tcpi_unacked);
+    }
+  }
+  return queued;
+}
+
 void FaultServer::AcceptLoop(int listener, Kind kind) {
   while (!stopping_) {
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);

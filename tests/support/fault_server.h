@@ -70,6 +70,9 @@ class FaultServer {
   // Connections accepted so far, and those still open on the server's side.
   int accepted() const { return accepted_; }
   int open_connections();
+  // Connections the kernel has completed that no accept loop has taken yet (the
+  // listeners' accept queues): a peer may have connected and even closed already.
+  int unaccepted() const;
 
  private:
   enum class Kind { kHttp, kSilent, kGarbage };
