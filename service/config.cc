@@ -141,6 +141,66 @@ absl::StatusOr<transport::DrainSettings> BuildDrain(absl::string_view name,
   return settings;
 }
 
+// The connection lifetime fields of the transport or of an origin override (`name`, the
+// path of either in the config): what no setting may hold.
+template <class Proto>
+absl::Status CheckLifetime(const std::string& name, const Proto& proto) {
+  for (auto [field, set, value] :
+       {std::make_tuple("keepalive_hint_margin", proto.has_keepalive_hint_margin(),
+                        proto.keepalive_hint_margin()),
+        std::make_tuple("max_connection_age", proto.has_max_connection_age(),
+                        proto.max_connection_age())}) {
+    if (set && FromProto(value) < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".", field,
+                                                     ": must not be negative (got ",
+                                                     absl::FormatDuration(FromProto(value)), ")"));
+    }
+  }
+  if (proto.has_max_connection_age_jitter_percent() &&
+      proto.max_connection_age_jitter_percent() > 100) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".max_connection_age_jitter_percent: must be at most 100 (got ",
+        proto.max_connection_age_jitter_percent(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// transport.keepalive_hint_margin, max_connection_age(_jitter_percent) and
+// max_requests_per_connection; the defaults filled in.
+absl::Status BuildLifetime(v1::TransportConfig* tp, transport::TransportSettings& t) {
+  if (auto status = CheckLifetime("transport", *tp); !status.ok()) return status;
+  if (tp->has_keepalive_hint_margin()) {
+    t.keepalive_hint_margin = FromProto(tp->keepalive_hint_margin());
+  } else {
+    ToProto(t.keepalive_hint_margin, tp->mutable_keepalive_hint_margin());
+  }
+  t.max_connection_age = FromProto(tp->max_connection_age());
+  if (tp->has_max_connection_age_jitter_percent()) {
+    t.max_connection_age_jitter_percent = tp->max_connection_age_jitter_percent();
+  } else {
+    tp->set_max_connection_age_jitter_percent(t.max_connection_age_jitter_percent);
+  }
+  t.max_requests_per_connection = tp->max_requests_per_connection();
+  return absl::OkStatus();
+}
+
+// The same fields in an origin override: only those set apply.
+absl::Status OverrideLifetime(const std::string& name, const v1::OriginOverride& proto,
+                              transport::OriginOverride& o) {
+  if (auto status = CheckLifetime(name, proto); !status.ok()) return status;
+  if (proto.has_keepalive_hint_margin()) {
+    o.keepalive_hint_margin = FromProto(proto.keepalive_hint_margin());
+  }
+  if (proto.has_max_connection_age()) o.max_connection_age = FromProto(proto.max_connection_age());
+  if (proto.has_max_connection_age_jitter_percent()) {
+    o.max_connection_age_jitter_percent = proto.max_connection_age_jitter_percent();
+  }
+  if (proto.has_max_requests_per_connection()) {
+    o.max_requests_per_connection = proto.max_requests_per_connection();
+  }
+  return absl::OkStatus();
+}
+
 // One transport.origins entry over the transport's settings.
 absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
                                                         egress::v1::OriginOverride* proto,
@@ -174,6 +234,7 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
     if (!drain.ok()) return drain.status();
     o.drain = *drain;
   }
+  if (auto status = OverrideLifetime(name, *proto, o); !status.ok()) return status;
   o.extra_ca_file = proto->extra_ca_file();
   o.client_cert_file = proto->client_cert_file();
   o.client_key_file = proto->client_key_file();
@@ -404,6 +465,7 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
         "transport.max_response_header_bytes: must be at least 1024");
   }
   if (auto status = UpstreamInputLimits(tp, t); !status.ok()) return status;
+  if (auto status = BuildLifetime(tp, t); !status.ok()) return status;
   t.io_threads = tp->io_threads();
   t.extra_ca_file = tp->extra_ca_file();
   // has_*() is read before mutable_*() creates the field.

@@ -18,6 +18,7 @@
 #include "boost/asio/any_io_executor.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "service/transport/connection.h"
+#include "service/transport/connection_lifetime.h"
 #include "service/transport/cost_model.h"
 #include "service/transport/drain_decision.h"
 #include "service/transport/observer.h"
@@ -35,6 +36,9 @@ struct OriginStats {
   int waiting = 0;      // requests queued for a connection
   uint64_t opened = 0;  // connections created for this origin
   uint64_t reused = 0;  // requests that got an idle connection
+  absl::Duration oldest_idle_age;  // of the idle connection made longest ago; 0 when none
+  uint64_t requests_served = 0;    // by the origin's open connections, together
+  std::optional<KeepAliveHint> server_hint;  // the last one a returning connection had
 };
 
 struct PoolLimits {
@@ -45,6 +49,8 @@ struct PoolLimits {
   // ADAPTIVE: a request finding no idle connection may wait for a draining one.
   bool drain_aware = false;
   absl::Duration min_dial_cost = absl::ZeroDuration();  // see DrainSettings::min_dial_cost
+  // Max age and requests per connection, and the margin kept from the server's hints.
+  LifetimeLimits lifetime;
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -162,6 +168,7 @@ class ConnectionPool {
     uint64_t opened = 0;
     uint64_t reused = 0;
     CostModel cost;
+    std::optional<KeepAliveHint> last_hint;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -178,6 +185,12 @@ class ConnectionPool {
   // Whether the policy in force denies an opened connection.
   bool DeniedByPolicy(const Connection& connection) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRoom(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the lifetime decisions look at, of one of this pool's connections.
+  ConnectionFacts FactsOf(const Connection& connection) const;
+  // Retires the most recently used idle connections while they are past their idle
+  // deadline (see IdleDeadlineOf), so that the next one TakeIdle hands out is not.
+  void RetireExpiredNewest(OriginPool& pool, absl::Time now, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const PoolLimits& LimitsOf(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return limits_.For(pool.origin.host);
   }
@@ -214,6 +227,7 @@ class ConnectionPool {
   boost::asio::any_io_executor executor_;
   const ConnectionFactory factory_;
   boost::asio::steady_timer sweep_timer_;
+  const uint64_t age_seed_;  // each connection's age jitter is drawn from it and its id
 
   mutable std::mutex mu_;
   PoolLimitsByHost limits_ ABSL_GUARDED_BY(mu_);

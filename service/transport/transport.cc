@@ -435,7 +435,9 @@ PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
   const auto limits_of = [](const TransportSettings& s) {
     return PoolLimits{s.max_idle_per_origin,   s.max_conns_per_origin,
                       s.idle_timeout,          s.max_waiting_per_origin,
-                      s.drain.mode == DrainMode::kAdaptive, s.drain.min_dial_cost};
+                      s.drain.mode == DrainMode::kAdaptive, s.drain.min_dial_cost,
+                      LifetimeLimits{s.max_connection_age, s.max_connection_age_jitter_percent,
+                                     s.max_requests_per_connection, s.keepalive_hint_margin}};
   };
   limits.defaults = limits_of(settings);
   for (const OriginOverride& o : settings.origin_overrides) {
