@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -35,7 +36,10 @@ KeepAliveServer::KeepAliveServer(int timeout_seconds, int max,
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 
-KeepAliveServer::~KeepAliveServer() {
+KeepAliveServer::~KeepAliveServer() { Stop(); }
+
+void KeepAliveServer::Stop() {
+  if (std::exchange(stopped_, true)) return;
   stopping_ = true;
   ::shutdown(listener_, SHUT_RDWR);
   {

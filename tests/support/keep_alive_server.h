@@ -25,6 +25,10 @@ class KeepAliveServer {
   KeepAliveServer(const KeepAliveServer&) = delete;
   KeepAliveServer& operator=(const KeepAliveServer&) = delete;
 
+  // Closes every connection and waits for their threads: the counts below are final.
+  // Idempotent; the destructor calls it.
+  void Stop();
+
   std::string Url(const std::string& path) const;
   int accepted() const { return accepted_; }
   int responses() const { return responses_; }
@@ -59,6 +63,7 @@ class KeepAliveServer {
   std::condition_variable all_closed_;
   std::set<int> open_;  // connection fds, each served by a detached thread
   std::thread accept_thread_;
+  bool stopped_ = false;  // only the test's thread calls Stop
 };
 
 }  // namespace egress::testing

@@ -104,6 +104,7 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
   nginx->https_port_ = FreePort();
   nginx->idle_close_port_ = FreePort();
   nginx->mtls_port_ = FreePort();
+  nginx->keepalive_hint_port_ = FreePort();
   const std::string tls = absl::StrCat("ssl_certificate ", pki, "/server.pem; ssl_certificate_key ",
                                        pki, "/server.key; ssl_protocols TLSv1.2 TLSv1.3;");
   const std::string config = absl::StrCat(R"(
@@ -142,6 +143,12 @@ http {
     ssl_client_certificate )", pki, R"(/ca.pem;
     )", tls, Locations(dir), R"(
   }
+  server {
+    listen 127.0.0.1:)", nginx->keepalive_hint_port_, R"(;
+    keepalive_timeout 2s 2s;
+    keepalive_requests 3;
+    )", Locations(dir), R"(
+  }
 }
 )");
   const std::string config_path = absl::StrCat(dir, "/nginx.conf");
@@ -152,7 +159,7 @@ http {
                                dir + "/logs/error.log"},
       dir + "/logs/stderr.log");
   for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_,
-                   nginx->mtls_port_}) {
+                   nginx->mtls_port_, nginx->keepalive_hint_port_}) {
     if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;

@@ -45,6 +45,9 @@ class NginxUpstream {
   int idle_close_port() const { return idle_close_port_; }
   // HTTPS that requires a client certificate from the test CA.
   int mtls_port() const { return mtls_port_; }
+  // HTTP that announces `Keep-Alive: timeout=2`, closes connections idle for 2 s and
+  // after 3 requests (the 3rd response says "Connection: close").
+  int keepalive_hint_port() const { return keepalive_hint_port_; }
   const std::string& ca_file() const { return ca_file_; }
   std::string client_cert_file() const { return dir_ + "/pki/client.pem"; }  // CN=egress-client
   std::string server_cert_file() const { return dir_ + "/pki/server.pem"; }  // localhost
@@ -72,6 +75,7 @@ class NginxUpstream {
   int https_port_ = 0;
   int idle_close_port_ = 0;
   int mtls_port_ = 0;
+  int keepalive_hint_port_ = 0;
 };
 
 }  // namespace egress::testing
