@@ -50,7 +50,7 @@ struct PoolLimits {
   bool drain_aware = false;
   absl::Duration min_dial_cost = absl::ZeroDuration();  // see DrainSettings::min_dial_cost
   // Max age and requests per connection, and the margin kept from the server's hints.
-  LifetimeLimits lifetime;
+  LifetimeLimits lifetime{};
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
