@@ -181,6 +181,7 @@ absl::Status BuildLifetime(v1::TransportConfig* tp, transport::TransportSettings
     tp->set_max_connection_age_jitter_percent(t.max_connection_age_jitter_percent);
   }
   t.max_requests_per_connection = tp->max_requests_per_connection();
+  t.min_idle_per_origin = tp->min_idle_per_origin();
   return absl::OkStatus();
 }
 
@@ -197,6 +198,23 @@ absl::Status OverrideLifetime(const std::string& name, const v1::OriginOverride&
   }
   if (proto.has_max_requests_per_connection()) {
     o.max_requests_per_connection = proto.max_requests_per_connection();
+  }
+  if (proto.min_idle_per_origin()) o.min_idle_per_origin = proto.min_idle_per_origin();
+  return absl::OkStatus();
+}
+
+// Pre-warming stays within what the pool keeps: connections over max_idle_per_origin
+// would be closed as soon as they were dialed, and dialed again.
+absl::Status CheckMinIdle(const std::string& name, const transport::TransportSettings& s) {
+  if (s.min_idle_per_origin > s.max_idle_per_origin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": min_idle_per_origin (", s.min_idle_per_origin,
+        ") must be at most max_idle_per_origin (", s.max_idle_per_origin, ")"));
+  }
+  if (s.max_conns_per_origin > 0 && s.min_idle_per_origin > s.max_conns_per_origin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": min_idle_per_origin (", s.min_idle_per_origin,
+        ") must be at most max_conns_per_origin (", s.max_conns_per_origin, ")"));
   }
   return absl::OkStatus();
 }
@@ -235,6 +253,7 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
     o.drain = *drain;
   }
   if (auto status = OverrideLifetime(name, *proto, o); !status.ok()) return status;
+  if (auto status = CheckMinIdle(name, base.With(o)); !status.ok()) return status;
   o.extra_ca_file = proto->extra_ca_file();
   o.client_cert_file = proto->client_cert_file();
   o.client_key_file = proto->client_key_file();

@@ -31,9 +31,10 @@ uint64_t Mix(uint64_t x) {
 }  // namespace
 
 ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimitsByHost limits,
-                               ConnectionFactory factory)
+                               ConnectionFactory factory, WarmDialer warm_dialer)
     : executor_(std::move(executor)),
       factory_(std::move(factory)),
+      warm_dialer_(std::move(warm_dialer)),
       sweep_timer_(net::make_strand(executor_)),
       age_seed_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       limits_(limits) {
@@ -105,6 +106,16 @@ void ConnectionPool::RetireExpiredNewest(OriginPool& pool, absl::Time now, Defer
     if (now < deadline.at) return;
     const std::shared_ptr<Connection> expired = newest.connection;
     RetireLocked(pool, expired, deadline.reason, deferred);
+  }
+}
+
+void ConnectionPool::Warm(OriginPool& pool, Deferred& deferred) {
+  if (!warm_dialer_ || shut_down_ || !pool.waiters.empty()) return;
+  const uint32_t min_idle = std::min(LimitsOf(pool).min_idle, LimitsOf(pool).max_idle_per_origin);
+  while (pool.idle.size() + pool.warming.size() < min_idle && HasRoom(pool)) {
+    Lease lease = NewConnection(pool);
+    pool.warming.insert(lease.connection->id());
+    deferred.warms.push_back(std::move(lease.connection));
   }
 }
 
@@ -186,6 +197,7 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
       if (!fresh && !pool.idle.empty()) {
         deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, now));
         served = true;
+        Warm(pool, deferred);
       }
       if (!served) {
         const std::optional<AcquireDecision> decision =
@@ -309,6 +321,7 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
+    pool.warming.erase(connection->id());
     const ConnectionFacts facts = FactsOf(*connection);
     if (facts.hint) pool.last_hint = facts.hint;
     std::optional<CloseReason> spent;
@@ -326,6 +339,7 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
       kept = true;
     }
     ServeWaiters(pool, /*retired=*/!kept, deferred);
+    Warm(pool, deferred);
     EraseIfUnused(pool.origin);  // `connection` is moved from when kept
   }
   Run(deferred);
@@ -339,6 +353,8 @@ void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, Close
     OriginPool& pool = PoolFor(connection->origin());
     RetireLocked(pool, connection, reason, deferred);
     ServeWaiters(pool, /*retired=*/true, deferred);
+    // Not after a failed dial: the next sweep tries again, at most once per period.
+    if (reason != CloseReason::kDialFailed) Warm(pool, deferred);
     EraseIfUnused(connection->origin());
   }
   Run(deferred);
@@ -348,6 +364,7 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   const std::shared_ptr<Connection>& connection,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
+  pool.warming.erase(connection->id());
   if (pool.live.erase(connection->id()) == 0) return;  // retired already
   connection->MarkClosed(reason);
   deferred.closes.push_back(connection);
@@ -412,6 +429,7 @@ OriginCost ConnectionPool::RecordDrain(const Origin& origin, uint64_t bytes,
 void ConnectionPool::Run(Deferred& deferred) {
   for (auto& connection : deferred.closes) connection->Close();
   for (auto& [done, lease] : deferred.callbacks) done(std::move(lease));
+  for (auto& connection : deferred.warms) warm_dialer_(std::move(connection));
 }
 
 void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
@@ -425,6 +443,8 @@ void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
         const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
         RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
       }
+      // No Warm here: the transport swaps its settings in after the limits, and a dial
+      // started now would still use the old ones. The next sweep warms.
       ServeWaiters(pool, /*retired=*/true, deferred);
       it = EraseIfUnused(it);
     }
@@ -490,6 +510,7 @@ bool ConnectionPool::SweepIdle() {
       for (const auto& [connection, reason] : expired) {
         RetireLocked(pool, connection, reason, deferred);
       }
+      Warm(pool, deferred);
       it = EraseIfUnused(it);
     }
   }

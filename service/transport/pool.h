@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ struct PoolLimits {
   absl::Duration min_dial_cost = absl::ZeroDuration();  // see DrainSettings::min_dial_cost
   // Max age and requests per connection, and the margin kept from the server's hints.
   LifetimeLimits lifetime{};
+  // Idle connections kept ready (dialed in the background), within max_conns_per_origin.
+  uint32_t min_idle = 0;
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -75,6 +78,9 @@ struct PoolLimitsByHost {
 class ConnectionPool {
  public:
   using ConnectionFactory = std::function<std::shared_ptr<Connection>(const Origin&)>;
+  // Dials a new connection for no request (pre-warming): the dialer Returns it to the
+  // pool when it is open, or Retires it (kDialFailed).
+  using WarmDialer = std::function<void(std::shared_ptr<Connection>)>;
 
   // A connection for one request: an idle one (reused), or a new one still to dial.
   struct Lease {
@@ -92,7 +98,7 @@ class ConnectionPool {
 
   // Timers run on `executor`; destroy the pool only once it has stopped running.
   ConnectionPool(boost::asio::any_io_executor executor, PoolLimitsByHost limits,
-                 ConnectionFactory factory);
+                 ConnectionFactory factory, WarmDialer warm_dialer = nullptr);
   ~ConnectionPool();
 
   // Hands out the most recently used idle connection, or a new one while the origin is
@@ -169,11 +175,13 @@ class ConnectionPool {
     uint64_t reused = 0;
     CostModel cost;
     std::optional<KeepAliveHint> last_hint;
+    std::set<uint64_t> warming;  // ids of connections dialed for min_idle, until they idle
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
     std::vector<std::pair<LeaseCallback, absl::StatusOr<Lease>>> callbacks;
     std::vector<std::shared_ptr<Connection>> closes;
+    std::vector<std::shared_ptr<Connection>> warms;  // to dial (pre-warming)
   };
 
   OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -198,6 +206,9 @@ class ConnectionPool {
   // The most recently used idle connection, taken out of the pool.
   Lease TakeIdle(OriginPool& pool, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyDraining(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts dials until the origin has min_idle idle or warming connections, within
+  // max_conns_per_origin; only when nobody waits (they get the room first).
+  void Warm(OriginPool& pool, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the cost model says for a request finding no idle connection; none when the
   // origin is not drain-aware or nothing is draining.
   std::optional<AcquireDecision> DrainAwareDecision(const OriginPool& pool) const
@@ -226,6 +237,7 @@ class ConnectionPool {
 
   boost::asio::any_io_executor executor_;
   const ConnectionFactory factory_;
+  const WarmDialer warm_dialer_;
   boost::asio::steady_timer sweep_timer_;
   const uint64_t age_seed_;  // each connection's age jitter is drawn from it and its id
 

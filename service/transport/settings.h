@@ -66,6 +66,7 @@ struct OriginOverride {
   std::optional<absl::Duration> max_connection_age;  // zero: unlimited for these origins
   std::optional<uint32_t> max_connection_age_jitter_percent;
   std::optional<uint32_t> max_requests_per_connection;  // zero: unlimited for these origins
+  std::optional<uint32_t> min_idle_per_origin;
   std::string extra_ca_file;
   std::string client_cert_file;  // PEM, presented to upstreams that ask (mTLS)
   std::string client_key_file;
@@ -94,6 +95,9 @@ struct TransportSettings {
   absl::Duration max_connection_age = absl::ZeroDuration();  // 0 = unlimited
   uint32_t max_connection_age_jitter_percent = 10;
   uint32_t max_requests_per_connection = 0;  // 0 = unlimited
+  // Idle connections kept ready (pre-warmed) for each origin an override matches, once
+  // it has been asked for; origins no override matches get none.
+  uint32_t min_idle_per_origin = 0;
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
@@ -139,6 +143,7 @@ struct TransportSettings {
         o->max_connection_age_jitter_percent.value_or(s.max_connection_age_jitter_percent);
     s.max_requests_per_connection =
         o->max_requests_per_connection.value_or(s.max_requests_per_connection);
+    s.min_idle_per_origin = o->min_idle_per_origin.value_or(s.min_idle_per_origin);
     return s;
   }
 };

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "service/admin_server.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/keep_alive_server.h"
 
@@ -36,6 +37,30 @@ class KeepAliveTest : public EgressTest {
   }
 
   static std::string Origin(const std::string& url) { return url.substr(0, url.find('/', 8)); }
+
+  void StartAdmin() {
+    auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", "", {}});
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    admin_ = *std::move(admin);
+    admin_stub_ = egress::v1::TransportAdmin::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", admin_->port()), grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    admin_.reset();
+    EgressTest::TearDown();
+  }
+
+  // Waits (up to 5 s) until `origin` has `idle` idle connections; returns how many it has.
+  int WaitForIdle(const std::string& origin, int idle) {
+    for (int i = 0; i < 250 && PoolStatsFor(origin).idle != idle; ++i) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return PoolStatsFor(origin).idle;
+  }
+
+  std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_stub_;
 };
 
 // The server closes a connection idle for exactly 1 s; its FIN takes 50 ms to arrive (a
@@ -81,19 +106,104 @@ TEST_F(KeepAliveTest, PostsRightAfterTheAnnouncedMaxAllSucceed) {
   EXPECT_EQ(server->requests_on_closing_connections(), 0);
 }
 
-TEST_F(KeepAliveTest, PoolStatsShowTheLastHintRequestsServedAndTheOldestIdleAge) {
+TEST_F(KeepAliveTest, GetPoolStatsShowsTheLastHintRequestsServedAndTheOldestIdleAge) {
   auto server = std::make_unique<KeepAliveServer>(30, 100, milliseconds(0));
   StartEgress();
+  StartAdmin();
   const std::string url = server->Url("/stats");
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Post(url).ok());
   WaitForQuietPool();
   std::this_thread::sleep_for(milliseconds(50));
-  const transport::OriginStats stats = PoolStatsFor(Origin(url));
-  ASSERT_TRUE(stats.server_hint);
-  EXPECT_EQ(stats.server_hint->timeout, absl::Seconds(30));
-  EXPECT_EQ(stats.server_hint->max, 100u);
-  EXPECT_EQ(stats.requests_served, 3u);
-  EXPECT_GE(stats.oldest_idle_age, absl::Milliseconds(50));
+  egress::v1::PoolStats stats;
+  grpc::ClientContext context;
+  ASSERT_TRUE(admin_stub_->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
+  ASSERT_EQ(stats.origins_size(), 1);
+  const egress::v1::OriginPoolStats& origin = stats.origins(0);
+  EXPECT_EQ(origin.origin(), Origin(url));
+  EXPECT_EQ(origin.server_keepalive_timeout().seconds(), 30);
+  ASSERT_TRUE(origin.has_server_keepalive_max());
+  EXPECT_EQ(origin.server_keepalive_max(), 100u);
+  EXPECT_EQ(origin.requests_served(), 3u);
+  EXPECT_GE(origin.oldest_idle_age().nanos() + origin.oldest_idle_age().seconds() * 1'000'000'000,
+            50'000'000);
+}
+
+TEST_F(KeepAliveTest, UpdateConfigAppliesANewMaxRequestsToPooledConnections) {
+  StartEgress();
+  StartAdmin();
+  ASSERT_TRUE(Post(nginx().HttpUrl("/echo")).ok());
+  ASSERT_TRUE(Post(nginx().HttpUrl("/echo")).ok());
+  egress::v1::Config config = server_->config().Get()->proto;
+  config.mutable_transport()->set_max_requests_per_connection(3);
+  egress::v1::UpdateConfigRequest request;
+  *request.mutable_config() = config;
+  egress::v1::Config in_force;
+  grpc::ClientContext context;
+  ASSERT_TRUE(admin_stub_->UpdateConfig(&context, request, &in_force).ok());
+  EXPECT_EQ(in_force.transport().max_requests_per_connection(), 3u);
+  ASSERT_TRUE(Post(nginx().HttpUrl("/echo")).ok());  // the connection's 3rd
+  ASSERT_TRUE(Post(nginx().HttpUrl("/echo")).ok());
+  WaitForQuietPool();
+  EXPECT_EQ(observer_.Closed(CloseReason::kMaxRequests), 1);
+  EXPECT_EQ(nginx().NewConnections(LoggedUri("/echo"), 4), 2);
+}
+
+// An override asks for 3 idle connections to 127.0.0.1; localhost (the same nginx, no
+// override) gets none beyond the one its request left.
+TEST_F(KeepAliveTest, MinIdlePerOriginKeepsConnectionsReadyForTheOriginsAnOverrideNames) {
+  StartEgress([](egress::v1::Config& c) {
+    auto* o = c.mutable_transport()->add_origins();
+    o->set_host("127.0.0.1");
+    o->set_min_idle_per_origin(3);
+  });
+  const std::string warmed = nginx().HttpUrl("/echo");
+  const std::string cold = nginx().HttpsUrl("/echo");
+  ASSERT_TRUE(Post(warmed).ok());
+  ASSERT_TRUE(Post(cold).ok());
+  EXPECT_EQ(WaitForIdle(Origin(warmed), 3), 3);
+  EXPECT_EQ(PoolStatsFor(Origin(warmed)).opened, 3u);
+  EXPECT_EQ(WaitForIdle(Origin(cold), 1), 1);
+  EXPECT_EQ(PoolStatsFor(Origin(cold)).opened, 1u);
+  // A request takes a ready connection, and another is dialed in its place.
+  egress::v1::FetchResponse response;
+  ASSERT_TRUE(Post(warmed, &response).ok());
+  EXPECT_TRUE(response.connection().was_idle());
+  EXPECT_EQ(WaitForIdle(Origin(warmed), 4), 4);
+  EXPECT_EQ(PoolStatsFor(Origin(warmed)).opened, 4u);
+}
+
+// Pre-warming dials as any dial does: once the policy denies the origin's address, what
+// was ready is closed and the dials that would replace it are denied. A 3 s response
+// keeps the origin in use meanwhile (pre-warming follows origins that have connections).
+TEST_F(KeepAliveTest, PreWarmingDialsOnlyWhereThePolicyAllows) {
+  StartEgress([](egress::v1::Config& c) {
+    auto* o = c.mutable_transport()->add_origins();
+    o->set_host("127.0.0.1");
+    o->set_min_idle_per_origin(2);
+  });
+  const std::string url = nginx().HttpUrl("/echo");
+  ASSERT_TRUE(Post(url).ok());
+  ASSERT_EQ(WaitForIdle(Origin(url), 2), 2);
+  grpc::Status slow;
+  std::thread in_use([&] {
+    FetchResponse response;
+    slow = Fetch(Request(nginx().HttpUrl("/slow-head")), &response);
+  });
+  for (int i = 0; i < 1000 && PoolStatsFor(Origin(url)).active == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(WaitForIdle(Origin(url), 2), 2);  // the one taken was replaced
+  egress::v1::Config config = server_->config().Get()->proto;
+  config.mutable_policy()->add_deny_cidrs("127.0.0.1/32");
+  ASSERT_TRUE(server_->ApplyConfig(config).ok());
+  std::this_thread::sleep_for(milliseconds(1500));  // a sweep or more
+  EXPECT_EQ(PoolStatsFor(Origin(url)).idle, 0);
+  EXPECT_GE(observer_.Denied(transport::DenyReason::kCidrDenied), 1);
+  EXPECT_EQ(observer_.opened, 3);
+  in_use.join();
+  EXPECT_TRUE(slow.ok()) << slow.error_message();
+  WaitForQuietPool();
+  EXPECT_EQ(observer_.Closed(CloseReason::kPolicy), 3);
 }
 
 // nginx with `keepalive_timeout 2s 2s` announces timeout=2 and closes connections idle

@@ -54,6 +54,16 @@ TEST(LifetimeConfig, AnOriginOverridesEachSettingItSets) {
   EXPECT_EQ(b.max_connection_age_jitter_percent, 10u);
 }
 
+TEST(LifetimeConfig, MinIdleIsForTheOriginsOverridesName) {
+  auto config = LoadConfigText(
+      "transport { min_idle_per_origin: 2 origins { host: \"a.test\" }\n"
+      "  origins { host: \"b.test\" min_idle_per_origin: 5 } }",
+      "min_idle");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->transport.ForHost("a.test").min_idle_per_origin, 2u);
+  EXPECT_EQ(config->transport.ForHost("b.test").min_idle_per_origin, 5u);
+}
+
 struct Bad {
   const char* name;
   const char* text;
@@ -88,7 +98,13 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"origin_jitter_over_100",
             "transport { origins { host: \"a.test\" max_connection_age_jitter_percent: 200 } }",
             "transport.origins[0].max_connection_age_jitter_percent: must be at most 100 (got "
-            "200)"}),
+            "200)"},
+        Bad{"min_idle_over_max_idle",
+            "transport { max_idle_per_origin: 4 origins { host: \"a.test\" min_idle_per_origin: 5 } }",
+            "transport.origins[0]: min_idle_per_origin (5) must be at most max_idle_per_origin (4)"},
+        Bad{"min_idle_over_max_conns",
+            "transport { min_idle_per_origin: 3 origins { host: \"a.test\" max_conns_per_origin: 2 } }",
+            "transport.origins[0]: min_idle_per_origin (3) must be at most max_conns_per_origin (2)"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
 }  // namespace
