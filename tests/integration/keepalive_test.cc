@@ -101,8 +101,8 @@ TEST_F(KeepAliveTest, PostsRightAfterTheAnnouncedMaxAllSucceed) {
   WaitForQuietPool();
   EXPECT_EQ(observer_.Closed(CloseReason::kServerHint), 4);
   EXPECT_EQ(server->accepted(), 4);
-  EXPECT_EQ(server->responses(), 12);
   server->Stop();
+  EXPECT_EQ(server->responses(), 12);
   EXPECT_EQ(server->requests_on_closing_connections(), 0);
 }
 
