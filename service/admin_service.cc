@@ -15,6 +15,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "grpc/grpc_security_constants.h"
 #include "service/config_reloader.h"
+#include "service/proto_time.h"
 #include "service/status_mapping.h"
 #include "service/transport/address_policy.h"
 
@@ -287,6 +288,16 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
     origin->set_connecting(stats.connecting);
     origin->set_opened(stats.opened);
     origin->set_reused(stats.reused);
+    if (stats.oldest_idle_age > absl::ZeroDuration()) {
+      ToProto(stats.oldest_idle_age, origin->mutable_oldest_idle_age());
+    }
+    origin->set_requests_served(stats.requests_served);
+    if (stats.server_hint && stats.server_hint->timeout) {
+      ToProto(*stats.server_hint->timeout, origin->mutable_server_keepalive_timeout());
+    }
+    if (stats.server_hint && stats.server_hint->max) {
+      origin->set_server_keepalive_max(*stats.server_hint->max);
+    }
   }
   return Answer(context, grpc::Status::OK);
 }

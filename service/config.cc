@@ -151,6 +151,84 @@ absl::Status CheckHappyEyeballsDelay(absl::string_view name, absl::Duration dela
   return absl::OkStatus();
 }
 
+// The connection lifetime fields of the transport or of an origin override (`name`, the
+// path of either in the config): what no setting may hold.
+template <class Proto>
+absl::Status CheckLifetime(const std::string& name, const Proto& proto) {
+  for (auto [field, set, value] :
+       {std::make_tuple("keepalive_hint_margin", proto.has_keepalive_hint_margin(),
+                        proto.keepalive_hint_margin()),
+        std::make_tuple("max_connection_age", proto.has_max_connection_age(),
+                        proto.max_connection_age())}) {
+    if (set && FromProto(value) < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".", field,
+                                                     ": must not be negative (got ",
+                                                     absl::FormatDuration(FromProto(value)), ")"));
+    }
+  }
+  if (proto.has_max_connection_age_jitter_percent() &&
+      proto.max_connection_age_jitter_percent() > 100) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".max_connection_age_jitter_percent: must be at most 100 (got ",
+        proto.max_connection_age_jitter_percent(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// transport.keepalive_hint_margin, max_connection_age(_jitter_percent) and
+// max_requests_per_connection; the defaults filled in.
+absl::Status BuildLifetime(v1::TransportConfig* tp, transport::TransportSettings& t) {
+  if (auto status = CheckLifetime("transport", *tp); !status.ok()) return status;
+  if (tp->has_keepalive_hint_margin()) {
+    t.keepalive_hint_margin = FromProto(tp->keepalive_hint_margin());
+  } else {
+    ToProto(t.keepalive_hint_margin, tp->mutable_keepalive_hint_margin());
+  }
+  t.max_connection_age = FromProto(tp->max_connection_age());
+  if (tp->has_max_connection_age_jitter_percent()) {
+    t.max_connection_age_jitter_percent = tp->max_connection_age_jitter_percent();
+  } else {
+    tp->set_max_connection_age_jitter_percent(t.max_connection_age_jitter_percent);
+  }
+  t.max_requests_per_connection = tp->max_requests_per_connection();
+  t.min_idle_per_origin = tp->min_idle_per_origin();
+  return absl::OkStatus();
+}
+
+// The same fields in an origin override: only those set apply.
+absl::Status OverrideLifetime(const std::string& name, const v1::OriginOverride& proto,
+                              transport::OriginOverride& o) {
+  if (auto status = CheckLifetime(name, proto); !status.ok()) return status;
+  if (proto.has_keepalive_hint_margin()) {
+    o.keepalive_hint_margin = FromProto(proto.keepalive_hint_margin());
+  }
+  if (proto.has_max_connection_age()) o.max_connection_age = FromProto(proto.max_connection_age());
+  if (proto.has_max_connection_age_jitter_percent()) {
+    o.max_connection_age_jitter_percent = proto.max_connection_age_jitter_percent();
+  }
+  if (proto.has_max_requests_per_connection()) {
+    o.max_requests_per_connection = proto.max_requests_per_connection();
+  }
+  if (proto.min_idle_per_origin()) o.min_idle_per_origin = proto.min_idle_per_origin();
+  return absl::OkStatus();
+}
+
+// Pre-warming stays within what the pool keeps: connections over max_idle_per_origin
+// would be closed as soon as they were dialed, and dialed again.
+absl::Status CheckMinIdle(const std::string& name, const transport::TransportSettings& s) {
+  if (s.min_idle_per_origin > s.max_idle_per_origin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": min_idle_per_origin (", s.min_idle_per_origin,
+        ") must be at most max_idle_per_origin (", s.max_idle_per_origin, ")"));
+  }
+  if (s.max_conns_per_origin > 0 && s.min_idle_per_origin > s.max_conns_per_origin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": min_idle_per_origin (", s.min_idle_per_origin,
+        ") must be at most max_conns_per_origin (", s.max_conns_per_origin, ")"));
+  }
+  return absl::OkStatus();
+}
+
 // One transport.origins entry over the transport's settings.
 absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
                                                         egress::v1::OriginOverride* proto,
@@ -192,6 +270,8 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
     if (!drain.ok()) return drain.status();
     o.drain = *drain;
   }
+  if (auto status = OverrideLifetime(name, *proto, o); !status.ok()) return status;
+  if (auto status = CheckMinIdle(name, base.With(o)); !status.ok()) return status;
   o.extra_ca_file = proto->extra_ca_file();
   o.client_cert_file = proto->client_cert_file();
   o.client_key_file = proto->client_key_file();
@@ -470,6 +550,7 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
         "transport.max_response_header_bytes: must be at least 1024");
   }
   if (auto status = UpstreamInputLimits(tp, t); !status.ok()) return status;
+  if (auto status = BuildLifetime(tp, t); !status.ok()) return status;
   t.io_threads = tp->io_threads();
   t.extra_ca_file = tp->extra_ca_file();
   if (!tp->has_tls_session_resumption()) tp->mutable_tls_session_resumption()->set_value(true);

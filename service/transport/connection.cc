@@ -394,7 +394,27 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
   }
 
   stream_.tcp().expires_never();
+  RecordKeepAliveHint();
   std::exchange(head_done_, nullptr)(HeadOf(*parser_), true);
+}
+
+void Connection::RecordKeepAliveHint() {
+  const auto& fields = parser_->get();
+  const auto header = fields.find(http::field::keep_alive);
+  if (header == fields.end()) return;
+  const auto value = header->value();
+  const std::optional<KeepAliveHint> hint =
+      ParseKeepAlive(absl::string_view(value.data(), value.size()));
+  if (!hint) return;  // malformed: as if not sent
+  std::lock_guard<std::mutex> lock(hint_mu_);
+  if (!hint_) hint_ = KeepAliveHint{};
+  if (hint->timeout) hint_->timeout = hint->timeout;
+  if (hint->max) hint_->max = std::min(*hint->max, hint_->max.value_or(*hint->max));
+}
+
+std::optional<KeepAliveHint> Connection::keep_alive_hint() const {
+  std::lock_guard<std::mutex> lock(hint_mu_);
+  return hint_;
 }
 
 void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done) {

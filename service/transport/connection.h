@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,6 +23,7 @@
 #include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
 #include "service/transport/drain_decision.h"
+#include "service/transport/keep_alive_hint.h"
 #include "service/transport/observer.h"
 #include "service/transport/request.h"
 #include "service/transport/response_parser.h"
@@ -70,6 +73,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void MarkClosed(CloseReason reason);
   // Requests this connection has carried, the current one included.
   int requests() const { return requests_.load(); }
+  // When the connection was made (its dial began), for its age.
+  absl::Time created() const { return created_; }
+  // What the server has announced in Keep-Alive headers on this connection: the latest
+  // timeout, and the lowest max. None until a response announced either. From any thread.
+  std::optional<KeepAliveHint> keep_alive_hint() const;
   const DialTiming& dial_timing() const { return dial_timing_; }
   std::string remote_address() const;
   // The address connected to; none until the dial has succeeded. From any thread.
@@ -166,6 +174,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnWrite(boost::beast::error_code ec, size_t bytes_transferred);
   void ReadHead();
   void OnReadHead(boost::beast::error_code ec, size_t bytes_transferred);
+  // Takes in the Keep-Alive header of a final response, if it announces anything.
+  void RecordKeepAliveHint();
   void ReadBodyStep();
   void DrainStep();
 
@@ -185,6 +195,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<ConnectionState> state_{ConnectionState::kConnecting};
   std::atomic<bool> opened_{false};  // the dial succeeded
   std::atomic<int> requests_{0};
+  const absl::Time created_ = absl::Now();
+  mutable std::mutex hint_mu_;
+  std::optional<KeepAliveHint> hint_ ABSL_GUARDED_BY(hint_mu_);
 
   std::shared_ptr<boost::asio::ssl::context> tls_context_;  // outlives stream_
   UpstreamStream stream_;

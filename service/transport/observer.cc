@@ -27,6 +27,9 @@ absl::string_view ToString(CloseReason reason) {
     case CloseReason::kCancelled: return "cancelled";
     case CloseReason::kShutdown: return "shutdown";
     case CloseReason::kPolicy: return "policy";
+    case CloseReason::kServerHint: return "server_hint";
+    case CloseReason::kMaxAge: return "max_age";
+    case CloseReason::kMaxRequests: return "max_requests";
   }
   return "unknown";
 }

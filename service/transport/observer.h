@@ -42,8 +42,11 @@ enum class CloseReason {
   kCancelled,        // the caller gave up while the connection was busy
   kShutdown,         // the transport is shutting down
   kPolicy,           // the egress policy now in force denies its host or address
+  kServerHint,       // past what the server announced in Keep-Alive (timeout less the margin, max)
+  kMaxAge,           // older than max_connection_age (less its jitter), retired when idle
+  kMaxRequests,      // carried max_requests_per_connection requests
 };
-inline constexpr size_t kCloseReasonCount = 11;
+inline constexpr size_t kCloseReasonCount = 14;
 
 enum class DrainSkipReason {
   kConnectionClose,  // the response says Connection: close: the connection is lost anyway

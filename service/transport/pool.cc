@@ -1,6 +1,7 @@
 #include "service/transport/pool.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,13 +20,23 @@ void CancelTimer(const std::shared_ptr<net::steady_timer>& timer) {
   net::post(timer->get_executor(), [timer] { timer->cancel(); });
 }
 
+// splitmix64: spreads consecutive connection ids over the whole range.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111eb;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
 
 ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimitsByHost limits,
-                               ConnectionFactory factory)
+                               ConnectionFactory factory, WarmDialer warm_dialer)
     : executor_(std::move(executor)),
       factory_(std::move(factory)),
+      warm_dialer_(std::move(warm_dialer)),
       sweep_timer_(net::make_strand(executor_)),
+      age_seed_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       limits_(limits) {
   ScheduleIdleSweep();
 }
@@ -75,6 +86,37 @@ bool ConnectionPool::DeniedByPolicy(const Connection& connection) const {
 bool ConnectionPool::HasRoom(const OriginPool& pool) const {
   const PoolLimits& limits = LimitsOf(pool);
   return limits.max_conns_per_origin == 0 || pool.live.size() < limits.max_conns_per_origin;
+}
+
+ConnectionFacts ConnectionPool::FactsOf(const Connection& connection) const {
+  ConnectionFacts facts;
+  facts.created = connection.created();
+  facts.requests = connection.requests();
+  facts.hint = connection.keep_alive_hint();
+  facts.age_draw = static_cast<double>(Mix(age_seed_ ^ connection.id()) >> 11) * 0x1.0p-53;
+  return facts;
+}
+
+void ConnectionPool::RetireExpiredNewest(OriginPool& pool, absl::Time now, Deferred& deferred) {
+  while (!pool.idle.empty()) {
+    const IdleEntry& newest = pool.idle.back();
+    const IdleDeadline deadline = IdleDeadlineOf(FactsOf(*newest.connection), newest.since,
+                                                 LimitsOf(pool).idle_timeout,
+                                                 LimitsOf(pool).lifetime);
+    if (now < deadline.at) return;
+    const std::shared_ptr<Connection> expired = newest.connection;
+    RetireLocked(pool, expired, deadline.reason, deferred);
+  }
+}
+
+void ConnectionPool::Warm(OriginPool& pool, Deferred& deferred) {
+  if (!warm_dialer_ || shut_down_ || !pool.waiters.empty()) return;
+  const uint32_t min_idle = std::min(LimitsOf(pool).min_idle, LimitsOf(pool).max_idle_per_origin);
+  while (pool.idle.size() + pool.warming.size() < min_idle && HasRoom(pool)) {
+    Lease lease = NewConnection(pool);
+    pool.warming.insert(lease.connection->id());
+    deferred.warms.push_back(std::move(lease.connection));
+  }
 }
 
 ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
@@ -151,14 +193,11 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
       const absl::Time now = absl::Now();
       bool served = false;
       // Most recently used first; expired ones are retired on the way.
-      while (!fresh && !served && !pool.idle.empty()) {
-        if (now - pool.idle.back().since > LimitsOf(pool).idle_timeout) {
-          const std::shared_ptr<Connection> expired = pool.idle.back().connection;
-          RetireLocked(pool, expired, CloseReason::kIdleTimeout, deferred);
-          continue;
-        }
+      if (!fresh) RetireExpiredNewest(pool, now, deferred);
+      if (!fresh && !pool.idle.empty()) {
         deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, now));
         served = true;
+        Warm(pool, deferred);
       }
       if (!served) {
         const std::optional<AcquireDecision> decision =
@@ -198,6 +237,7 @@ ConnectionPool::WaitId ConnectionPool::AwaitReturn(const Origin& origin, absl::T
   {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(origin);
+    if (!shut_down_) RetireExpiredNewest(pool, absl::Now(), deferred);
     if (shut_down_) {
       deferred.callbacks.emplace_back(std::move(done),
                                       absl::UnavailableError("egress is shutting down"));
@@ -281,10 +321,16 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
+    pool.warming.erase(connection->id());
+    const ConnectionFacts facts = FactsOf(*connection);
+    if (facts.hint) pool.last_hint = facts.hint;
+    std::optional<CloseReason> spent;
     if (shut_down_) {
       RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
     } else if (DeniedByPolicy(*connection)) {  // dialed under a policy since replaced
       RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
+    } else if (spent = RetireAfterExchange(facts, LimitsOf(pool).lifetime, absl::Now()); spent) {
+      RetireLocked(pool, connection, *spent, deferred);
     } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin) {
       RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
     } else {
@@ -293,6 +339,7 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
       kept = true;
     }
     ServeWaiters(pool, /*retired=*/!kept, deferred);
+    Warm(pool, deferred);
     EraseIfUnused(pool.origin);  // `connection` is moved from when kept
   }
   Run(deferred);
@@ -306,6 +353,8 @@ void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, Close
     OriginPool& pool = PoolFor(connection->origin());
     RetireLocked(pool, connection, reason, deferred);
     ServeWaiters(pool, /*retired=*/true, deferred);
+    // Not after a failed dial: the next sweep tries again, at most once per period.
+    if (reason != CloseReason::kDialFailed) Warm(pool, deferred);
     EraseIfUnused(connection->origin());
   }
   Run(deferred);
@@ -315,6 +364,7 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   const std::shared_ptr<Connection>& connection,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
+  pool.warming.erase(connection->id());
   if (pool.live.erase(connection->id()) == 0) return;  // retired already
   connection->MarkClosed(reason);
   deferred.closes.push_back(connection);
@@ -322,6 +372,9 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
 
 void ConnectionPool::ServeWaiters(OriginPool& pool, bool retired, Deferred& deferred) {
   const absl::Time now = absl::Now();
+  const size_t live = pool.live.size();
+  RetireExpiredNewest(pool, now, deferred);
+  retired = retired || pool.live.size() < live;
   for (auto it = pool.waiters.begin(); it != pool.waiters.end();) {
     Waiter& waiter = *it;
     std::optional<Lease> lease;
@@ -376,6 +429,7 @@ OriginCost ConnectionPool::RecordDrain(const Origin& origin, uint64_t bytes,
 void ConnectionPool::Run(Deferred& deferred) {
   for (auto& connection : deferred.closes) connection->Close();
   for (auto& [done, lease] : deferred.callbacks) done(std::move(lease));
+  for (auto& connection : deferred.warms) warm_dialer_(std::move(connection));
 }
 
 void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
@@ -389,6 +443,8 @@ void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
         const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
         RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
       }
+      // No Warm here: the transport swaps its settings in after the limits, and a dial
+      // started now would still use the old ones. The next sweep warms.
       ServeWaiters(pool, /*retired=*/true, deferred);
       it = EraseIfUnused(it);
     }
@@ -444,13 +500,17 @@ bool ConnectionPool::SweepIdle() {
     const absl::Time now = absl::Now();
     for (auto it = origins_.begin(); it != origins_.end();) {
       OriginPool& pool = it->second;
-      std::vector<std::shared_ptr<Connection>> expired;
+      std::vector<std::pair<std::shared_ptr<Connection>, CloseReason>> expired;
       for (const IdleEntry& entry : pool.idle) {
-        if (now - entry.since > LimitsOf(pool).idle_timeout) expired.push_back(entry.connection);
+        const IdleDeadline deadline =
+            IdleDeadlineOf(FactsOf(*entry.connection), entry.since, LimitsOf(pool).idle_timeout,
+                           LimitsOf(pool).lifetime);
+        if (now >= deadline.at) expired.emplace_back(entry.connection, deadline.reason);
       }
-      for (const auto& connection : expired) {
-        RetireLocked(pool, connection, CloseReason::kIdleTimeout, deferred);
+      for (const auto& [connection, reason] : expired) {
+        RetireLocked(pool, connection, reason, deferred);
       }
+      Warm(pool, deferred);
       it = EraseIfUnused(it);
     }
   }
@@ -467,7 +527,13 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
     s.opened = pool.opened;
     s.reused = pool.reused;
     s.waiting = static_cast<int>(pool.waiters.size());
+    s.server_hint = pool.last_hint;
+    const absl::Time now = absl::Now();
+    for (const IdleEntry& entry : pool.idle) {
+      s.oldest_idle_age = std::max(s.oldest_idle_age, now - entry.connection->created());
+    }
     for (const auto& [id, connection] : pool.live) {
+      s.requests_served += static_cast<uint64_t>(connection->requests());
       switch (connection->state()) {
         case ConnectionState::kConnecting: ++s.connecting; break;
         case ConnectionState::kActive: ++s.active; break;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "boost/asio/any_io_executor.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "service/transport/connection.h"
+#include "service/transport/connection_lifetime.h"
 #include "service/transport/cost_model.h"
 #include "service/transport/drain_decision.h"
 #include "service/transport/observer.h"
@@ -35,6 +37,9 @@ struct OriginStats {
   int waiting = 0;      // requests queued for a connection
   uint64_t opened = 0;  // connections created for this origin
   uint64_t reused = 0;  // requests that got an idle connection
+  absl::Duration oldest_idle_age;  // of the idle connection made longest ago; 0 when none
+  uint64_t requests_served = 0;    // by the origin's open connections, together
+  std::optional<KeepAliveHint> server_hint;  // the last one a returning connection had
 };
 
 struct PoolLimits {
@@ -45,6 +50,10 @@ struct PoolLimits {
   // ADAPTIVE: a request finding no idle connection may wait for a draining one.
   bool drain_aware = false;
   absl::Duration min_dial_cost = absl::ZeroDuration();  // see DrainSettings::min_dial_cost
+  // Max age and requests per connection, and the margin kept from the server's hints.
+  LifetimeLimits lifetime{};
+  // Idle connections kept ready (dialed in the background), within max_conns_per_origin.
+  uint32_t min_idle = 0;
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -69,6 +78,9 @@ struct PoolLimitsByHost {
 class ConnectionPool {
  public:
   using ConnectionFactory = std::function<std::shared_ptr<Connection>(const Origin&)>;
+  // Dials a new connection for no request (pre-warming): the dialer Returns it to the
+  // pool when it is open, or Retires it (kDialFailed).
+  using WarmDialer = std::function<void(std::shared_ptr<Connection>)>;
 
   // A connection for one request: an idle one (reused), or a new one still to dial.
   struct Lease {
@@ -86,7 +98,7 @@ class ConnectionPool {
 
   // Timers run on `executor`; destroy the pool only once it has stopped running.
   ConnectionPool(boost::asio::any_io_executor executor, PoolLimitsByHost limits,
-                 ConnectionFactory factory);
+                 ConnectionFactory factory, WarmDialer warm_dialer = nullptr);
   ~ConnectionPool();
 
   // Hands out the most recently used idle connection, or a new one while the origin is
@@ -162,11 +174,14 @@ class ConnectionPool {
     uint64_t opened = 0;
     uint64_t reused = 0;
     CostModel cost;
+    std::optional<KeepAliveHint> last_hint;
+    std::set<uint64_t> warming;  // ids of connections dialed for min_idle, until they idle
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
     std::vector<std::pair<LeaseCallback, absl::StatusOr<Lease>>> callbacks;
     std::vector<std::shared_ptr<Connection>> closes;
+    std::vector<std::shared_ptr<Connection>> warms;  // to dial (pre-warming)
   };
 
   OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -178,6 +193,12 @@ class ConnectionPool {
   // Whether the policy in force denies an opened connection.
   bool DeniedByPolicy(const Connection& connection) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRoom(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the lifetime decisions look at, of one of this pool's connections.
+  ConnectionFacts FactsOf(const Connection& connection) const;
+  // Retires the most recently used idle connections while they are past their idle
+  // deadline (see IdleDeadlineOf), so that the next one TakeIdle hands out is not.
+  void RetireExpiredNewest(OriginPool& pool, absl::Time now, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const PoolLimits& LimitsOf(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return limits_.For(pool.origin.host);
   }
@@ -185,6 +206,9 @@ class ConnectionPool {
   // The most recently used idle connection, taken out of the pool.
   Lease TakeIdle(OriginPool& pool, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyDraining(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts dials until the origin has min_idle idle or warming connections, within
+  // max_conns_per_origin; only when nobody waits (they get the room first).
+  void Warm(OriginPool& pool, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the cost model says for a request finding no idle connection; none when the
   // origin is not drain-aware or nothing is draining.
   std::optional<AcquireDecision> DrainAwareDecision(const OriginPool& pool) const
@@ -213,7 +237,9 @@ class ConnectionPool {
 
   boost::asio::any_io_executor executor_;
   const ConnectionFactory factory_;
+  const WarmDialer warm_dialer_;
   boost::asio::steady_timer sweep_timer_;
+  const uint64_t age_seed_;  // each connection's age jitter is drawn from it and its id
 
   mutable std::mutex mu_;
   PoolLimitsByHost limits_ ABSL_GUARDED_BY(mu_);

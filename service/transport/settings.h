@@ -70,6 +70,11 @@ struct OriginOverride {
   std::optional<absl::Duration> response_header_timeout;
   std::optional<absl::Duration> happy_eyeballs_delay;
   std::optional<DrainSettings> drain;
+  std::optional<absl::Duration> keepalive_hint_margin;
+  std::optional<absl::Duration> max_connection_age;  // zero: unlimited for these origins
+  std::optional<uint32_t> max_connection_age_jitter_percent;
+  std::optional<uint32_t> max_requests_per_connection;  // zero: unlimited for these origins
+  std::optional<uint32_t> min_idle_per_origin;
   std::string extra_ca_file;
   std::string client_cert_file;  // PEM, presented to upstreams that ask (mTLS)
   std::string client_key_file;
@@ -97,6 +102,15 @@ struct TransportSettings {
   uint32_t max_response_header_bytes = 64 * 1024;  // the trailers' limit too, as in Go
   uint32_t max_chunk_line_bytes = 4096;             // a chunk-size line with extensions
   uint32_t max_interim_responses = 5;               // 1xx responses before the final one
+  // Connection lifetime (see LifetimeLimits): an idle connection expires this long before
+  // the timeout a server announces in Keep-Alive.
+  absl::Duration keepalive_hint_margin = absl::Seconds(1);
+  absl::Duration max_connection_age = absl::ZeroDuration();  // 0 = unlimited
+  uint32_t max_connection_age_jitter_percent = 10;
+  uint32_t max_requests_per_connection = 0;  // 0 = unlimited
+  // Idle connections kept ready (pre-warmed) for each origin an override matches, once
+  // it has been asked for; origins no override matches get none.
+  uint32_t min_idle_per_origin = 0;
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
@@ -138,6 +152,13 @@ struct TransportSettings {
     s.happy_eyeballs_delay = o->happy_eyeballs_delay.value_or(s.happy_eyeballs_delay);
     s.drain = o->drain.value_or(s.drain);
     s.tls_session_resumption = o->tls_session_resumption.value_or(s.tls_session_resumption);
+    s.keepalive_hint_margin = o->keepalive_hint_margin.value_or(s.keepalive_hint_margin);
+    s.max_connection_age = o->max_connection_age.value_or(s.max_connection_age);
+    s.max_connection_age_jitter_percent =
+        o->max_connection_age_jitter_percent.value_or(s.max_connection_age_jitter_percent);
+    s.max_requests_per_connection =
+        o->max_requests_per_connection.value_or(s.max_requests_per_connection);
+    s.min_idle_per_origin = o->min_idle_per_origin.value_or(s.min_idle_per_origin);
     return s;
   }
 };

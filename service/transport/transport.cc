@@ -432,14 +432,18 @@ absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapsh
 
 PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
   PoolLimitsByHost limits;
-  const auto limits_of = [](const TransportSettings& s) {
+  const auto limits_of = [](const TransportSettings& s, uint32_t min_idle) {
     return PoolLimits{s.max_idle_per_origin,   s.max_conns_per_origin,
                       s.idle_timeout,          s.max_waiting_per_origin,
-                      s.drain.mode == DrainMode::kAdaptive, s.drain.min_dial_cost};
+                      s.drain.mode == DrainMode::kAdaptive, s.drain.min_dial_cost,
+                      LifetimeLimits{s.max_connection_age, s.max_connection_age_jitter_percent,
+                                     s.max_requests_per_connection, s.keepalive_hint_margin},
+                      min_idle};
   };
-  limits.defaults = limits_of(settings);
+  limits.defaults = limits_of(settings, 0);  // pre-warming is for origins overrides name
   for (const OriginOverride& o : settings.origin_overrides) {
-    limits.overrides.emplace_back(o.host, limits_of(settings.With(o)));
+    const TransportSettings s = settings.With(o);
+    limits.overrides.emplace_back(o.host, limits_of(s, s.min_idle_per_origin));
   }
   return limits;
 }
@@ -480,7 +484,8 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
       work_(io_context_.get_executor()),
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
       pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),
-            [this](const Origin& origin) { return MakeConnection(origin); }) {
+            [this](const Origin& origin) { return MakeConnection(origin); },
+            [this](std::shared_ptr<Connection> connection) { Warm(std::move(connection)); }) {
   pool_.SetPolicy(snapshot->settings.policy);
   unsigned threads = snapshot->settings.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -515,6 +520,24 @@ std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
   return std::make_shared<Connection>(net::make_strand(io_context_),
                                       Current()->TlsFor(origin.host), origin,
                                       next_connection_id_++, observer_);
+}
+
+void Transport::Warm(std::shared_ptr<Connection> connection) {
+  const Origin& origin = connection->origin();
+  const TransportSettings settings = Current()->settings.ForHost(origin.host);
+  // As any dial: the policy in force checks every address, and the phases their timeouts.
+  const absl::Time deadline =
+      absl::Now() + settings.connect_timeout + settings.tls_handshake_timeout;
+  connection->Dial(settings, deadline, *resolver_, /*caller=*/"",
+                   [this, connection](absl::Status status) {
+                     if (!status.ok()) return pool_.Retire(connection, CloseReason::kDialFailed);
+                     const DialTiming& timing = connection->dial_timing();
+                     observer_.OnOriginCost(
+                         connection->origin(),
+                         pool_.RecordDial(connection->origin(),
+                                          timing.dns + timing.connect + timing.tls_handshake));
+                     pool_.Return(connection);
+                   });
 }
 
 std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time deadline,

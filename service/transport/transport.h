@@ -130,6 +130,8 @@ class Transport {
       TransportSettings settings);
   static PoolLimitsByHost PoolLimitsOf(const TransportSettings& settings);
   std::shared_ptr<Connection> MakeConnection(const Origin& origin);
+  // Dials a connection the pool wants ready (min_idle_per_origin) and hands it back.
+  void Warm(std::shared_ptr<Connection> connection);
   // The end of an exchange whose body the caller is done with: back to the pool,
   // drained first, or closed.
   void FinishResponse(const std::shared_ptr<Connection>& connection);

@@ -110,6 +110,7 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
                                                "/server.pem; ssl_certificate_key ", pki,
                                                "/server.key;");
   const std::string tls = certificate + " ssl_protocols TLSv1.2 TLSv1.3;";
+  nginx->keepalive_hint_port_ = FreePort();
   const std::string config = absl::StrCat(R"(
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
 daemon off;
@@ -159,6 +160,12 @@ http {
     )", certificate, R"( ssl_protocols TLSv1.3;
     )", Locations(dir), R"(
   }
+  server {
+    listen 127.0.0.1:)", nginx->keepalive_hint_port_, R"(;
+    keepalive_timeout 2s 2s;
+    keepalive_requests 3;
+    )", Locations(dir), R"(
+  }
 }
 )");
   const std::string config_path = absl::StrCat(dir, "/nginx.conf");
@@ -169,7 +176,8 @@ http {
                                dir + "/logs/error.log"},
       dir + "/logs/stderr.log");
   for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_,
-                   nginx->mtls_port_, nginx->tls12_port_, nginx->tls13_port_}) {
+                   nginx->mtls_port_, nginx->tls12_port_, nginx->tls13_port_,
+                   nginx->keepalive_hint_port_}) {
     if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;

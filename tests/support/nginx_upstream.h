@@ -59,6 +59,9 @@ class NginxUpstream {
   };
   // Entries for `uri` on tls12_port or tls13_port, waiting (up to 10 s) for `expected`.
   std::vector<TlsLogEntry> TlsRequests(const std::string& uri, size_t expected) const;
+  // HTTP that announces `Keep-Alive: timeout=2`, closes connections idle for 2 s and
+  // after 3 requests (the 3rd response says "Connection: close").
+  int keepalive_hint_port() const { return keepalive_hint_port_; }
   const std::string& ca_file() const { return ca_file_; }
   std::string client_cert_file() const { return dir_ + "/pki/client.pem"; }  // CN=egress-client
   std::string server_cert_file() const { return dir_ + "/pki/server.pem"; }  // localhost
@@ -88,6 +91,7 @@ class NginxUpstream {
   int mtls_port_ = 0;
   int tls12_port_ = 0;
   int tls13_port_ = 0;
+  int keepalive_hint_port_ = 0;
 };
 
 }  // namespace egress::testing
