@@ -460,6 +460,21 @@ TEST_F(DnsTest, NameWhoseFirstAddressRefusesConnectsThroughTheSecondAtOnce) {
   EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kConnected), 1);
 }
 
+// A hostile DNS server may answer with thousands of addresses; each would be cached and
+// raced. Eight per family are kept, and a repeated one counts once.
+TEST_F(DnsTest, AnAnswerWithManyAddressesCostsAtMostEightAttemptsPerFamily) {
+  std::vector<std::string> addresses = {"127.0.0.10", "127.0.0.10"};  // nothing listens
+  for (int i = 11; i < 30; ++i) addresses.push_back(absl::StrCat("127.0.0.", i));
+  dns_->AnswerAll("many.test", addresses, 60);
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_happy_eyeballs_delay()->set_seconds(10);
+  });
+  FetchResponse response;
+  const grpc::Status status = Fetch(DialingRequestFor("many.test"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kFailed), 8);
+}
+
 TEST_F(DnsTest, NameWhoseEveryAddressBlackholesTimesOutAtTheConnectTimeout) {
   const auto hole = Blackhole::Start("127.0.0.3", nginx().http_port());
   ASSERT_NE(hole, nullptr);

@@ -51,18 +51,30 @@ std::pair<DnsResult, std::string> Describe(int status) {
   }
 }
 
+// Addresses kept per family from one answer: an upstream's DNS server may answer with
+// thousands (over TCP), and each is held in the cache and may cost a connect attempt.
+constexpr size_t kMaxAddressesPerFamily = 8;
+
 Resolver::Endpoints EndpointsOf(const ares_addrinfo* info, uint16_t port) {
   Resolver::Endpoints endpoints;
+  size_t v4 = 0, v6 = 0;
+  const auto keep = [&](const net::ip::address& address, size_t& count) {
+    if (count == kMaxAddressesPerFamily) return;
+    const net::ip::tcp::endpoint endpoint(address, port);
+    if (std::find(endpoints.begin(), endpoints.end(), endpoint) != endpoints.end()) return;
+    endpoints.push_back(endpoint);
+    ++count;
+  };
   for (const ares_addrinfo_node* node = info->nodes; node; node = node->ai_next) {
     if (node->ai_family == AF_INET) {
       const auto* in = reinterpret_cast<const sockaddr_in*>(node->ai_addr);
-      endpoints.emplace_back(net::ip::address_v4(ntohl(in->sin_addr.s_addr)), port);
+      keep(net::ip::address_v4(ntohl(in->sin_addr.s_addr)), v4);
     } else if (node->ai_family == AF_INET6) {
       const auto* in6 = reinterpret_cast<const sockaddr_in6*>(node->ai_addr);
       net::ip::address_v6::bytes_type bytes;
       std::copy(std::begin(in6->sin6_addr.s6_addr), std::end(in6->sin6_addr.s6_addr),
                 bytes.begin());
-      endpoints.emplace_back(net::ip::address_v6(bytes, in6->sin6_scope_id), port);
+      keep(net::ip::address_v6(bytes, in6->sin6_scope_id), v6);
     }
   }
   return endpoints;
