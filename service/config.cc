@@ -278,6 +278,9 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
   if (proto->has_tls_session_resumption()) {
     o.tls_session_resumption = proto->tls_session_resumption().value();
   }
+  if (proto->has_honor_keepalive_hints()) {
+    o.honor_keepalive_hints = proto->honor_keepalive_hints().value();
+  }
   if (o.client_cert_file.empty() != o.client_key_file.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": set client_cert_file and client_key_file together"));
@@ -555,6 +558,8 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   t.extra_ca_file = tp->extra_ca_file();
   if (!tp->has_tls_session_resumption()) tp->mutable_tls_session_resumption()->set_value(true);
   t.tls_session_resumption = tp->tls_session_resumption().value();
+  if (!tp->has_honor_keepalive_hints()) tp->mutable_honor_keepalive_hints()->set_value(true);
+  t.honor_keepalive_hints = tp->honor_keepalive_hints().value();
   // has_*() is read before mutable_*() creates the field.
   const bool idle_set = tp->has_idle_timeout(), connect_set = tp->has_connect_timeout(),
              tls_set = tp->has_tls_handshake_timeout(),

@@ -10,7 +10,7 @@ absl::Duration AgeLimit(const LifetimeLimits& limits, double age_draw) {
 
 std::optional<CloseReason> RetireAfterExchange(const ConnectionFacts& connection,
                                                const LifetimeLimits& limits, absl::Time now) {
-  if (const auto& hint = connection.hint) {
+  if (const auto& hint = connection.hint; hint && limits.honor_hints) {
     if (hint->max && connection.requests >= static_cast<int64_t>(*hint->max)) {
       return CloseReason::kServerHint;
     }
@@ -28,7 +28,7 @@ std::optional<CloseReason> RetireAfterExchange(const ConnectionFacts& connection
 IdleDeadline IdleDeadlineOf(const ConnectionFacts& connection, absl::Time since,
                             absl::Duration idle_timeout, const LifetimeLimits& limits) {
   IdleDeadline deadline{since + idle_timeout, CloseReason::kIdleTimeout};
-  if (connection.hint && connection.hint->timeout) {
+  if (limits.honor_hints && connection.hint && connection.hint->timeout) {
     const absl::Time hinted = since + *connection.hint->timeout - limits.hint_margin;
     if (hinted < deadline.at) deadline = {hinted, CloseReason::kServerHint};
   }

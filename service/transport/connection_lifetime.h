@@ -19,6 +19,7 @@ struct LifetimeLimits {
   // An idle connection expires this long before the server's announced timeout (the
   // request must reach the server before it closes: a round trip and then some).
   absl::Duration hint_margin = absl::Seconds(1);
+  bool honor_hints = true;  // false: the server's hint is not looked at
 };
 
 // What the decisions look at, of one connection.

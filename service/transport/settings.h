@@ -71,6 +71,7 @@ struct OriginOverride {
   std::optional<absl::Duration> happy_eyeballs_delay;
   std::optional<DrainSettings> drain;
   std::optional<absl::Duration> keepalive_hint_margin;
+  std::optional<bool> honor_keepalive_hints;
   std::optional<absl::Duration> max_connection_age;  // zero: unlimited for these origins
   std::optional<uint32_t> max_connection_age_jitter_percent;
   std::optional<uint32_t> max_requests_per_connection;  // zero: unlimited for these origins
@@ -105,6 +106,7 @@ struct TransportSettings {
   // Connection lifetime (see LifetimeLimits): an idle connection expires this long before
   // the timeout a server announces in Keep-Alive.
   absl::Duration keepalive_hint_margin = absl::Seconds(1);
+  bool honor_keepalive_hints = true;  // false: a server's Keep-Alive hint bounds nothing
   absl::Duration max_connection_age = absl::ZeroDuration();  // 0 = unlimited
   uint32_t max_connection_age_jitter_percent = 10;
   uint32_t max_requests_per_connection = 0;  // 0 = unlimited
@@ -153,6 +155,7 @@ struct TransportSettings {
     s.drain = o->drain.value_or(s.drain);
     s.tls_session_resumption = o->tls_session_resumption.value_or(s.tls_session_resumption);
     s.keepalive_hint_margin = o->keepalive_hint_margin.value_or(s.keepalive_hint_margin);
+    s.honor_keepalive_hints = o->honor_keepalive_hints.value_or(s.honor_keepalive_hints);
     s.max_connection_age = o->max_connection_age.value_or(s.max_connection_age);
     s.max_connection_age_jitter_percent =
         o->max_connection_age_jitter_percent.value_or(s.max_connection_age_jitter_percent);

@@ -437,7 +437,8 @@ PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
                       s.idle_timeout,          s.max_waiting_per_origin,
                       s.drain.mode == DrainMode::kAdaptive, s.drain.min_dial_cost,
                       LifetimeLimits{s.max_connection_age, s.max_connection_age_jitter_percent,
-                                     s.max_requests_per_connection, s.keepalive_hint_margin},
+                                     s.max_requests_per_connection, s.keepalive_hint_margin,
+                                     s.honor_keepalive_hints},
                       min_idle};
   };
   limits.defaults = limits_of(settings, 0);  // pre-warming is for origins overrides name

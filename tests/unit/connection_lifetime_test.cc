@@ -84,6 +84,16 @@ TEST(ConnectionLifetime, TheServersTimeoutNeverLengthensTheIdleTimeout) {
   EXPECT_EQ(deadline.reason, CloseReason::kIdleTimeout);
 }
 
+TEST(ConnectionLifetime, HintsNotHonouredBoundNeitherReuseNorIdleTime) {
+  LifetimeLimits limits;
+  limits.honor_hints = false;
+  const KeepAliveHint hint{absl::Seconds(2), 3u};
+  EXPECT_EQ(RetireAfterExchange(Facts(3, hint), limits, kCreated), std::nullopt);
+  const IdleDeadline deadline = IdleDeadlineOf(Facts(1, hint), kCreated, absl::Seconds(90), limits);
+  EXPECT_EQ(deadline.at, kCreated + absl::Seconds(90));
+  EXPECT_EQ(deadline.reason, CloseReason::kIdleTimeout);
+}
+
 TEST(ConnectionLifetime, AnIdleConnectionExpiresAtItsAge) {
   LifetimeLimits limits;
   limits.max_age = absl::Seconds(30);

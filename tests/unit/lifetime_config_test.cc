@@ -20,6 +20,19 @@ TEST(LifetimeConfig, DefaultsAreInForceAndShown) {
   EXPECT_EQ(config->proto.transport().keepalive_hint_margin().seconds(), 1);
   EXPECT_TRUE(config->proto.transport().has_max_connection_age_jitter_percent());
   EXPECT_EQ(config->proto.transport().max_connection_age_jitter_percent(), 10u);
+  EXPECT_TRUE(t.honor_keepalive_hints);
+  EXPECT_TRUE(config->proto.transport().honor_keepalive_hints().value());
+}
+
+TEST(LifetimeConfig, KeepAliveHintsCanBeIgnoredEverywhereOrForOneOrigin) {
+  auto everywhere = LoadConfigText("transport { honor_keepalive_hints { value: false } }", "off");
+  ASSERT_TRUE(everywhere.ok()) << everywhere.status();
+  EXPECT_FALSE(everywhere->transport.honor_keepalive_hints);
+  auto one = LoadConfigText(
+      "transport { origins { host: \"a.test\" honor_keepalive_hints { value: false } } }", "one");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE(one->transport.ForHost("a.test").honor_keepalive_hints);
+  EXPECT_TRUE(one->transport.ForHost("b.test").honor_keepalive_hints);
 }
 
 TEST(LifetimeConfig, ZeroMarginAndZeroJitterCanBeAskedFor) {
