@@ -12,6 +12,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpc/grpc_security_constants.h"
 #include "service/config_reloader.h"
@@ -60,55 +62,20 @@ std::string Failed(absl::string_view what, const grpc::Status& status) {
                       ": ", status.error_message(), ")");
 }
 
-// Collects the path of every changed leaf field.
-class FieldPathReporter : public MessageDifferencer::Reporter {
- public:
-  explicit FieldPathReporter(std::vector<std::string>* paths) : paths_(paths) {}
-  void ReportAdded(const google::protobuf::Message&, const google::protobuf::Message&,
-                   const std::vector<MessageDifferencer::SpecificField>& path) override {
-    Add(path);
-  }
-  void ReportDeleted(const google::protobuf::Message&, const google::protobuf::Message&,
-                     const std::vector<MessageDifferencer::SpecificField>& path) override {
-    Add(path);
-  }
-  void ReportModified(const google::protobuf::Message&, const google::protobuf::Message&,
-                      const std::vector<MessageDifferencer::SpecificField>& path) override {
-    // A message is reported modified after the fields in it that changed.
-    const auto* field = path.back().field;
-    if (field && field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) return;
-    Add(path);
-  }
-
- private:
-  void Add(const std::vector<MessageDifferencer::SpecificField>& path) {
-    std::string text;
-    for (const auto& field : path) {
-      if (!text.empty()) text += ".";
-      text += field.field ? field.field->name() : "?";
-      if (field.field && field.field->is_repeated()) {
-        absl::StrAppend(&text, "[", std::max(field.index, field.new_index), "]");
-      }
-    }
-    if (std::find(paths_->begin(), paths_->end(), text) == paths_->end()) {
-      paths_->push_back(std::move(text));
-    }
-  }
-  std::vector<std::string>* paths_;
-};
-
 }  // namespace
 
-std::vector<std::string> ChangedFields(const egress::v1::Config& before,
+std::vector<std::string> ConfigChanges(const egress::v1::Config& before,
                                        const egress::v1::Config& after) {
-  std::vector<std::string> paths;
+  std::string report;
   {
-    FieldPathReporter reporter(&paths);
+    google::protobuf::io::StringOutputStream output(&report);
+    MessageDifferencer::StreamReporter reporter(&output);
+    reporter.SetMessages(before, after);
     MessageDifferencer differencer;
     differencer.ReportDifferencesTo(&reporter);
     differencer.Compare(before, after);
-  }  // the reporter outlives the differencer, which reports to it until destroyed
-  return paths;
+  }  // the reporter writes all of its report only when destroyed, after the differencer
+  return absl::StrSplit(report, '\n', absl::SkipEmpty());
 }
 
 absl::StatusOr<std::string> TokenFile::Current() {
@@ -183,15 +150,15 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
 
 namespace {
 
-// Whether a policy's allow_cidrs of one family, merged, cover every address of it: one
-// "0.0.0.0/0", or two "/1" halves, or any other tiling.
-bool AllowsEveryAddress(const egress::v1::PolicyConfig& policy, bool v4) {
+// Whether CIDRs of one family, merged, cover every address of it: one "0.0.0.0/0", or
+// two "/1" halves, or any other tiling. Entries that are no CIDR are passed over.
+bool CoverEveryAddress(const google::protobuf::RepeatedPtrField<std::string>& cidrs, bool v4) {
   using Address = unsigned __int128;
   const int bits = v4 ? 32 : 128;
   std::vector<std::pair<Address, Address>> ranges;  // first, last
-  for (const std::string& text : policy.allow_cidrs()) {
+  for (const std::string& text : cidrs) {
     auto cidr = transport::Cidr::Parse(text);
-    if (!cidr.ok() || cidr->network.is_v4() != v4) continue;  // invalid ones fail validation
+    if (!cidr.ok() || cidr->network.is_v4() != v4) continue;
     Address first = 0;
     if (v4) {
       first = cidr->network.to_v4().to_uint();
@@ -230,11 +197,28 @@ grpc::Status AdminService::CheckPolicyWidening(const egress::v1::Config& next) c
                         absl::StrCat("policy.disabled turns the egress policy off", kHow));
   }
   for (const bool v4 : {true, false}) {
-    if (AllowsEveryAddress(policy, v4) && !AllowsEveryAddress(now, v4)) {
+    if (CoverEveryAddress(policy.allow_cidrs(), v4) && !CoverEveryAddress(now.allow_cidrs(), v4)) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                           absl::StrCat("policy.allow_cidrs together allow every ",
                                        v4 ? "IPv4" : "IPv6", " address", kHow));
     }
+    if (CoverEveryAddress(policy.caller_header_trusted_peers(), v4) &&
+        !CoverEveryAddress(now.caller_header_trusted_peers(), v4)) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("policy.caller_header_trusted_peers together trust every ",
+                       v4 ? "IPv4" : "IPv6",
+                       " peer, so any caller could name itself with policy.caller_header",
+                       kHow));
+    }
+  }
+  if (now.unknown_callers() == egress::v1::UNKNOWN_CALLERS_DENY &&
+      policy.unknown_callers() != egress::v1::UNKNOWN_CALLERS_DENY) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("policy.unknown_callers other than UNKNOWN_CALLERS_DENY "
+                                     "lets callers with no identity or no rule use the whole "
+                                     "policy",
+                                     kHow));
   }
   return grpc::Status::OK;
 }
@@ -265,10 +249,9 @@ grpc::ServerUnaryReactor* AdminService::UpdateConfig(
     LogCall("UpdateConfig", *context, Failed("rejected", status));
     return Answer(context, status);
   }
-  const std::vector<std::string> changed = ChangedFields(before, *in_force);
+  const std::vector<std::string> changes = ConfigChanges(before, *in_force);
   LogCall("UpdateConfig", *context,
-          absl::StrCat("applied; changed: ",
-                       changed.empty() ? "nothing" : absl::StrJoin(changed, " ")));
+          absl::StrCat("applied; ", changes.empty() ? "nothing changed" : absl::StrJoin(changes, "; ")));
   *response = *std::move(in_force);
   return Answer(context, grpc::Status::OK);
 }

@@ -80,9 +80,10 @@ class AdminService final : public egress::v1::TransportAdmin::CallbackService {
   std::unique_ptr<TokenFile> token_file_;  // when access_.bearer_token_file is set
 };
 
-// The field paths that differ between two configs, e.g. "drain.max_bytes",
-// "policy.deny_cidrs[1]"; for the admin log.
-std::vector<std::string> ChangedFields(const egress::v1::Config& before,
+// What differs between two configs, a line per field with the values, e.g.
+// "modified: drain.max_bytes: 262144 -> 1000", "added: policy.deny_hosts[0]: \"a.test\"";
+// for the admin log.
+std::vector<std::string> ConfigChanges(const egress::v1::Config& before,
                                        const egress::v1::Config& after);
 
 }  // namespace egress

@@ -36,8 +36,10 @@ ABSL_FLAG(std::vector<std::string>, admin_identities, {},
           "certificate's URI SAN, e.g. spiffe://..., or DNS SAN); required with "
           "--admin_tls_client_ca unless --admin_token_file is set");
 ABSL_FLAG(bool, admin_allow_policy_off, false,
-          "let UpdateConfig turn the egress policy off (policy.disabled) or allow every "
-          "address (policy.allow_cidrs 0.0.0.0/0 or ::/0)");
+          "let UpdateConfig turn the egress policy off (policy.disabled), allow every "
+          "address (policy.allow_cidrs covering 0.0.0.0/0 or ::/0), trust every peer's "
+          "caller_header (policy.caller_header_trusted_peers likewise) or let unknown "
+          "callers in again (policy.unknown_callers no longer UNKNOWN_CALLERS_DENY)");
 ABSL_FLAG(std::string, admin_tls_cert, "", "PEM certificate of the admin listener (mTLS)");
 ABSL_FLAG(std::string, admin_tls_key, "", "PEM private key of the admin listener (mTLS)");
 ABSL_FLAG(std::string, admin_tls_client_ca, "",

@@ -265,6 +265,25 @@ TEST_F(AccessTest, ACallerHeaderSentTwiceNamesNoCaller) {
   EXPECT_TRUE(FetchAs("billing", nginx().HttpsUrl("/cl/1k")).ok());
 }
 
+// A mesh proxy trusted by its certificate's identity may name the caller; another
+// certificate's peer on the same address may not, and is its own certificate instead.
+TEST_F(AccessTest, CallerHeaderIsBelievedFromAPeerTrustedByItsCertificateOnly) {
+  StartMtlsEgress("admin", [](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("spiffe://test/admin");
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    auto* rule = c.mutable_policy()->add_callers();
+    rule->set_identity("batch");
+    rule->add_allowed_hosts("localhost");
+  });
+  EXPECT_TRUE(FetchAs("batch", nginx().HttpsUrl("/cl/1k")).ok());
+  stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("localhost:", server_->grpc_port()), pki_->Client("checkout")));
+  const grpc::Status denied = FetchAs("batch", nginx().HttpsUrl("/cl/1k"));
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("caller \"spiffe://test/checkout\""));
+}
+
 TEST_F(AccessTest, CallerHeaderWithNoTrustedPeersIsIgnoredAndWarnedAbout) {
   Config proto;
   proto.mutable_policy()->set_caller_header("x-egress-caller");
@@ -327,6 +346,15 @@ TEST_F(AccessTest, ACertificateTheCaSignedButNotOnTheAdminListIsDenied) {
   auto admin = AdminStub(pki_->Client("admin"));
   EXPECT_TRUE(Update(*admin, config).ok());
   EXPECT_EQ(server_->config().Get()->proto.drain().max_bytes(), 1000u);
+}
+
+TEST_F(AccessTest, AnAdminIdentityMayBeACertificatesDnsName) {
+  StartEgress();
+  StartAdmin({"", "", pki_->ServerFiles(), "", {"checkout.test"}});
+  EXPECT_TRUE(Get(*AdminStub(pki_->Client("checkout"))).ok());
+  const grpc::Status denied = Get(*AdminStub(pki_->Client("admin")));
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("spiffe://test/admin"));
 }
 
 TEST_F(AccessTest, MtlsAdminWithoutAnIdentityListOrTokenRefusesToStart) {
@@ -426,6 +454,46 @@ TEST_F(AccessTest, TurningThePolicyOffOverGrpcNeedsTheFlag) {
   EXPECT_TRUE(server_->config().Get()->proto.policy().disabled());
 }
 
+TEST_F(AccessTest, TrustingEveryPeerOrLettingUnknownCallersInOverGrpcNeedsTheFlag) {
+  StartEgress([](Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");
+    c.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+    auto* rule = c.mutable_policy()->add_callers();
+    rule->set_identity("checkout");
+    rule->add_allowed_hosts("localhost");
+  });
+  StartAdmin({});
+  auto stub = AdminStub(grpc::InsecureChannelCredentials());
+  Config everyone = server_->config().Get()->proto;
+  everyone.mutable_policy()->add_caller_header_trusted_peers("0.0.0.0/0");
+  grpc::Status denied = Update(*stub, everyone);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("trust every IPv4 peer"));
+  Config let_in = server_->config().Get()->proto;
+  let_in.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DEFAULT_POLICY);
+  denied = Update(*stub, let_in);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("policy.unknown_callers"));
+  Config unset = server_->config().Get()->proto;  // unset means DEFAULT_POLICY
+  unset.mutable_policy()->clear_unknown_callers();
+  EXPECT_EQ(Update(*stub, unset).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(server_->config().Get()->proto.policy().unknown_callers(),
+            egress::v1::UNKNOWN_CALLERS_DENY);
+  Config narrower = server_->config().Get()->proto;  // another trusted peer: accepted
+  narrower.mutable_policy()->add_caller_header_trusted_peers("127.0.0.2");
+  EXPECT_TRUE(Update(*stub, narrower).ok());
+
+  admin_.reset();
+  AdminOptions allowed;
+  allowed.allow_policy_off = true;
+  StartAdmin(allowed);
+  stub = AdminStub(grpc::InsecureChannelCredentials());
+  EXPECT_TRUE(Update(*stub, let_in).ok());
+  EXPECT_EQ(server_->config().Get()->proto.policy().unknown_callers(),
+            egress::v1::UNKNOWN_CALLERS_DEFAULT_POLICY);
+}
+
 TEST_F(AccessTest, EveryAdminCallIsLoggedWithThePeerIdentityAndTheFieldsChanged) {
   StartEgress();
   StartAdmin({"", "", pki_->ServerFiles(), "", {"spiffe://test/admin"}});
@@ -439,8 +507,9 @@ TEST_F(AccessTest, EveryAdminCallIsLoggedWithThePeerIdentityAndTheFieldsChanged)
   EXPECT_FALSE(Get(*intruder).ok());
   const std::string log = ::testing::internal::GetCapturedStdout();
   EXPECT_THAT(log, HasSubstr("egressd: admin UpdateConfig from ipv4:127.0.0.1:"));
-  EXPECT_THAT(log, HasSubstr("identity spiffe://test/admin: applied; changed: "
-                             "drain.max_bytes policy.deny_hosts[0]"));
+  EXPECT_THAT(log, HasSubstr("identity spiffe://test/admin: applied; "
+                             "modified: drain.max_bytes: 262144 -> 1000; "
+                             "added: policy.deny_hosts[0]: \"blocked.test\""));
   EXPECT_THAT(log, HasSubstr("admin GetConfig from ipv4:127.0.0.1:"));
   EXPECT_THAT(log, HasSubstr("identity spiffe://test/intruder: denied (PERMISSION_DENIED"));
 }

@@ -68,6 +68,32 @@ TEST(ConfigFileTest, AnEmptyConfigFileStopsItAtStartAndFailsCheckConfig) {
   EXPECT_THAT(output, HasSubstr("is empty"));
 }
 
+TEST(ConfigFileTest, AConfigFileThatCannotBeReadStopsItAtStartAndFailsCheckConfig) {
+  const std::string dir = TestDir("config-unreadable");
+  std::ofstream(dir + "/not-a-dir") << "drain { max_bytes: 1000 }\n";
+  for (const std::string& path : {dir + "/missing.textproto", dir + "/not-a-dir/egress.textproto"}) {
+    std::string output;
+    EXPECT_EQ(RunEgressd(absl::StrCat("--admin_listen=127.0.0.1:", FreePort(), " --config=", path),
+                         &output),
+              2)
+        << path;
+    EXPECT_THAT(output, HasSubstr(absl::StrCat("cannot read \"", path, "\"")));
+    EXPECT_EQ(RunEgressd(absl::StrCat("--check_config --config=", path), &output), 2) << path;
+    EXPECT_THAT(output, HasSubstr(absl::StrCat("cannot read \"", path, "\"")));
+  }
+}
+
+// Warnings are printed before --check_config returns, on the path egressd starts by.
+TEST(ConfigFileTest, ACallerHeaderWithoutTrustedPeersIsWarnedAboutAtStart) {
+  const std::string dir = TestDir("config-warning");
+  std::ofstream(dir + "/egress.textproto") << "policy { caller_header: \"x-egress-caller\" }\n";
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--check_config --config=", dir, "/egress.textproto"), &output),
+            0);
+  EXPECT_THAT(output, HasSubstr("egressd: warning: policy.caller_header \"x-egress-caller\" is "
+                                "set but policy.caller_header_trusted_peers is empty"));
+}
+
 TEST(ConfigFileTest, APlaintextAdminTokenOffLoopbackStopsItAtStart) {
   const std::string dir = TestDir("admin-plaintext");
   std::ofstream(dir + "/token") << "s3cret\n";
