@@ -38,6 +38,12 @@ for config in "${configs[@]}"; do
   "$root/service/egressd" --check_config --config="$config" > /dev/null
   echo "egressd accepts the config of $(basename "$config" .textproto)"
 done
+# The example overlay fails closed for callers: egressd, reading its config, denies
+# callers with no identity or no rule.
+overlay_config=$(grep -l 'unknown_callers' "${configs[@]}" || true)
+[[ -n $overlay_config ]] || { echo "no config sets policy.unknown_callers"; exit 1; }
+"$root/service/egressd" --check_config --config="$overlay_config" | grep -q 'unknown_callers: UNKNOWN_CALLERS_DENY' \
+  || { echo "the example overlay's config does not deny unknown callers"; exit 1; }
 # The validator does reject: a config egressd would refuse to start with.
 echo 'drain { max_duration { seconds: -1 } }' > "$work/bad.textproto"
 if "$root/service/egressd" --check_config --config="$work/bad.textproto" 2> "$work/bad.log"; then
