@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
       {"http Connection: close", nginx->HttpUrl("/close/1k"), egress::v1::BODY_MODE_FULL, StatusCode::OK, 50, false},
       {"fault: reset in body", fault("/reset-body"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 20, true},
       {"fault: malformed status", fault("/bad-status"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 20, true},
-      {"fault: headers over limit", fault("/huge-headers"), egress::v1::BODY_MODE_FULL, StatusCode::RESOURCE_EXHAUSTED, 20, true},
+      {"fault: headers over limit", fault("/huge-headers"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 20, true},
       {"fault: bad chunk", fault("/bad-chunk"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 20, true},
       {"fault: Content-Length short", fault("/short-body"), egress::v1::BODY_MODE_FULL, StatusCode::UNAVAILABLE, 20, true},
       {"fault: bytes past the body", fault("/long-body"), egress::v1::BODY_MODE_FULL, StatusCode::OK, 20, true},

@@ -115,7 +115,7 @@ absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
     return absl::CancelledError(absl::StrCat(where, " was cancelled"));
   }
   if (ec == http::error::header_limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
+    return absl::UnavailableError(absl::StrCat(
         "response headers from ", origin_.Key(), " exceed the limit of ",
         limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)"));
   }
@@ -129,6 +129,7 @@ absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
         return absl::UnavailableError(absl::StrCat(
             "response from ", origin_.Key(), " has trailers over the limit of ",
             limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)"));
+      case UpstreamLimit::kResponseHead:
       case UpstreamLimit::kInterimResponses:
         break;  // reported where the head is read
     }
@@ -359,6 +360,9 @@ void Connection::ReadHead() {
 void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) {
   if (ec) {
     broken_ = true;
+    if (ec == http::error::header_limit) {
+      observer_.OnUpstreamLimit(origin_, UpstreamLimit::kResponseHead);
+    }
     const bool response_started = parser_->got_some() || buffer_.size() > 0;
     return std::exchange(head_done_, nullptr)(Fail("waiting for the response from", ec),
                                               response_started);

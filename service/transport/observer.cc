@@ -66,6 +66,7 @@ absl::string_view ToString(DrainAwareChoice choice) {
 
 absl::string_view ToString(UpstreamLimit limit) {
   switch (limit) {
+    case UpstreamLimit::kResponseHead: return "response_head";
     case UpstreamLimit::kChunkLine: return "chunk_line";
     case UpstreamLimit::kTrailers: return "trailers";
     case UpstreamLimit::kInterimResponses: return "interim_responses";

@@ -69,11 +69,12 @@ inline constexpr size_t kDrainAbandonReasonCount = 5;
 // A bound on upstream input that a response went past; the fetch failed UNAVAILABLE
 // and the connection was closed.
 enum class UpstreamLimit {
+  kResponseHead,      // a status line and headers past transport.max_response_header_bytes
   kChunkLine,         // a chunk-size line longer than transport.max_chunk_line_bytes
   kTrailers,          // trailers past transport.max_response_header_bytes
   kInterimResponses,  // more 1xx responses than transport.max_interim_responses
 };
-inline constexpr size_t kUpstreamLimitCount = 3;
+inline constexpr size_t kUpstreamLimitCount = 4;
 // How a name lookup ended.
 enum class DnsResult {
   kOk,         // addresses found (in /etc/hosts or from a DNS server)

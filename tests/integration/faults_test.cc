@@ -74,9 +74,12 @@ TEST_F(FaultsTest, MalformedHeaderIsUnavailable) {
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad field"));
 }
 
-TEST_F(FaultsTest, HeadersOverTheLimitAreResourceExhausted) {
-  ExpectFault(Request(faults().Url("/huge-headers")), grpc::StatusCode::RESOURCE_EXHAUSTED,
+// An upstream past a bound of what egressd reads from it is a broken upstream, like one
+// whose chunk lines or trailers never end: UNAVAILABLE, naming the limit.
+TEST_F(FaultsTest, HeadersOverTheLimitAreUnavailable) {
+  ExpectFault(Request(faults().Url("/huge-headers")), grpc::StatusCode::UNAVAILABLE,
               "exceed the limit of 65536 bytes (transport.max_response_header_bytes)");
+  EXPECT_EQ(observer_.LimitHit(transport::UpstreamLimit::kResponseHead), 1);
 }
 
 TEST_F(FaultsTest, ContentLengthLongerThanTheBodyIsUnavailable) {
