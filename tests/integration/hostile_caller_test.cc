@@ -28,6 +28,18 @@ using ::testing::Not;
 
 class HostileCallerTest : public EgressFaultsTest {
  protected:
+  // egressd started, one fetch made (gRPC's own descriptors open from here on) and the
+  // descriptors counted, so that TearDown can check none is left behind.
+  void Start(const std::function<void(egress::v1::Config&)>& configure = {}) {
+    StartEgress(configure);
+    ExpectHealthy();
+    RecordBaseline();
+  }
+  void TearDown() override {
+    if (server_) ExpectRecovered();
+    EgressFaultsTest::TearDown();
+  }
+
   grpc::Status FetchAs(const std::string& caller, const FetchRequest& request,
                        FetchResponse* response) {
     grpc::ClientContext context;
@@ -43,7 +55,7 @@ class HostileCallerTest : public EgressFaultsTest {
 };
 
 TEST_F(HostileCallerTest, MaxBodyBytesAboveTheCeilingFailsAtOnceAndNothingIsSent) {
-  StartEgress();
+  Start();
   const int accepted = faults().accepted();
   FetchRequest request = Request(faults().Url("/endless-body"));
   request.set_max_body_bytes(uint64_t{1} << 62);
@@ -59,7 +71,7 @@ TEST_F(HostileCallerTest, MaxBodyBytesAboveTheCeilingFailsAtOnceAndNothingIsSent
 }
 
 TEST_F(HostileCallerTest, ARequestTargetOverTheLimitIsInvalidAndNothingIsSent) {
-  StartEgress();
+  Start();
   const int accepted = faults().accepted();
   FetchResponse response;
   const grpc::Status status =
@@ -72,7 +84,7 @@ TEST_F(HostileCallerTest, ARequestTargetOverTheLimitIsInvalidAndNothingIsSent) {
 }
 
 TEST_F(HostileCallerTest, PrefixAboveTheCeilingFailsToo) {
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_limits()->set_default_max_body_bytes(1 << 20);
     c.mutable_limits()->set_max_body_bytes_ceiling(1 << 20);
   });
@@ -90,7 +102,7 @@ TEST_F(HostileCallerTest, PrefixAboveTheCeilingFailsToo) {
 // One fetch holds 600 KiB of a 1 MiB budget; the next cannot reserve what it reads and
 // fails at once instead of waiting on the stalled body too.
 TEST_F(HostileCallerTest, FetchThatFindsTheBodyBudgetSpentIsResourceExhaustedAtOnce) {
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_limits()->set_default_max_body_bytes(1 << 20);
     c.mutable_limits()->set_max_body_bytes_ceiling(1 << 20);
     c.mutable_limits()->set_buffered_body_budget_bytes(1 << 20);
@@ -118,7 +130,7 @@ TEST_F(HostileCallerTest, FetchThatFindsTheBodyBudgetSpentIsResourceExhaustedAtO
 // The holder's 600 KiB fill the budget; a FetchStream cannot hold even its one chunk.
 TEST_F(HostileCallerTest, FetchStreamChunkCountsAgainstTheBodyBudget) {
   constexpr uint64_t kBudget = 600 * 1024;
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_limits()->set_default_max_body_bytes(kBudget);
     c.mutable_limits()->set_max_body_bytes_ceiling(kBudget);
     c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
@@ -145,7 +157,7 @@ TEST_F(HostileCallerTest, FetchStreamChunkCountsAgainstTheBodyBudget) {
 // stays within the budget (sampled as its resident memory), not eight times the ceiling.
 TEST_F(HostileCallerTest, ManyLargeFetchesStayWithinTheBodyBudget) {
   constexpr uint64_t kBudget = 16 << 20;
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_limits()->set_max_body_bytes_ceiling(kBudget);
     c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
   });
@@ -172,7 +184,7 @@ TEST_F(HostileCallerTest, ManyLargeFetchesStayWithinTheBodyBudget) {
 }
 
 TEST_F(HostileCallerTest, TimeoutLongerThanMaxTimeoutIsCutShortAndSaysSo) {
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_limits()->mutable_max_timeout()->set_nanos(300'000'000);
   });
   FetchRequest request = Request(faults().Url("/never"));
@@ -187,7 +199,7 @@ TEST_F(HostileCallerTest, TimeoutLongerThanMaxTimeoutIsCutShortAndSaysSo) {
 }
 
 TEST_F(HostileCallerTest, CallerAtItsConcurrencyLimitIsTurnedAwayWhileOthersAreServed) {
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
     c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");  // the test's calls
     c.mutable_limits()->set_max_concurrent_fetches_per_caller(2);
@@ -212,7 +224,7 @@ TEST_F(HostileCallerTest, CallerAtItsConcurrencyLimitIsTurnedAwayWhileOthersAreS
 }
 
 TEST_F(HostileCallerTest, CallersWithoutAnIdentityShareOneConcurrencyLimit) {
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_limits()->set_max_concurrent_fetches_per_caller(1);
   });
   const int accepted = faults().accepted();
@@ -229,7 +241,7 @@ TEST_F(HostileCallerTest, CallersWithoutAnIdentityShareOneConcurrencyLimit) {
 }
 
 TEST_F(HostileCallerTest, CredentialsAreDroppedWhenARedirectChangesOrigin) {
-  StartEgress();
+  Start();
   FetchRequest request = Request(faults().Url("/redirect-other-origin"));
   request.set_follow_redirects(true);
   for (const auto& [name, value] : {std::pair{"Authorization", "Bearer secret"},
@@ -250,7 +262,7 @@ TEST_F(HostileCallerTest, CredentialsAreDroppedWhenARedirectChangesOrigin) {
 }
 
 TEST_F(HostileCallerTest, CredentialsFollowARedirectWithinTheOrigin) {
-  StartEgress();
+  Start();
   FetchRequest request = Request(faults().Url("/redirect-same-origin"));
   request.set_follow_redirects(true);
   auto* header = request.add_headers();
@@ -263,7 +275,7 @@ TEST_F(HostileCallerTest, CredentialsFollowARedirectWithinTheOrigin) {
 }
 
 TEST_F(HostileCallerTest, RedirectStripHeadersReplacesTheDefaultList) {
-  StartEgress([](egress::v1::Config& c) {
+  Start([](egress::v1::Config& c) {
     c.mutable_policy()->add_redirect_strip_headers("X-Api-Key");
   });
   FetchRequest request = Request(faults().Url("/redirect-other-origin"));
@@ -281,7 +293,7 @@ TEST_F(HostileCallerTest, RedirectStripHeadersReplacesTheDefaultList) {
 }
 
 TEST_F(HostileCallerTest, HeaderValueThatIsNotUtf8ArrivesByteForByte) {
-  StartEgress();
+  Start();
   FetchResponse response;
   const grpc::Status status = Fetch(Request(faults().Url("/latin1-header")), &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -300,7 +312,7 @@ TEST_F(HostileCallerTest, HeaderValueThatIsNotUtf8ArrivesByteForByte) {
 }
 
 TEST_F(HostileCallerTest, HeaderValueBytesAreSentInsteadOfTheValue) {
-  StartEgress();
+  Start();
   FetchRequest request = Request(faults().Url("/echo-headers"));
   auto* header = request.add_headers();
   header->set_name("X-Name");
@@ -314,7 +326,7 @@ TEST_F(HostileCallerTest, HeaderValueBytesAreSentInsteadOfTheValue) {
 }
 
 TEST_F(HostileCallerTest, ErrorMessageQuotingUpstreamBytesIsValidUtf8) {
-  StartEgress();
+  Start();
   FetchRequest request = Request(faults().Url("/latin1-location"));
   request.set_follow_redirects(true);
   FetchResponse response;

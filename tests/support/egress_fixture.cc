@@ -142,6 +142,10 @@ transport::OriginStats EgressFaultsTest::FaultOrigin() {
   return PoolStatsFor(FaultKey());
 }
 
+int EgressFaultsTest::IdleToFaultServer() {
+  return FaultOrigin().idle + PoolStatsFor(absl::StrCat("http://localhost:", faults_->port())).idle;
+}
+
 std::string EgressFaultsTest::FaultKey() const {
   return absl::StrCat("http://127.0.0.1:", faults_->port());
 }

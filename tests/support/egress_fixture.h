@@ -92,7 +92,9 @@ class EgressFaultsTest : public EgressTest {
   transport::OriginStats FaultOrigin();
   // "http://127.0.0.1:PORT", the fault server's origin as messages name it.
   std::string FaultKey() const;
-  int IdleToFaultServer() { return FaultOrigin().idle; }
+  // Idle pooled connections to the fault server, under either of its names (127.0.0.1
+  // and localhost: a redirect to "another origin" goes to localhost).
+  int IdleToFaultServer();
 
   // A fetch from nginx succeeds with the right body.
   void ExpectHealthy();
