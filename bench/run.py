@@ -20,7 +20,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
 from wan import (SERVER_ADDRESS, Wan, measure_rtt_ms, measure_throughput,  # noqa: E402
                  readable_tempdir, stop)
-from loopback import CEILING_GRPC, SHAPES, SYSTEMS, Loopback, rss_mib  # noqa: E402
+from loopback import (CEILING_GRPC, SHAPES, SYSTEMS, Loopback, cpu_seconds,  # noqa: E402
+                      rss_mib)
 from nginx import start_nginx  # noqa: E402
 
 HTTPS_PORT = 8443
@@ -83,7 +84,8 @@ def main():
                         wan, mode, "/json", plan.headline_requests, 0), "/json")
                     headline.setdefault((rtt, mode), []).append(run)
                 run = upstream.measure(lambda: tools.go_fetches(
-                    wan, "/json", plan.headline_requests), "/json")
+                    wan, [f"-url={upstream_url('/json')}",
+                          f"-requests={plan.headline_requests}"]), "/json")
                 headline.setdefault((rtt, "Go"), []).append(run)
                 grpc_floor.setdefault(rtt, []).append(tools.grpc_floor(
                     wan, plan.headline_requests, gap_ms=rtt))
@@ -128,22 +130,40 @@ class Tools:
         self.grpc_ceiling = os.path.join(bazel_bin, "bench/grpc_ceiling")
         self.go_client = go_client
         self.ca = make_pki(work)
-        self.configs = {}  # drain mode -> egressd's config file
-        for mode in MODES:
-            self.configs[mode] = os.path.join(work, f"egressd-{mode}.textproto")
-            with open(self.configs[mode], "w") as out:
-                out.write(f'drain {{ mode: DRAIN_MODE_{mode} }}\n'
-                          f'transport {{ extra_ca_file: "{self.ca}" }}\n'
-                          f'policy {{ allow_cidrs: "{SERVER_ADDRESS}/32" }}\n')
+        self.work = work
+        # drain mode -> egressd's config file
+        self.configs = {mode: self.config(f"drain-{mode}", f"drain {{ mode: DRAIN_MODE_{mode} }}")
+                        for mode in MODES}
+
+    def config(self, name, settings="", transport=""):
+        """Writes an egressd config file trusting the test CA and allowing the upstream,
+        with settings (top-level fields) and transport (fields of `transport`) added;
+        returns its path."""
+        path = os.path.join(self.work, f"egressd-{name}.textproto")
+        with open(path, "w") as out:
+            out.write(f'{settings}\n'
+                      f'transport {{ extra_ca_file: "{self.ca}" {transport} }}\n'
+                      f'policy {{ allow_cidrs: "{SERVER_ADDRESS}/32" }}\n')
+        return path
 
     def egressd_fetches(self, wan, mode, path, requests, gap_ms):
-        egressd = wan.spawn(wan.CLIENT, [self.egressd, f"--config={self.configs[mode]}",
+        return self.fetches_through_egressd(wan, self.configs[mode], [
+            f"--url={upstream_url(path)}", f"--requests={requests}", f"--gap_ms={gap_ms}"])
+
+    def fetches_through_egressd(self, wan, config, flags, allow_failed=False):
+        """Runs sequential_fetches with flags through a fresh egressd started with config;
+        returns its JSON, with egressd's CPU seconds during the fetches as egressd_cpu_s."""
+        egressd = wan.spawn(wan.CLIENT, [self.egressd, f"--config={config}",
                                          f"--grpc_listen={EGRESSD_GRPC}"],
                             stderr=subprocess.DEVNULL)
         try:
-            return run_json(wan, [self.sequential_fetches, f"--target={EGRESSD_GRPC}",
-                                  f"--url={upstream_url(path)}", f"--requests={requests}",
-                                  f"--gap_ms={gap_ms}"])
+            host, port = EGRESSD_GRPC.split(":")
+            wan.wait_for_port(wan.CLIENT, host, int(port))
+            cpu = cpu_seconds([egressd.pid])
+            result = run_json(wan, [self.sequential_fetches, f"--target={EGRESSD_GRPC}",
+                                    *flags], allow_failed)
+            result["egressd_cpu_s"] = cpu_seconds([egressd.pid]) - cpu
+            return result
         finally:
             stop(egressd)
 
@@ -160,20 +180,22 @@ class Tools:
         finally:
             stop(ceiling)
 
-    def go_fetches(self, wan, path, requests):
-        return run_json(wan, [self.go_client, f"-url={upstream_url(path)}", f"-ca={self.ca}",
-                              f"-requests={requests}"])
+    def go_fetches(self, wan, flags, allow_failed=False):
+        return run_json(wan, [self.go_client, f"-ca={self.ca}", *flags], allow_failed)
 
 
-def run_json(wan, argv):
+def run_json(wan, argv, allow_failed=False):
+    """Runs argv (sequential_fetches or the Go client) in the client namespace; returns
+    its JSON line. Fails if a fetch failed, unless allow_failed."""
     completed = wan.run(wan.CLIENT, argv, stdout=subprocess.PIPE, text=True)
-    if completed.returncode != 0:
+    failed_fetches = allow_failed and completed.returncode == 1 and completed.stdout
+    if completed.returncode != 0 and not failed_fetches:
         raise RuntimeError(f"{argv[0]} failed: {completed.stdout}")
     return json.loads(completed.stdout)
 
 
-def upstream_url(path):
-    return f"https://{SERVER_ADDRESS}:{HTTPS_PORT}{path}"
+def upstream_url(path, port=HTTPS_PORT):
+    return f"https://{SERVER_ADDRESS}:{port}{path}"
 
 
 def make_pki(work):
@@ -195,10 +217,11 @@ def make_pki(work):
 
 
 class Upstream:
-    """nginx in the server namespace, HTTPS with TLS 1.3 only, serving the scenarios. Its
-    access log tells which requests came on a new connection."""
+    """nginx in the server namespace, HTTPS with TLS 1.3 only, serving the scenarios, and
+    the server blocks `servers` adds. Its access log tells which requests came on a new
+    connection and which resumed a TLS session."""
 
-    def __init__(self, wan, work):
+    def __init__(self, wan, work, servers=""):
         self.dir = readable_tempdir("nginx-", work)
         www = os.path.join(self.dir, "www", "cl")
         os.makedirs(www)
@@ -208,14 +231,17 @@ class Upstream:
         self.log = os.path.join(self.dir, "access.log")
         http = UPSTREAM_HTTP.format(dir=self.dir, pki=os.path.join(work, "pki"),
                                     address=SERVER_ADDRESS, port=HTTPS_PORT, json=JSON_BODY)
-        start_nginx(wan, wan.SERVER, self.dir, http, SERVER_ADDRESS, HTTPS_PORT)
+        self.process = start_nginx(wan, wan.SERVER, self.dir, http + servers, SERVER_ADDRESS,
+                                   HTTPS_PORT)
 
     def measure(self, fetches, path):
-        """Runs fetches(); returns its JSON with the new connections nginx saw added."""
+        """Runs fetches(); returns its JSON with the new connections and the resumed TLS
+        sessions nginx saw added (a request that failed may never have reached it)."""
         before = self._entries()
         result = fetches()
-        entries = self._wait_for(path, before, result["requests"])
+        entries = self._wait_for(path, before, result["requests"] - result["failed"])
         result["new_connections"] = sum(1 for e in entries if e[1] == "1")
+        result["resumed"] = sum(1 for e in entries if e[3] == "r")
         return result
 
     def _entries(self):
@@ -235,7 +261,7 @@ class Upstream:
 
 # Inside nginx's http block; the rest is bench/nginx.py's.
 UPSTREAM_HTTP = """
-  log_format counted '$connection $connection_requests $uri';
+  log_format counted '$connection $connection_requests $uri $ssl_session_reused';
   access_log {dir}/access.log counted;
   keepalive_timeout 300s;
   server {{
@@ -469,12 +495,13 @@ BEGIN = "<!-- bench/run.py: begin (generated; edit the script, not this) -->"
 END = "<!-- bench/run.py: end -->"
 
 
-def replace_section(path, section):
-    """Puts section in place of the previous one in path, or first if there was none."""
+def replace_section(path, section, begin=BEGIN, end=END):
+    """Puts section (from its begin line to its end line) in place of the previous one in
+    path, or first if there was none."""
     with open(path) as results:
         text = results.read()
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end) + 1:]
     else:
         title, _, rest = text.partition("\n\n")
         text = f"{title}\n\n{section}\n{rest}"

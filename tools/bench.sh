@@ -3,6 +3,7 @@
 # simulated WAN and rewrites its section of bench/RESULTS.md and bench/wan_rtt.png.
 #   tools/bench.sh            # the full run
 #   tools/bench.sh --smoke    # a few requests per scenario, results printed only (CI)
+#   tools/bench.sh --lifecycle [--smoke]   # only issue 16's rows (bench/lifecycle.py)
 # Needs root (network namespaces, TUN devices). Installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,4 +13,9 @@ bazel build //service:egressd //bench:sequential_fetches //bench:grpc_ceiling \
 go_client="$(mktemp -d)/go_client"
 (cd bench/go_client && GOCACHE="${GOCACHE:-/tmp/egress-go-cache}" GO111MODULE=off \
   go build -o "$go_client" main.go)
-exec /usr/bin/python3 bench/run.py --bin=bazel-bin --go_client="$go_client" "$@"
+script=bench/run.py
+if [[ "${1:-}" == --lifecycle ]]; then
+  script=bench/lifecycle.py
+  shift
+fi
+exec /usr/bin/python3 "$script" --bin=bazel-bin --go_client="$go_client" "$@"

@@ -1,9 +1,11 @@
 // The reference peer of bench/wan.py: Go's net/http calling the upstream directly, one
 // request after another, closing each body unread (resp.Body.Close() only). Debian's Go is
 // 1.19, whose transport does not drain a closed body: the Go 1.26 behaviour.
-// Prints the same JSON line as bench/sequential_fetches.cc.
+// Prints the same JSON line as bench/sequential_fetches.cc, and exits 1 the same way when
+// a request failed.
 //
 //	go run main.go -url https://... -ca ca.pem -requests 100 -gap_ms 0
+//	go run main.go -url https://... -ca ca.pem -method POST -body x -gap_ms 1900,2000
 package main
 
 import (
@@ -14,15 +16,30 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
 func main() {
 	url := flag.String("url", "", "the URL to fetch")
 	caFile := flag.String("ca", "", "PEM file of the CA that signed the upstream's certificate")
+	method := flag.String("method", "GET", "the request's method")
+	body := flag.String("body", "", "the request's body")
 	requests := flag.Int("requests", 100, "sequential requests")
-	gapMs := flag.Int("gap_ms", 0, "pause after each request")
+	gapList := flag.String("gap_ms", "0",
+		"pause after each request, in ms; a list (1900,2000) is cycled through")
 	flag.Parse()
+
+	var gaps []time.Duration
+	for _, text := range strings.Split(*gapList, ",") {
+		ms, err := strconv.Atoi(text)
+		if err != nil || ms < 0 {
+			fmt.Fprintf(os.Stderr, "-gap_ms: %s is not a number of milliseconds\n", text)
+			os.Exit(2)
+		}
+		gaps = append(gaps, time.Duration(ms)*time.Millisecond)
+	}
 
 	pem, err := os.ReadFile(*caFile)
 	if err != nil {
@@ -45,7 +62,7 @@ func main() {
 				reused++
 			}
 		}}
-		req, _ := http.NewRequest("GET", *url, nil)
+		req, _ := http.NewRequest(*method, *url, strings.NewReader(*body))
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		start := time.Now()
 		resp, err := client.Do(req)
@@ -57,7 +74,7 @@ func main() {
 		}
 		fetchTime += time.Since(start)
 		if i+1 < *requests {
-			time.Sleep(time.Duration(*gapMs) * time.Millisecond)
+			time.Sleep(gaps[i%len(gaps)])
 		}
 	}
 	fmt.Printf("{\"requests\": %d, \"failed\": %d, \"reused\": %d, \"fetch_ms\": %.3f}\n",

@@ -445,6 +445,9 @@ TEST_F(DnsTest, NameWhoseFirstAddressBlackholesConnectsThroughTheSecond) {
   EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kConnected), 1);
   EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kAbandoned), 1);  // the blackhole
   EXPECT_EQ(observer_.ConnectAttempts(ConnectAttemptResult::kFailed), 0);
+  // The second attempt started after the happy eyeballs delay (250 ms), not after the
+  // first had used up the 5 s connect timeout, as one address after another would.
+  EXPECT_LT(response.timing().connect().seconds(), 2) << response.timing().DebugString();
 }
 
 TEST_F(DnsTest, NameWhoseFirstAddressRefusesConnectsThroughTheSecondAtOnce) {
