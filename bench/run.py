@@ -43,17 +43,8 @@ MODES = ["OFF", "FIXED", "ADAPTIVE"]
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bin", default="bazel-bin", help="Bazel's output tree")
-    parser.add_argument("--go_client", required=True, help="the built bench/go_client")
-    parser.add_argument("--results", default="bench/RESULTS.md")
-    parser.add_argument("--smoke", action="store_true", help="a few requests per scenario")
-    args = parser.parse_args()
-
+    args, work, tools = start("egress-bench-")
     plan = Plan(args.smoke)
-    work = readable_tempdir("egress-bench-")
-    tools = Tools(args.bin, args.go_client, work)
-    print(f"work directory {work}", flush=True)
 
     with Wan(tools.delay_link, rtt_ms=0) as wan:
         link_mb_s = measure_throughput(wan, seconds=plan.throughput_seconds)
@@ -105,6 +96,20 @@ def main():
     report.plot(plot, work)
     replace_section(args.results, report.markdown(plot=os.path.basename(plot)))
     print(f"wrote {args.results} and {plot}")
+
+
+def start(work_prefix):
+    """Reads the command line of this script (and of bench/lifecycle.py); returns it, a
+    new work directory and the Tools."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default="bazel-bin", help="Bazel's output tree")
+    parser.add_argument("--go_client", required=True, help="the built bench/go_client")
+    parser.add_argument("--results", default="bench/RESULTS.md")
+    parser.add_argument("--smoke", action="store_true", help="a few requests per scenario")
+    args = parser.parse_args()
+    work = readable_tempdir(work_prefix)
+    print(f"work directory {work}", flush=True)
+    return args, work, Tools(args.bin, args.go_client, work)
 
 
 class Plan:

@@ -1,6 +1,7 @@
 // The reference peer of bench/wan.py: Go's net/http calling the upstream directly, one
-// request after another, closing each body unread (resp.Body.Close() only). Debian's Go is
-// 1.19, whose transport does not drain a closed body: the Go 1.26 behaviour.
+// request after another, closing each body unread (resp.Body.Close() only) unless
+// -read_body. Debian's Go is 1.19, whose transport does not drain a closed body: the Go
+// 1.26 behaviour.
 // Prints the same JSON line as bench/sequential_fetches.cc, and exits 1 the same way when
 // a request failed.
 //
@@ -13,6 +14,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -27,6 +29,7 @@ func main() {
 	method := flag.String("method", "GET", "the request's method")
 	body := flag.String("body", "", "the request's body")
 	requests := flag.Int("requests", 100, "sequential requests")
+	readBody := flag.Bool("read_body", false, "read each body to its end before closing it")
 	gapList := flag.String("gap_ms", "0",
 		"pause after each request, in ms; a list (1900,2000) is cycled through")
 	flag.Parse()
@@ -67,8 +70,12 @@ func main() {
 		start := time.Now()
 		resp, err := client.Do(req)
 		if err == nil {
+			if *readBody {
+				_, err = io.Copy(io.Discard, resp.Body)
+			}
 			resp.Body.Close()
-		} else {
+		}
+		if err != nil {
 			failed++
 			fmt.Fprintln(os.Stderr, err)
 		}
