@@ -52,17 +52,6 @@ constexpr SpecialCidr kSpecialRanges[] = {
     {"ff00::/8", DenyReason::kMulticast},
 };
 
-const std::vector<std::pair<Cidr, DenyReason>>& SpecialRanges() {
-  static const auto* ranges = [] {
-    auto* list = new std::vector<std::pair<Cidr, DenyReason>>();
-    for (const auto& special : kSpecialRanges) {
-      list->emplace_back(*Cidr::Parse(special.cidr), special.reason);
-    }
-    return list;
-  }();
-  return *ranges;
-}
-
 template <size_t N>
 bool PrefixEqual(const std::array<unsigned char, N>& a, const std::array<unsigned char, N>& b,
                  int bits) {
@@ -142,6 +131,13 @@ bool HostPattern::Matches(absl::string_view host) const {
   return name == pattern;
 }
 
+bool LooksLikeAnAddress(absl::string_view host) {
+  if (absl::StrContains(host, ':')) return true;  // IPv6, bracketed or not
+  const absl::string_view last = absl::StripSuffix(host, ".").substr(
+      absl::StripSuffix(host, ".").find_last_of('.') + 1);
+  return !last.empty() && absl::ascii_isdigit(static_cast<unsigned char>(last[0]));
+}
+
 std::optional<ip::address_v4> EmbeddedIpv4(const ip::address& address) {
   if (!address.is_v6()) return std::nullopt;
   const ip::address_v6::bytes_type bytes = address.to_v6().to_bytes();
@@ -179,6 +175,17 @@ absl::string_view ToString(DenyReason reason) {
   return "unknown";
 }
 
+const std::vector<std::pair<Cidr, DenyReason>>& AddressPolicy::SpecialRanges() {
+  static const auto* ranges = [] {
+    auto* list = new std::vector<std::pair<Cidr, DenyReason>>();
+    for (const auto& special : kSpecialRanges) {
+      list->emplace_back(*Cidr::Parse(special.cidr), special.reason);
+    }
+    return list;
+  }();
+  return *ranges;
+}
+
 std::optional<DenyReason> AddressPolicy::SpecialRange(const ip::address& address) {
   for (const auto& [cidr, reason] : SpecialRanges()) {
     if (cidr.Contains(address)) return reason;
@@ -201,7 +208,8 @@ std::optional<DenyReason> AddressPolicy::Check(absl::string_view host,
   if (any(rules_.allow_cidrs, [&](const Cidr& c) { return RuleContains(c, address); })) {
     return std::nullopt;
   }
-  if (any(rules_.allow_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
+  if (!LooksLikeAnAddress(host) &&
+      any(rules_.allow_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
     return std::nullopt;
   }
   return SpecialRange(address);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -72,6 +73,11 @@ absl::string_view ToString(DenyReason reason);
 // NAT64 prefixes, 6to4 or Teredo: the built-in denials refuse those forms whole.
 std::optional<boost::asio::ip::address_v4> EmbeddedIpv4(const boost::asio::ip::address& address);
 
+// Whether a URL's host is an address in some spelling rather than a name: it holds a
+// ':' (IPv6) or its last label starts with a digit (10.0.0.1, 127.1, 2130706433,
+// 0x7f000001). No top-level domain starts with a digit.
+bool LooksLikeAnAddress(absl::string_view host);
+
 // Decides which destinations egress may connect to. Checked on resolved addresses, so
 // every spelling of an address (decimal, octal, hex, short IPv4 forms, names that
 // resolve inward, IPv6 forms of an IPv4 address) meets the same rule. An IPv4 rule in
@@ -80,7 +86,9 @@ std::optional<boost::asio::ip::address_v4> EmbeddedIpv4(const boost::asio::ip::a
 //   1. deny_hosts matches the host            -> denied
 //   2. deny_cidrs contains the address        -> denied
 //   3. allow_cidrs contains the address       -> allowed
-//   4. allow_hosts matches the host           -> allowed
+//   4. allow_hosts matches the host           -> allowed (a name only: never a host
+//                                                that LooksLikeAnAddress, so "*.1" or
+//                                                "*.0x7f" opens no address literal)
 //   5. a built-in special-purpose range       -> denied
 //   6. otherwise                              -> allowed
 class AddressPolicy {
@@ -93,6 +101,8 @@ class AddressPolicy {
 
   // The built-in special-purpose range holding `address`, if any.
   static std::optional<DenyReason> SpecialRange(const boost::asio::ip::address& address);
+  // Every built-in special-purpose range, with why it is denied.
+  static const std::vector<std::pair<Cidr, DenyReason>>& SpecialRanges();
 
  private:
   PolicyRules rules_;

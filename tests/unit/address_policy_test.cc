@@ -82,5 +82,26 @@ TEST(AddressPolicyTest, EmbeddedIpv4ReadsOnlyTheFormsThatReachThatIpv4Host) {
   EXPECT_EQ(EmbeddedIpv4(Address("192.0.2.1")), std::nullopt);
 }
 
+// allow_hosts are for names: a pattern that would match an address spelt as a host
+// ("*.1" against 10.0.0.1 or 127.1) opens nothing.
+TEST(AddressPolicyTest, AllowHostsNeverMatchAHostThatIsAnAddress) {
+  PolicyRules rules;
+  for (const char* pattern : {"*.1", "*.0x7f000001", "127.1", "2130706433", "*.example.com"}) {
+    rules.allow_hosts.push_back(*HostPattern::Parse(pattern));
+  }
+  const AddressPolicy policy(std::move(rules));
+  for (const char* host : {"10.0.0.1", "127.1", "2130706433", "a.0x7f000001", "::1", "[::1]"}) {
+    EXPECT_TRUE(LooksLikeAnAddress(host)) << host;
+  }
+  EXPECT_EQ(policy.Check("10.0.0.1", Address("10.0.0.1")), DenyReason::kPrivate);
+  EXPECT_EQ(policy.Check("127.1", Address("127.0.0.1")), DenyReason::kLoopback);
+  EXPECT_EQ(policy.Check("2130706433", Address("127.0.0.1")), DenyReason::kLoopback);
+  // A name still matches, and names that merely hold digits are names.
+  EXPECT_EQ(policy.Check("metadata.example.com", Address("169.254.169.254")), std::nullopt);
+  for (const char* name : {"1password.com", "api.example.com.", "3com.example.com"}) {
+    EXPECT_FALSE(LooksLikeAnAddress(name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace egress::transport
