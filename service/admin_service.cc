@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -47,12 +48,28 @@ std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& con
   return names;
 }
 
+// `text` with control characters written as \xNN: a value quoted from a request (a
+// config field in an error message, a certificate name) cannot start a line of its own.
+std::string OneLine(absl::string_view text) {
+  std::string line;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      absl::StrAppend(&line, "\\x", absl::Hex(byte, absl::kZeroPad2));
+    } else {
+      line += c;
+    }
+  }
+  return line;
+}
+
 // One line on stdout per admin call: who, what, and how it ended.
 void LogCall(absl::string_view method, const grpc::CallbackServerContext& context,
              absl::string_view outcome) {
   const std::vector<std::string> names = CertificateNames(context);
-  std::cout << absl::StrCat("egressd: admin ", method, " from ", context.peer(), " identity ",
-                            names.empty() ? "-" : absl::StrJoin(names, ","), ": ", outcome)
+  std::cout << OneLine(absl::StrCat("egressd: admin ", method, " from ", context.peer(),
+                                    " identity ", names.empty() ? "-" : absl::StrJoin(names, ","),
+                                    ": ", outcome))
             << std::endl;
 }
 
@@ -150,78 +167,112 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
 
 namespace {
 
-// Whether CIDRs of one family, merged, cover every address of it: one "0.0.0.0/0", or
-// two "/1" halves, or any other tiling. Entries that are no CIDR are passed over.
-bool CoverEveryAddress(const google::protobuf::RepeatedPtrField<std::string>& cidrs, bool v4) {
-  using Address = unsigned __int128;
-  const int bits = v4 ? 32 : 128;
-  std::vector<std::pair<Address, Address>> ranges;  // first, last
-  for (const std::string& text : cidrs) {
+using Address = unsigned __int128;
+
+// The first and last address of a network, as numbers within its family.
+std::pair<Address, Address> Span(const transport::Cidr& cidr) {
+  const bool v4 = cidr.network.is_v4();
+  Address first = 0;
+  if (v4) {
+    first = cidr.network.to_v4().to_uint();
+  } else {
+    for (const unsigned char byte : cidr.network.to_v6().to_bytes()) first = first << 8 | byte;
+  }
+  const int host_bits = (v4 ? 32 : 128) - cidr.prefix_length;
+  const Address span = host_bits >= 128 ? ~Address{0} : (Address{1} << host_bits) - 1;
+  first &= ~span;
+  return {first, first + span};
+}
+
+// Whether the CIDRs among `texts` of target's family, merged, cover target whole: one
+// "0.0.0.0/0", two "/1" halves, or any other tiling. Entries that are no CIDR are
+// passed over.
+bool Covers(const google::protobuf::RepeatedPtrField<std::string>& texts,
+            const transport::Cidr& target) {
+  std::vector<std::pair<Address, Address>> ranges;
+  for (const std::string& text : texts) {
     auto cidr = transport::Cidr::Parse(text);
-    if (!cidr.ok() || cidr->network.is_v4() != v4) continue;
-    Address first = 0;
-    if (v4) {
-      first = cidr->network.to_v4().to_uint();
-    } else {
-      for (const unsigned char byte : cidr->network.to_v6().to_bytes()) first = first << 8 | byte;
+    if (cidr.ok() && cidr->network.is_v4() == target.network.is_v4()) {
+      ranges.push_back(Span(*cidr));
     }
-    const int host_bits = bits - cidr->prefix_length;
-    const Address span = host_bits >= 128 ? ~Address{0} : (Address{1} << host_bits) - 1;
-    first &= ~span;
-    ranges.emplace_back(first, first + span);
   }
   std::sort(ranges.begin(), ranges.end());
-  const Address last = v4 ? Address{0xffffffffu} : ~Address{0};
-  Address next = 0;  // the first address not yet covered
+  const auto [first, last] = Span(target);
+  Address next = first;  // the first address of target not yet covered
   for (const auto& [from, to] : ranges) {
+    if (to < next) continue;
     if (from > next) return false;
-    if (to >= next) {
-      if (to == last) return true;
-      next = to + 1;
-    }
+    if (to >= last) return true;
+    next = to + 1;
   }
   return false;
 }
 
+const transport::Cidr& EveryAddress(bool v4) {
+  static const transport::Cidr every_v4 = *transport::Cidr::Parse("0.0.0.0/0");
+  static const transport::Cidr every_v6 = *transport::Cidr::Parse("::/0");
+  return v4 ? every_v4 : every_v6;
+}
+
+// Why allow_cidrs open as much as turning the policy off does, if they do: every range
+// the built-in denials hold back in one family, or a whole IPv6 range that embeds
+// IPv4 addresses (::ffff:0:0/96 reaches 127.0.0.1 as ::ffff:127.0.0.1).
+std::optional<std::string> OpensEverything(const egress::v1::PolicyConfig& policy) {
+  const auto& ranges = transport::AddressPolicy::SpecialRanges();
+  for (const bool v4 : {true, false}) {
+    if (std::all_of(ranges.begin(), ranges.end(), [&](const auto& special) {
+          return special.first.network.is_v4() != v4 || Covers(policy.allow_cidrs(), special.first);
+        })) {
+      return absl::StrCat("policy.allow_cidrs together allow every ", v4 ? "IPv4" : "IPv6",
+                          " address the built-in denials hold back (loopback, private, "
+                          "link-local, ...)");
+    }
+  }
+  for (const auto& [range, reason] : ranges) {
+    if (reason == transport::DenyReason::kIpv4Embedded && Covers(policy.allow_cidrs(), range)) {
+      return absl::StrCat("policy.allow_cidrs allow ", range.ToString(),
+                          " whole: every IPv4 address in an IPv6 form");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-grpc::Status AdminService::CheckPolicyWidening(const egress::v1::Config& next) const {
-  if (access_.allow_policy_off) return grpc::Status::OK;
-  const egress::v1::PolicyConfig& now = server_.config().Get()->proto.policy();
+absl::Status AdminService::CheckPolicyWidening(const egress::v1::Config& in_force,
+                                               const egress::v1::Config& next) const {
+  if (access_.allow_policy_off) return absl::OkStatus();
+  const egress::v1::PolicyConfig& now = in_force.policy();
   const egress::v1::PolicyConfig& policy = next.policy();
-  constexpr absl::string_view kHow =
-      "; egressd accepts that over gRPC only when started with --admin_allow_policy_off "
-      "(or put it in the --config file)";
+  const auto refuse = [](absl::string_view what) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, "; egressd accepts that over gRPC only when started with "
+                           "--admin_allow_policy_off (or put it in the --config file)"));
+  };
   if (policy.disabled() && !now.disabled()) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("policy.disabled turns the egress policy off", kHow));
+    return refuse("policy.disabled turns the egress policy off");
+  }
+  if (const auto everything = OpensEverything(policy); everything && !OpensEverything(now)) {
+    return refuse(*everything);
   }
   for (const bool v4 : {true, false}) {
-    if (CoverEveryAddress(policy.allow_cidrs(), v4) && !CoverEveryAddress(now.allow_cidrs(), v4)) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat("policy.allow_cidrs together allow every ",
-                                       v4 ? "IPv4" : "IPv6", " address", kHow));
-    }
-    if (CoverEveryAddress(policy.caller_header_trusted_peers(), v4) &&
-        !CoverEveryAddress(now.caller_header_trusted_peers(), v4)) {
-      return grpc::Status(
-          grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("policy.caller_header_trusted_peers together trust every ",
-                       v4 ? "IPv4" : "IPv6",
-                       " peer, so any caller could name itself with policy.caller_header",
-                       kHow));
+    if (Covers(policy.caller_header_trusted_peers(), EveryAddress(v4)) &&
+        !Covers(now.caller_header_trusted_peers(), EveryAddress(v4))) {
+      return refuse(absl::StrCat("policy.caller_header_trusted_peers together trust every ",
+                                 v4 ? "IPv4" : "IPv6",
+                                 " peer, so any caller could name itself with "
+                                 "policy.caller_header"));
     }
   }
   if (now.unknown_callers() == egress::v1::UNKNOWN_CALLERS_DENY &&
       policy.unknown_callers() != egress::v1::UNKNOWN_CALLERS_DENY) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("policy.unknown_callers other than UNKNOWN_CALLERS_DENY "
-                                     "lets callers with no identity or no rule use the whole "
-                                     "policy",
-                                     kHow));
+    return refuse(
+        "policy.unknown_callers other than UNKNOWN_CALLERS_DENY lets callers with no "
+        "identity or no rule use the whole policy");
   }
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
+
 
 grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
                                                   const egress::v1::GetConfigRequest*,
@@ -237,21 +288,29 @@ grpc::ServerUnaryReactor* AdminService::UpdateConfig(
     grpc::CallbackServerContext* context, const egress::v1::UpdateConfigRequest* request,
     egress::v1::Config* response) {
   grpc::Status status = Authorize(*context);
-  if (status.ok()) status = CheckPolicyWidening(request->config());
   if (!status.ok()) {
     LogCall("UpdateConfig", *context, Failed("denied", status));
     return Answer(context, status);
   }
-  const egress::v1::Config before = server_.config().Get()->proto;
-  auto in_force = server_.ApplyConfig(request->config());
+  // The widening check and the diff see the config this one replaces, under the lock
+  // that swaps it: a reload or another call cannot come between.
+  egress::v1::Config before;
+  auto in_force = server_.ApplyConfig(request->config(), [&](const egress::v1::Config& now) {
+    before = now;
+    return CheckPolicyWidening(now, request->config());
+  });
   if (!in_force.ok()) {
     status = ToGrpcStatus(in_force.status());
-    LogCall("UpdateConfig", *context, Failed("rejected", status));
+    LogCall("UpdateConfig", *context,
+            Failed(in_force.status().code() == absl::StatusCode::kPermissionDenied ? "denied"
+                                                                                   : "rejected",
+                   status));
     return Answer(context, status);
   }
   const std::vector<std::string> changes = ConfigChanges(before, *in_force);
   LogCall("UpdateConfig", *context,
-          absl::StrCat("applied; ", changes.empty() ? "nothing changed" : absl::StrJoin(changes, "; ")));
+          absl::StrCat("applied; ",
+                       changes.empty() ? "nothing changed" : absl::StrJoin(changes, "; ")));
   *response = *std::move(in_force);
   return Answer(context, grpc::Status::OK);
 }

@@ -73,7 +73,8 @@ class AdminService final : public egress::v1::TransportAdmin::CallbackService {
   grpc::Status Authorize(const grpc::CallbackServerContext& context);
   // PERMISSION_DENIED when `next` opens the policy wider than the config in force and
   // egressd was not started with --admin_allow_policy_off.
-  grpc::Status CheckPolicyWidening(const egress::v1::Config& next) const;
+  absl::Status CheckPolicyWidening(const egress::v1::Config& in_force,
+                                   const egress::v1::Config& next) const;
 
   EgressServer& server_;
   const AdminAccess access_;

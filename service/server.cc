@@ -32,10 +32,14 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   return server;
 }
 
-absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::Config& proto) {
+absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::Config& proto,
+                                                             const Admit& admit) {
   auto config = BuildConfig(proto);
   if (!config.ok()) return config.status();
   std::lock_guard<std::mutex> lock(apply_mu_);
+  if (admit) {
+    if (auto status = admit(config_->Get()->proto); !status.ok()) return status;
+  }
   if (auto status = transport_->UpdateSettings(config->transport); !status.ok()) return status;
   if (apply_max_origin_labels_) apply_max_origin_labels_(config->max_origin_labels);
   egress::v1::Config in_force = config->proto;

@@ -33,8 +33,12 @@ class EgressServer {
   const ConfigStore& config() const { return *config_; }
 
   // Validates a whole new config and swaps it in atomically; returns the config now in
-  // force (defaults filled in). On error nothing changes.
-  absl::StatusOr<egress::v1::Config> ApplyConfig(const egress::v1::Config& proto);
+  // force (defaults filled in). On error nothing changes. `admit`, when given, is shown
+  // the config in force at the moment of the swap (no other ApplyConfig can come
+  // between) and may refuse the new one with its status.
+  using Admit = std::function<absl::Status(const egress::v1::Config& in_force)>;
+  absl::StatusOr<egress::v1::Config> ApplyConfig(const egress::v1::Config& proto,
+                                                 const Admit& admit = {});
   // `apply` gets metrics.max_origin_labels of every config ApplyConfig swaps in (main.cc
   // passes it on to the Prometheus metrics' origin label slots).
   void OnMaxOriginLabels(std::function<void(size_t)> apply);

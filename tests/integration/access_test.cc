@@ -24,6 +24,7 @@ namespace {
 using egress::v1::Config;
 using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using transport::DenyReason;
 
 std::string Read(const std::string& path) { return ReadWholeFile(path).value_or(""); }
@@ -439,6 +440,21 @@ TEST_F(AccessTest, TurningThePolicyOffOverGrpcNeedsTheFlag) {
   denied = Update(*stub, halves);
   EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(denied.error_message(), HasSubstr("allow every IPv4 address"));
+  // Every special-purpose range open is everything, though a public /8 is left out.
+  Config specials = server_->config().Get()->proto;
+  for (const char* cidr : {"0.0.0.0/2", "64.0.0.0/3", "96.0.0.0/4", "112.0.0.0/5",
+                           "120.0.0.0/6", "124.0.0.0/7", "127.0.0.0/8", "128.0.0.0/1"}) {
+    specials.mutable_policy()->add_allow_cidrs(cidr);
+  }
+  denied = Update(*stub, specials);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("allow every IPv4 address"));
+  // ::ffff:127.0.0.1 is 127.0.0.1: the IPv4-mapped range whole opens all of IPv4.
+  Config mapped = server_->config().Get()->proto;
+  mapped.mutable_policy()->add_allow_cidrs("::ffff:0:0/96");
+  denied = Update(*stub, mapped);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("::ffff:0.0.0.0/96 whole"));
   Config wide = server_->config().Get()->proto;  // wide, but not everything: accepted
   wide.mutable_policy()->add_allow_cidrs("0.0.0.0/1");
   wide.mutable_policy()->add_allow_cidrs("128.0.0.0/2");
@@ -512,6 +528,21 @@ TEST_F(AccessTest, EveryAdminCallIsLoggedWithThePeerIdentityAndTheFieldsChanged)
                              "added: policy.deny_hosts[0]: \"blocked.test\""));
   EXPECT_THAT(log, HasSubstr("admin GetConfig from ipv4:127.0.0.1:"));
   EXPECT_THAT(log, HasSubstr("identity spiffe://test/intruder: denied (PERMISSION_DENIED"));
+}
+
+// A rejected config's error quotes the bad value; a newline in it must not forge a line.
+TEST_F(AccessTest, AConfigValueCannotForgeAnAdminLogLine) {
+  StartEgress();
+  StartAdmin({});
+  auto stub = AdminStub(grpc::InsecureChannelCredentials());
+  Config config = server_->config().Get()->proto;
+  config.mutable_policy()->add_allow_cidrs("x\negressd: admin UpdateConfig from forged: applied");
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(Update(*stub, config).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const std::string log = ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(log, HasSubstr("rejected (INVALID_ARGUMENT"));
+  EXPECT_THAT(log, HasSubstr("x\\x0aegressd: admin UpdateConfig from forged"));
+  EXPECT_THAT(log, Not(HasSubstr("\negressd: admin UpdateConfig from forged")));
 }
 
 }  // namespace
