@@ -106,6 +106,22 @@ TEST_F(KeepAliveTest, PostsRightAfterTheAnnouncedMaxAllSucceed) {
   EXPECT_EQ(server->requests_on_closing_connections(), 0);
 }
 
+// The same server with transport.honor_keepalive_hints false: egressd reuses the
+// connection past the announced max, and the 4th POST lands on the connection the
+// server is closing (what honouring the hint prevents, above).
+TEST_F(KeepAliveTest, HintsIgnoredByConfigLetAPostReachAConnectionTheServerIsClosing) {
+  auto server = std::make_unique<KeepAliveServer>(30, 3, milliseconds(50));
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_honor_keepalive_hints()->set_value(false);
+  });
+  const std::string url = server->Url("/post");
+  for (int i = 0; i < 4; ++i) Post(url);  // the 4th may fail: that is the point
+  WaitForQuietPool();
+  EXPECT_EQ(observer_.Closed(CloseReason::kServerHint), 0);
+  server->Stop();
+  EXPECT_EQ(server->requests_on_closing_connections(), 1);
+}
+
 TEST_F(KeepAliveTest, GetPoolStatsShowsTheLastHintRequestsServedAndTheOldestIdleAge) {
   auto server = std::make_unique<KeepAliveServer>(30, 100, milliseconds(0));
   StartEgress();
