@@ -274,9 +274,12 @@ absl::Status AdminService::CheckPolicyWidening(const egress::v1::Config& in_forc
 }
 
 
+AdminService::~AdminService() { std::lock_guard<std::mutex> no_call_left(in_call_mu_); }
+
 grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
                                                   const egress::v1::GetConfigRequest*,
                                                   egress::v1::Config* response) {
+  std::lock_guard<std::mutex> in_call(in_call_mu_);
   const grpc::Status status = Authorize(*context);
   LogCall("GetConfig", *context, status.ok() ? "OK" : Failed("denied", status));
   if (!status.ok()) return Answer(context, status);
@@ -287,6 +290,7 @@ grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AdminService::UpdateConfig(
     grpc::CallbackServerContext* context, const egress::v1::UpdateConfigRequest* request,
     egress::v1::Config* response) {
+  std::lock_guard<std::mutex> in_call(in_call_mu_);
   grpc::Status status = Authorize(*context);
   if (!status.ok()) {
     LogCall("UpdateConfig", *context, Failed("denied", status));
@@ -318,6 +322,7 @@ grpc::ServerUnaryReactor* AdminService::UpdateConfig(
 grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext* context,
                                                      const egress::v1::GetPoolStatsRequest*,
                                                      egress::v1::PoolStats* response) {
+  std::lock_guard<std::mutex> in_call(in_call_mu_);
   const grpc::Status status = Authorize(*context);
   LogCall("GetPoolStats", *context, status.ok() ? "OK" : Failed("denied", status));
   if (!status.ok()) return Answer(context, status);
