@@ -10,20 +10,20 @@ tools/install_deps.sh || exit 1
 log=$(mktemp)
 status=0
 for config in "" "--config=asan" "--config=tsan"; do
-  echo "=== bazel test ${config:-(default config)} //..."
+  echo "=== bazel test ${config:-(default config)} //... (at ${SECONDS} s)"
   # Build everything first, so that compiling does not compete with running tests.
   bazel build $config //... || { status=1; continue; }
   bazel test $config //... 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   if [[ -z $config ]]; then  # while the optimized build is the one in bazel-bin
-    echo "=== benchmark smoke run"
+    echo "=== benchmark smoke run (at ${SECONDS} s)"
     if tools/bench.sh --smoke; then
       echo "bench smoke: ok" | tee -a "$log"
     else
       echo "bench smoke: FAILED" | tee -a "$log"
       status=1
     fi
-    echo "=== container image"
+    echo "=== container image (at ${SECONDS} s)"
     if tools/image_test.sh; then
       echo "container image: ok" | tee -a "$log"
     else
@@ -32,11 +32,12 @@ for config in "" "--config=asan" "--config=tsan"; do
     fi
   fi
 done
-echo "=== fuzz targets, 20 s each"
+echo "=== fuzz targets, 20 s each (at ${SECONDS} s)"
 tools/fuzz.sh 20 | tee -a "$log"
 [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 bazel shutdown
 
+echo "=== done (at ${SECONDS} s)"
 passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|(bench smoke|container image): ok)' "$log")
 failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|(bench smoke|container image): FAILED)' "$log")
 rm -f "$log"
