@@ -18,41 +18,46 @@ mkdir -p "$out"
 # chunked input can trip (fuzz/README.md); what counts is what egressd runs.
 flags=(-std=c++17 -O1 -g -DNDEBUG -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I. -I"$genfiles" -Wno-deprecated-declarations)
-transport=(service/transport/request.cc service/transport/address_policy.cc
-           service/transport/response_parser.cc)
 absl="absl_statusor absl_strings absl_str_format absl_time absl_flat_hash_map absl_hash"
 libs=(-lboost_url $(pkg-config --libs protobuf $absl absl_raw_hash_set))
-# The whole transport, and the gRPC front end over it, for the network targets; compiled
-# once, linked into both.
-compile() {  # sources... -> prints the objects
-  for source in "$@"; do
-    local object="$out/obj/$(echo "$source" | tr / _).o"
-    mkdir -p "$out/obj"
-    clang++ "${flags[@]}" -c "$source" -o "$object" >&2
-    echo "$object"
-  done
-}
-mapfile -t all_transport < <(compile service/transport/*.cc service/transport/dns/*.cc)
 net_libs=(-lboost_url -lssl -lcrypto -lcares $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
-mapfile -t service < <(compile service/fetch_service.cc service/config.cc service/body_budget.cc \
-  service/caller_counts.cc service/utf8_text.cc \
-  service/status_mapping.cc "$genfiles/egress/v1/egress.pb.cc" \
-  "$genfiles/egress/v1/egress.grpc.pb.cc" tests/support/fault_server.cc)
 service_libs=($(pkg-config --libs grpc++ protobuf) "${net_libs[@]}")
+transport=(service/transport/request.cc service/transport/address_policy.cc
+           service/transport/response_parser.cc)
+# The whole transport, and the gRPC front end over it, for the network targets.
+all_transport=(service/transport/*.cc service/transport/dns/*.cc)
+service=(service/fetch_service.cc service/config.cc service/body_budget.cc
+         service/caller_counts.cc service/utf8_text.cc service/status_mapping.cc
+         "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
+         tests/support/fault_server.cc)
 
-build() {  # name, sources... [-- libs...]; the default libs when none are given
-  local name="$1"; shift
-  local sources=() link=("${libs[@]}")
-  while (($#)) && [[ "$1" != -- ]]; do sources+=("$1"); shift; done
-  if (($#)); then shift; link=("$@"); fi
-  clang++ "${flags[@]}" "${sources[@]}" -o "$out/$name" "${link[@]}"
+object() { echo "$out/obj/$(echo "${1#"$genfiles"/}" | tr / _).o"; }
+# Every source once, as many at a time as there are cores: compiling is most of this
+# script's time (serially, 7 minutes on 2 cores).
+compile_all() {  # sources...
+  local source running=0
+  mkdir -p "$out/obj"
+  for source in $(printf '%s\n' "$@" | sort -u); do
+    clang++ "${flags[@]}" -c "$source" -o "$(object "$source")" &
+    if ((++running >= $(nproc))); then wait -n; ((running--)); fi
+  done
+  while ((running--)); do wait -n; done
 }
-build request_fuzzer fuzz/request_fuzzer.cc "${transport[@]}"
-build response_parser_fuzzer fuzz/response_parser_fuzzer.cc "${transport[@]}"
-build config_fuzzer fuzz/config_fuzzer.cc service/config.cc "$genfiles/egress/v1/egress.pb.cc" \
+compile_all fuzz/*_fuzzer.cc "${all_transport[@]}" "${service[@]}"
+
+link() {  # name, sources... [-- libs...]; the default libs when none are given
+  local name="$1"; shift
+  local objects=() with=("${libs[@]}")
+  while (($#)) && [[ "$1" != -- ]]; do objects+=("$(object "$1")"); shift; done
+  if (($#)); then shift; with=("$@"); fi
+  clang++ "${flags[@]}" "${objects[@]}" -o "$out/$name" "${with[@]}"
+}
+link request_fuzzer fuzz/request_fuzzer.cc "${transport[@]}"
+link response_parser_fuzzer fuzz/response_parser_fuzzer.cc "${transport[@]}"
+link config_fuzzer fuzz/config_fuzzer.cc service/config.cc "$genfiles/egress/v1/egress.pb.cc" \
   "${transport[@]}"
-build transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
-build service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
+link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
+link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
   -- "${service_libs[@]}"
 
 failed=0

@@ -2,12 +2,15 @@
 # The container image, for real: builds it (tools/image.sh), runs it with podman on the
 # host's network next to a loopback upstream, makes Fetch calls through it with
 # egressctl, and stops it with SIGTERM, which egressd must handle as PID 1.
-#   tools/image_test.sh      # needs root and bazel-bin/client/egressctl (bazel build //client:egressctl)
+#   tools/image_test.sh      # needs root; builds //client:egressctl, unless EGRESSCTL names one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/image.sh egressd:test
-bazel build //client:egressctl > /dev/null 2>&1
-egressctl="$(pwd)/bazel-bin/client/egressctl"
+egressctl="${EGRESSCTL:-}"
+if [[ -z "$egressctl" ]]; then
+  bazel build //client:egressctl > /dev/null 2>&1
+  egressctl="$(pwd)/bazel-bin/client/egressctl"
+fi
 
 work="$(mktemp -d)"
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -8,38 +8,54 @@ cd "$(dirname "$0")/.."
 tools/install_deps.sh || exit 1
 
 log=$(mktemp)
+work=$(mktemp -d)
 status=0
-for config in "" "--config=asan" "--config=tsan"; do
-  echo "=== bazel test ${config:-(default config)} //... (at ${SECONDS} s)"
-  # Build everything first, so that compiling does not compete with running tests.
-  bazel build $config //... || { status=1; continue; }
-  bazel test $config //... 2>&1 | tee -a "$log"
+phase() { echo "=== $* (at ${SECONDS} s)"; }
+record() {  # name, command...: runs it and logs "name: ok" or "name: FAILED"
+  local name="$1"; shift
+  if "$@"; then echo "$name: ok" | tee -a "$log"; else echo "$name: FAILED" | tee -a "$log"; status=1; fi
+}
+test_all() {  # bazel test arguments...
+  bazel test "$@" 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  if [[ -z $config ]]; then  # while the optimized build is the one in bazel-bin
-    echo "=== benchmark smoke run (at ${SECONDS} s)"
-    if tools/bench.sh --smoke; then
-      echo "bench smoke: ok" | tee -a "$log"
-    else
-      echo "bench smoke: FAILED" | tee -a "$log"
-      status=1
-    fi
-    echo "=== container image (at ${SECONDS} s)"
-    if tools/image_test.sh; then
-      echo "container image: ok" | tee -a "$log"
-    else
-      echo "container image: FAILED" | tee -a "$log"
-      status=1
-    fi
+}
+
+phase "bazel test (default config) //..."
+# Build everything first, so that compiling does not compete with running tests.
+bazel build //... && test_all //... || status=1
+phase "benchmark smoke run"
+record "bench smoke" tools/bench.sh --smoke
+
+# The image is built (mostly downloads, and a build inside it) and run while the ASan
+# build compiles, not beside any test. Its egressctl is a copy of the optimized one:
+# the sanitizer builds replace bazel-bin's.
+phase "container image, in the background"
+cp bazel-bin/client/egressctl "$work/egressctl"
+EGRESSCTL="$work/egressctl" tools/image_test.sh > "$work/image.log" 2>&1 &
+image=$!
+
+# The sanitizer builds cover the tests and what they run, not the benchmark tools.
+for config in asan tsan; do
+  phase "bazel build --config=$config //tests/..."
+  bazel build --config=$config //tests/... || status=1
+  if [[ -n ${image:-} ]]; then
+    phase "waiting for the container image"
+    wait "$image"; image_status=$?
+    cat "$work/image.log"
+    record "container image" test "$image_status" -eq 0
+    unset image
   fi
+  phase "bazel test --config=$config //tests/..."
+  test_all --config=$config //tests/...
 done
-echo "=== fuzz targets, 20 s each (at ${SECONDS} s)"
+phase "fuzz targets, 20 s each"
 tools/fuzz.sh 20 | tee -a "$log"
 [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 bazel shutdown
 
-echo "=== done (at ${SECONDS} s)"
+phase "done"
 passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|(bench smoke|container image): ok)' "$log")
 failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|(bench smoke|container image): FAILED)' "$log")
-rm -f "$log"
+rm -rf "$log" "$work"
 echo "$passed passed, $failed failed"
 exit $status
