@@ -39,7 +39,14 @@ absl::StatusOr<std::string> ReadPem(const std::string& what, const std::string& 
 // A channel to `target`, over TLS when `tls` asks for it.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
                                                            const TlsOptions& tls) {
-  if (!tls.on()) return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  // Responses of any size: egressd bounds bodies itself (at most
+  // limits.max_body_bytes_ceiling), and gRPC's default of 4 MiB would refuse a FULL body
+  // under egressd's default of 8 MiB.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  if (!tls.on()) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  }
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError(
         "a TLS client certificate and its key go together: set both cert_file and key_file, "
@@ -55,7 +62,6 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   ssl.pem_root_certs = *std::move(ca);
   ssl.pem_cert_chain = *std::move(cert);
   ssl.pem_private_key = *std::move(key);
-  grpc::ChannelArguments args;
   if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }

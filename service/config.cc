@@ -22,6 +22,8 @@ namespace v1 = egress::v1;
 
 // Each origin label adds some 35 series to every scrape.
 constexpr size_t kMaxOriginLabels = 10000;
+// gRPC holds a request message whole, and cannot take one of 2 GiB.
+constexpr uint64_t kMaxRequestBodyBytes = 1 << 30;
 
 // A number left at zero means the default: the proto is filled in with it (GetConfig
 // shows what is in force); otherwise the setting takes the proto's number.
@@ -616,6 +618,11 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
                   &v1::FetchLimits::set_default_max_body_bytes, &l.default_max_body_bytes);
   NumberOrDefault(limits, &v1::FetchLimits::max_request_body_bytes,
                   &v1::FetchLimits::set_max_request_body_bytes, &l.max_request_body_bytes);
+  if (l.max_request_body_bytes > kMaxRequestBodyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.max_request_body_bytes: at most ", kMaxRequestBodyBytes, " (got ",
+        l.max_request_body_bytes, "); a request body travels whole in one gRPC message"));
+  }
   NumberOrDefault(limits, &v1::FetchLimits::max_concurrent_fetches,
                   &v1::FetchLimits::set_max_concurrent_fetches, &l.max_concurrent_fetches);
   NumberOrDefault(limits, &v1::FetchLimits::max_request_header_bytes,

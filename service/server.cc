@@ -1,5 +1,8 @@
 #include "service/server.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -7,6 +10,20 @@
 #include "grpcpp/server_builder.h"
 
 namespace egress {
+namespace {
+
+// Room in a FetchRequest message for everything but its body and headers: the URL,
+// method and the other fields.
+constexpr uint64_t kRequestEnvelopeBytes = 1 << 20;
+
+// The request message gRPC must take so that a body and headers within the limits reach
+// FetchService, which then names the limit a larger one breaks. gRPC's own default
+// (4 MiB) would refuse a body under limits.max_request_body_bytes (8 MiB).
+uint64_t MaxRequestMessageBytes(const FetchLimits& limits) {
+  return limits.max_request_body_bytes + limits.max_request_header_bytes + kRequestEnvelopeBytes;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
@@ -23,6 +40,9 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  server->max_request_message_bytes_ = MaxRequestMessageBytes(config.limits);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<uint64_t>(server->max_request_message_bytes_, std::numeric_limits<int>::max())));
   builder.AddListeningPort(grpc_listen, credentials, &server->grpc_port_);
   builder.RegisterService(server->fetch_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -36,6 +56,14 @@ absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::C
                                                              const Admit& admit) {
   auto config = BuildConfig(proto);
   if (!config.ok()) return config.status();
+  if (MaxRequestMessageBytes(config->limits) > max_request_message_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.max_request_body_bytes + limits.max_request_header_bytes: at most ",
+        max_request_message_bytes_ - kRequestEnvelopeBytes,
+        " bytes together while egressd runs (gRPC's message limit is set at start from "
+        "them); got ", MaxRequestMessageBytes(config->limits) - kRequestEnvelopeBytes,
+        ". Put the larger limits in --config and restart"));
+  }
   std::lock_guard<std::mutex> lock(apply_mu_);
   if (admit) {
     if (auto status = admit(config_->Get()->proto); !status.ok()) return status;

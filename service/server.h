@@ -29,11 +29,16 @@ class EgressServer {
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }
+  // The largest request message gRPC accepts, fixed at Start from the config's
+  // limits.max_request_body_bytes and max_request_header_bytes (see ApplyConfig).
+  uint64_t max_request_message_bytes() const { return max_request_message_bytes_; }
   transport::Transport& transport() { return *transport_; }
   const ConfigStore& config() const { return *config_; }
 
   // Validates a whole new config and swaps it in atomically; returns the config now in
-  // force (defaults filled in). On error nothing changes. `admit`, when given, is shown
+  // force (defaults filled in). On error nothing changes. A config whose request limits
+  // need a larger gRPC message than the one fixed at Start is refused (INVALID_ARGUMENT):
+  // that takes a restart. `admit`, when given, is shown
   // the config in force at the moment of the swap (no other ApplyConfig can come
   // between) and may refuse the new one with its status.
   using Admit = std::function<absl::Status(const egress::v1::Config& in_force)>;
@@ -57,6 +62,7 @@ class EgressServer {
   std::unique_ptr<FetchService> fetch_service_;
   std::unique_ptr<grpc::Server> server_;
   int grpc_port_ = 0;
+  uint64_t max_request_message_bytes_ = 0;
 };
 
 }  // namespace egress

@@ -46,12 +46,17 @@ class EgressError extends Error {
 // (mTLS), serverName (the name egressd's certificate carries when it is not the target's
 // host) }, every field optional.
 function channel(tls) {
-  if (!tls) return { credentials: grpc.credentials.createInsecure(), options: {} };
+  // Responses of any size: egressd bounds bodies itself (at most
+  // limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body
+  // under egressd's default of 8 MiB.
+  const unlimited = { 'grpc.max_receive_message_length': -1 };
+  if (!tls) return { credentials: grpc.credentials.createInsecure(), options: unlimited };
   if (!tls.certFile !== !tls.keyFile) throw new Error('tls: certFile and keyFile go together');
   const read = (file) => (file ? fs.readFileSync(file) : null);
   return {
     credentials: grpc.credentials.createSsl(read(tls.caFile), read(tls.keyFile), read(tls.certFile)),
-    options: tls.serverName ? { 'grpc.ssl_target_name_override': tls.serverName } : {},
+    options: tls.serverName
+      ? { ...unlimited, 'grpc.ssl_target_name_override': tls.serverName } : unlimited,
   };
 }
 

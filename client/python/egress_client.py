@@ -83,15 +83,23 @@ def _read(path):
         return file.read()
 
 
+# Any size of response: egressd bounds bodies itself (max_body_bytes, at most
+# limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body under
+# egressd's 8 MiB default.
+_UNLIMITED_RECEIVE = [("grpc.max_receive_message_length", -1)]
+
+
 def _channel(target, tls):
     if tls is None:
-        return grpc.insecure_channel(target)
+        return grpc.insecure_channel(target, _UNLIMITED_RECEIVE)
     if (tls.cert_file is None) != (tls.key_file is None):
         raise ValueError("Tls: cert_file and key_file go together")
     credentials = grpc.ssl_channel_credentials(
         root_certificates=_read(tls.ca_file), private_key=_read(tls.key_file),
         certificate_chain=_read(tls.cert_file))
-    options = [("grpc.ssl_target_name_override", tls.server_name)] if tls.server_name else []
+    options = list(_UNLIMITED_RECEIVE)
+    if tls.server_name:
+        options.append(("grpc.ssl_target_name_override", tls.server_name))
     return grpc.secure_channel(target, credentials, options)
 
 

@@ -1,10 +1,11 @@
-// Calls egressd through client/node twice for URL, then once for a malformed URL; prints
-// one JSON object per call for tests/e2e/clients_test.cc to check.
-// Usage: node check_node.js CLIENT_DIR TARGET URL
+// Calls egressd through client/node twice for URL, then once for a malformed URL and once
+// for LARGE_URL (a body over gRPC's default message limit); prints one JSON object per
+// call for tests/e2e/clients_test.cc to check.
+// Usage: node check_node.js CLIENT_DIR TARGET URL LARGE_URL
 'use strict';
 
 const path = require('path');
-const [clientDir, target, url] = process.argv.slice(2);
+const [clientDir, target, url, largeUrl] = process.argv.slice(2);
 const { EgressClient } = require(path.resolve(clientDir, 'egress_client.js'));
 
 async function main() {
@@ -19,6 +20,12 @@ async function main() {
     try {
       await egress.fetch('not a url');
       console.log(JSON.stringify({ error: 'none' }));
+    } catch (error) {
+      console.log(JSON.stringify({ error: error.code, message: error.details }));
+    }
+    try {
+      const r = await egress.fetch(largeUrl);
+      console.log(JSON.stringify({ large_status: r.statusCode, large_bytes: String(r.body.length) }));
     } catch (error) {
       console.log(JSON.stringify({ error: error.code, message: error.details }));
     }

@@ -117,10 +117,13 @@ class ClientsTest : public ::testing::Test {
 
   static std::string Target() { return egressd_->grpc_target(); }
   static std::string Url() { return nginx_->HttpsUrl("/cl/4k"); }
+  // A body over gRPC's default message limit of 4 MiB, which a client must raise.
+  static std::string LargeUrl() { return nginx_->HttpsUrl("/cl/6m"); }
 
-  // Two fetches of Url() and one of a malformed URL, as a client printed them.
-  static void ExpectTwoFetchesAndAnError(const std::vector<Struct>& calls) {
-    ASSERT_EQ(calls.size(), 3u);
+  // Two fetches of Url(), one of a malformed URL and one of LargeUrl(), as a client
+  // printed them.
+  static void ExpectFetchesAndAnError(const std::vector<Struct>& calls) {
+    ASSERT_EQ(calls.size(), 4u);
     for (const Struct& call : {calls[0], calls[1]}) {
       EXPECT_EQ(Field(call, "status"), "200");
       EXPECT_EQ(Field(call, "content_length"), "4096");
@@ -132,6 +135,8 @@ class ClientsTest : public ::testing::Test {
     EXPECT_EQ(Field(calls[1], "connection_id"), Field(calls[0], "connection_id"));
     EXPECT_EQ(Field(calls[2], "error"), "INVALID_ARGUMENT");
     EXPECT_NE(Field(calls[2], "message"), "");
+    EXPECT_EQ(Field(calls[3], "large_status"), "200") << Field(calls[3], "error");
+    EXPECT_EQ(Field(calls[3], "large_bytes"), absl::StrCat(6 << 20));
   }
 
   static inline std::string dir_;
@@ -159,6 +164,10 @@ TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
   auto head = egress.Fetch(Url(), head_only);
   ASSERT_TRUE(head.ok()) << head.status();
   EXPECT_EQ(head->body(), "");
+
+  auto large = egress.Fetch(LargeUrl());
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_EQ(large->body(), NginxUpstream::FileContent("6m"));
 
   std::string streamed;
   auto streamed_head = egress.FetchStream(Url(), {}, [&](absl::string_view chunk) {
@@ -342,10 +351,10 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   ASSERT_EQ(status, 0);
   const std::string output =
       RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_python.py"), " ", stubs,
-                       " ", Runfile("client/python"), " ", Target(), " ", Url()),
+                       " ", Runfile("client/python"), " ", Target(), " ", Url(), " ", LargeUrl()),
           &status);
   ASSERT_EQ(status, 0) << output;
-  ExpectTwoFetchesAndAnError(JsonLines(output));
+  ExpectFetchesAndAnError(JsonLines(output));
 
   const std::string guarded =
       RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_tls_python.py"), " ",
@@ -372,10 +381,10 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
                    "EGRESS_PROTO_ROOT=", Runfile("proto"), " ");
   const std::string output = RunShell(
       absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_node.js"), " ",
-                   Runfile("client/node"), " ", Target(), " ", Url()),
+                   Runfile("client/node"), " ", Target(), " ", Url(), " ", LargeUrl()),
       &status);
   ASSERT_EQ(status, 0) << output;
-  ExpectTwoFetchesAndAnError(JsonLines(output));
+  ExpectFetchesAndAnError(JsonLines(output));
   const std::string guarded = RunShell(
       absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_tls_node.js"), " ",
                    Runfile("client/node"), " ", GuardedCheckArgs()),

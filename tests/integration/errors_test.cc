@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/support/egress_fixture.h"
 
@@ -85,6 +86,45 @@ TEST_F(ErrorsTest, OversizedRequestBodyIsResourceExhausted) {
   request.set_method("POST");
   request.set_body(std::string(11, 'b'));
   ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "max_request_body_bytes");
+}
+
+// gRPC's own message limit (4 MiB by default) must not come before
+// limits.max_request_body_bytes (8 MiB by default): a body within the limit goes through,
+// and one byte more is refused with the limit's name, not gRPC's.
+TEST_F(ErrorsTest, RequestBodiesUpToTheLimitGoThroughAndOneByteMoreNamesTheLimit) {
+  StartEgress();
+  const uint64_t limit = server_->config().Get()->limits.max_request_body_bytes;
+  ASSERT_GT(limit, 4u << 20);
+  FetchRequest request = Request(nginx().HttpUrl("/upload"));
+  request.set_method("POST");
+  request.set_body(std::string(limit, 'b'));
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status_code(), 200);
+  EXPECT_EQ(response.body(), absl::StrCat(limit, "\n"));  // nginx read all of it
+
+  request.set_body(std::string(limit + 1, 'b'));
+  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "limits.max_request_body_bytes");
+}
+
+// The gRPC message limit is fixed when egressd starts: a config that needs a larger one
+// is refused with what to do, a smaller one is taken.
+TEST_F(ErrorsTest, RaisingTheRequestLimitsPastTheStartOnesTakesARestart) {
+  StartEgress();
+  egress::v1::Config larger = server_->config().Get()->proto;
+  larger.mutable_limits()->set_max_request_body_bytes(larger.limits().max_request_body_bytes() + 1);
+  const auto refused = server_->ApplyConfig(larger);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("restart"));
+
+  egress::v1::Config smaller = server_->config().Get()->proto;
+  smaller.mutable_limits()->set_max_request_body_bytes(1 << 20);
+  ASSERT_TRUE(server_->ApplyConfig(smaller).ok());
+  FetchRequest request = Request(nginx().HttpUrl("/upload"));
+  request.set_method("POST");
+  request.set_body(std::string((1 << 20) + 1, 'b'));
+  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "limits.max_request_body_bytes");
 }
 
 TEST_F(ErrorsTest, UnknownHostIsUnavailable) {

@@ -45,6 +45,7 @@ std::string Locations(const std::string& dir) {
     location = /slow-head { echo_sleep 3; echo "late"; }
     location = /slow-300ms { echo_sleep 0.3; echo "late"; }
     location = /echo { echo "ok"; }
+    location = /upload { client_max_body_size 64m; echo_read_request_body; echo $content_length; }
     location = /redirect-internal { return 302 http://127.0.0.1:$server_port/cl/1k; }
     location = /redirect-relative { return 302 /cl/1k; }
     location = /redirect-loop { return 302 /redirect-loop; }
@@ -59,7 +60,7 @@ std::string Locations(const std::string& dir) {
 
 std::vector<std::pair<std::string, size_t>> NginxUpstream::FileSizes() {
   return {{"1k", 1024},          {"4k", 4096},          {"100k", 102400},
-          {"262144", 262144},    {"262145", 262145}};
+          {"262144", 262144},    {"262145", 262145}, {"6m", 6 << 20}};
 }
 
 std::string NginxUpstream::FileContent(const std::string& name) {

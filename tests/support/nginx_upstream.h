@@ -21,6 +21,7 @@ namespace egress::testing {
 //   /stall              1024 "a", an 80 ms pause, 1024 "b"; chunked
 //   /slow-head          headers only after 3 s
 //   /echo               "ok\n" for any method
+//   /upload             reads a request body of up to 64 MiB, answers its Content-Length
 //   /redirect-internal  302 to http://127.0.0.1:<port>/cl/1k
 //   /redirect-relative  302 to /cl/1k          /redirect-loop   302 to itself
 //   /latin1-header      "ok\n" with Content-Disposition: attachment; filename="caf\xE9.txt"

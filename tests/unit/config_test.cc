@@ -226,6 +226,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"budget_below_ceiling", "limits { buffered_body_budget_bytes: 1000 }",
             "limits.buffered_body_budget_bytes: must be at least "
             "limits.max_body_bytes_ceiling (67108864); got 1000"},
+        Bad{"request_body_over_a_gibibyte", "limits { max_request_body_bytes: 1073741825 }",
+            "limits.max_request_body_bytes: at most 1073741824 (got 1073741825)"},
         Bad{"zero_max_timeout", "limits { max_timeout { } }",
             "limits.max_timeout: must be positive"},
         Bad{"empty_strip_header", "policy { redirect_strip_headers: \"\" }",
