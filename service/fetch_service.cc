@@ -412,7 +412,7 @@ class ExchangeReactor {
   Reactor* self() { return static_cast<Reactor*>(this); }
 
   void Send(transport::HttpRequest request) {
-    request_ = request;
+    if (follow_redirects_) request_ = request;  // the next hop is made from it
     // The transport may answer before Fetch returns (a policy denial of an IP literal
     // needs no I/O), and finishing may drop the last other reference: hold one.
     refs_.fetch_add(1);
@@ -495,7 +495,7 @@ class ExchangeReactor {
   bool deadline_capped_ = false;  // limits.max_timeout set deadline_
   bool follow_redirects_ = false;
   uint32_t redirects_ = 0;
-  transport::HttpRequest request_;  // the current hop
+  transport::HttpRequest request_;  // the current hop, when following redirects
   std::string url_;                 // the current hop's URL
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;

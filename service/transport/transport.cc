@@ -33,7 +33,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
            Transport::ResponseCallback done)
       : transport_(transport),
         snapshot_(transport.Current()),
-        settings_(snapshot_->settings.ForHost(request.origin.host)),
+        settings_(snapshot_->SettingsFor(request.origin.host)),
         request_(std::move(request)),
         deadline_(deadline),
         done_(std::move(done)) {}
@@ -75,7 +75,9 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     // A cancelled wait runs the callback, and so the caller's: never inside the caller's
     // own call to Cancel, which may hold the caller's locks.
     for (const ConnectionPool::WaitId id : {wait_id, race_wait_id}) {
-      if (id) net::post(transport_.io_context_, [pool = &transport_.pool_, id] { pool->CancelWait(id); });
+      if (id) {
+        net::post(transport_.loops_.first(), [pool = &transport_.pool_, id] { pool->CancelWait(id); });
+      }
     }
   }
 
@@ -322,7 +324,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   Transport& transport_;
   const std::shared_ptr<const Transport::Snapshot> snapshot_;  // the config it started with
-  const TransportSettings settings_;                            // ... for its origin
+  const TransportSettings& settings_;                           // ... for its origin
   const HttpRequest request_;
   const absl::Time deadline_;
   Transport::ResponseCallback done_;
@@ -426,8 +428,19 @@ absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapsh
     if (!own.ok()) return own.status();
     snapshot->override_tls.push_back(*std::move(own));
   }
+  snapshot->for_other_hosts = settings.With(OriginOverride{});
+  for (const OriginOverride& o : settings.origin_overrides) {
+    snapshot->for_override.push_back(settings.With(o));
+  }
   snapshot->settings = std::move(settings);
   return snapshot;
+}
+
+const TransportSettings& Transport::Snapshot::SettingsFor(absl::string_view host) const {
+  for (size_t i = 0; i < settings.origin_overrides.size(); ++i) {
+    if (settings.origin_overrides[i].host.Matches(host)) return for_override[i];
+  }
+  return for_other_hosts;
 }
 
 PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
@@ -482,50 +495,37 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
     : observer_(observer),
       current_(snapshot),
       resolver_(std::make_unique<CachingResolver>(observer)),
-      work_(io_context_.get_executor()),
+      loops_(snapshot->settings.io_threads ? snapshot->settings.io_threads
+                                           : std::thread::hardware_concurrency(),
+             [this](const char* what) {
+               observer_.OnTransportException();
+               std::cerr << "egressd: transport: exception "
+                         << (what ? absl::StrCat("in an I/O handler: ", what)
+                                  : std::string("of unknown type in an I/O handler"))
+                         << "\n";
+             }),
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
-      pool_(io_context_.get_executor(), PoolLimitsOf(snapshot->settings),
+      pool_(loops_.first().get_executor(), PoolLimitsOf(snapshot->settings),
             [this](const Origin& origin) { return MakeConnection(origin); },
             [this](std::shared_ptr<Connection> connection) { Warm(std::move(connection)); }) {
   pool_.SetPolicy(snapshot->settings.policy);
-  unsigned threads = snapshot->settings.io_threads;
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { RunIoThread(); });
-}
-
-void Transport::RunIoThread() {
-  // Connections catch what their handlers throw (and close); this catches the rest, so
-  // that no exception ends egressd.
-  for (;;) {
-    try {
-      io_context_.run();
-      return;
-    } catch (const std::exception& e) {
-      observer_.OnTransportException();
-      std::cerr << "egressd: transport: exception in an I/O handler: " << e.what() << "\n";
-    } catch (...) {
-      observer_.OnTransportException();
-      std::cerr << "egressd: transport: exception of unknown type in an I/O handler\n";
-    }
-  }
 }
 
 Transport::~Transport() {
   pool_.Shutdown();
-  work_.reset();
-  io_context_.stop();
-  for (auto& thread : threads_) thread.join();
+  loops_.Stop();
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
-  return std::make_shared<Connection>(net::make_strand(io_context_),
+  return std::make_shared<Connection>(net::make_strand(loops_.Next()),
                                       Current()->TlsFor(origin.host), origin,
                                       next_connection_id_++, observer_);
 }
 
 void Transport::Warm(std::shared_ptr<Connection> connection) {
   const Origin& origin = connection->origin();
-  const TransportSettings settings = Current()->settings.ForHost(origin.host);
+  const auto snapshot = Current();
+  const TransportSettings& settings = snapshot->SettingsFor(origin.host);
   // As any dial: the policy in force checks every address, and the phases their timeouts.
   const absl::Time deadline =
       absl::Now() + settings.connect_timeout + settings.tls_handshake_timeout;

@@ -13,12 +13,11 @@
 #include "absl/status/statusor.h"
 #include <mutex>
 #include "absl/time/time.h"
-#include "boost/asio/executor_work_guard.hpp"
-#include "boost/asio/io_context.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "service/transport/connection.h"
 #include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
+#include "service/transport/event_loops.h"
 #include "service/transport/observer.h"
 #include "service/transport/pool.h"
 #include "service/transport/request.h"
@@ -106,9 +105,15 @@ class Transport {
     std::shared_ptr<boost::asio::ssl::context> tls_context;
     // One per settings.origin_overrides entry; null where the override sets no TLS.
     std::vector<std::shared_ptr<boost::asio::ssl::context>> override_tls;
+    // The settings as they apply to a host no override matches, and to each override's
+    // hosts (settings.With), made once per config rather than copied for every fetch.
+    TransportSettings for_other_hosts;
+    std::vector<TransportSettings> for_override;
 
     // The TLS context for connections to `host`.
     std::shared_ptr<boost::asio::ssl::context> TlsFor(absl::string_view host) const;
+    // The settings for `host` (settings.ForHost), as long as this snapshot lives.
+    const TransportSettings& SettingsFor(absl::string_view host) const;
   };
   std::shared_ptr<const Snapshot> Current() const;
 
@@ -136,20 +141,16 @@ class Transport {
   // drained first, or closed.
   void FinishResponse(const std::shared_ptr<Connection>& connection);
   void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome);
-  // One I/O thread: runs handlers until the transport stops, surviving any that throws.
-  void RunIoThread();
 
   TransportObserver& observer_;
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> current_ ABSL_GUARDED_BY(mu_);
-  // Before io_context_: lookups its handlers hold end (and report) with it.
+  // Before loops_: lookups their handlers hold end (and report) with it.
   const std::unique_ptr<Resolver> resolver_;
-  boost::asio::io_context io_context_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  EventLoops loops_;
   DrainBudget drain_budget_;
   std::atomic<uint64_t> next_connection_id_{1};
-  ConnectionPool pool_;
-  std::vector<std::thread> threads_;
+  ConnectionPool pool_;  // its timers run on loops_.first()
 };
 
 }  // namespace egress::transport
