@@ -24,6 +24,7 @@ namespace v1 = egress::v1;
 constexpr size_t kMaxOriginLabels = 10000;
 // gRPC holds a request message whole, and cannot take one of 2 GiB.
 constexpr uint64_t kMaxRequestBodyBytes = 1 << 30;
+constexpr uint32_t kMaxRequestHeaderBytes = 16 << 20;
 
 // A number left at zero means the default: the proto is filled in with it (GetConfig
 // shows what is in force); otherwise the setting takes the proto's number.
@@ -627,6 +628,11 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
                   &v1::FetchLimits::set_max_concurrent_fetches, &l.max_concurrent_fetches);
   NumberOrDefault(limits, &v1::FetchLimits::max_request_header_bytes,
                   &v1::FetchLimits::set_max_request_header_bytes, &l.max_request_header_bytes);
+  if (l.max_request_header_bytes > kMaxRequestHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.max_request_header_bytes: at most ", kMaxRequestHeaderBytes, " (got ",
+        l.max_request_header_bytes, "); a request travels whole in one gRPC message"));
+  }
   const bool timeout_set = limits->has_default_timeout();
   if (auto status = DurationField("limits.default_timeout", timeout_set,
                                   limits->mutable_default_timeout(), l.default_timeout,

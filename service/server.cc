@@ -1,8 +1,5 @@
 #include "service/server.h"
 
-#include <algorithm>
-#include <limits>
-
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -18,9 +15,12 @@ constexpr uint64_t kRequestEnvelopeBytes = 1 << 20;
 
 // The request message gRPC must take so that a body and headers within the limits reach
 // FetchService, which then names the limit a larger one breaks. gRPC's own default
-// (4 MiB) would refuse a body under limits.max_request_body_bytes (8 MiB).
+// (4 MiB) would refuse a body under limits.max_request_body_bytes (8 MiB). Headers count
+// twice: their protobuf framing can outweigh the ": " and CRLF the header limit counts.
+// BuildConfig's caps keep this under 2 GiB, what gRPC can take.
 uint64_t MaxRequestMessageBytes(const FetchLimits& limits) {
-  return limits.max_request_body_bytes + limits.max_request_header_bytes + kRequestEnvelopeBytes;
+  return limits.max_request_body_bytes + 2 * uint64_t{limits.max_request_header_bytes} +
+         kRequestEnvelopeBytes;
 }
 
 }  // namespace
@@ -41,8 +41,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   server->max_request_message_bytes_ = MaxRequestMessageBytes(config.limits);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(
-      std::min<uint64_t>(server->max_request_message_bytes_, std::numeric_limits<int>::max())));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(server->max_request_message_bytes_));
   builder.AddListeningPort(grpc_listen, credentials, &server->grpc_port_);
   builder.RegisterService(server->fetch_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -56,13 +55,15 @@ absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::C
                                                              const Admit& admit) {
   auto config = BuildConfig(proto);
   if (!config.ok()) return config.status();
-  if (MaxRequestMessageBytes(config->limits) > max_request_message_bytes_) {
+  if (const uint64_t needed = MaxRequestMessageBytes(config->limits);
+      needed > max_request_message_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "limits.max_request_body_bytes + limits.max_request_header_bytes: at most ",
-        max_request_message_bytes_ - kRequestEnvelopeBytes,
-        " bytes together while egressd runs (gRPC's message limit is set at start from "
-        "them); got ", MaxRequestMessageBytes(config->limits) - kRequestEnvelopeBytes,
-        ". Put the larger limits in --config and restart"));
+        "limits.max_request_body_bytes (", config->limits.max_request_body_bytes,
+        ") and limits.max_request_header_bytes (", config->limits.max_request_header_bytes,
+        ") need a gRPC request message limit of ", needed, " bytes; egressd set ",
+        max_request_message_bytes_,
+        " from its start config, and it stays until a restart: put the larger limits in "
+        "--config and restart"));
   }
   std::lock_guard<std::mutex> lock(apply_mu_);
   if (admit) {

@@ -228,6 +228,8 @@ INSTANTIATE_TEST_SUITE_P(
             "limits.max_body_bytes_ceiling (67108864); got 1000"},
         Bad{"request_body_over_a_gibibyte", "limits { max_request_body_bytes: 1073741825 }",
             "limits.max_request_body_bytes: at most 1073741824 (got 1073741825)"},
+        Bad{"request_headers_over_16_mebibytes", "limits { max_request_header_bytes: 16777217 }",
+            "limits.max_request_header_bytes: at most 16777216 (got 16777217)"},
         Bad{"zero_max_timeout", "limits { max_timeout { } }",
             "limits.max_timeout: must be positive"},
         Bad{"empty_strip_header", "policy { redirect_strip_headers: \"\" }",
