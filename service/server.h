@@ -29,9 +29,6 @@ class EgressServer {
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }
-  // The largest request message gRPC accepts, fixed at Start from the config's
-  // limits.max_request_body_bytes and max_request_header_bytes (see ApplyConfig).
-  uint64_t max_request_message_bytes() const { return max_request_message_bytes_; }
   transport::Transport& transport() { return *transport_; }
   const ConfigStore& config() const { return *config_; }
 
@@ -62,6 +59,7 @@ class EgressServer {
   std::unique_ptr<FetchService> fetch_service_;
   std::unique_ptr<grpc::Server> server_;
   int grpc_port_ = 0;
+  // The largest request message gRPC accepts, fixed at Start (see ApplyConfig).
   uint64_t max_request_message_bytes_ = 0;
 };
 

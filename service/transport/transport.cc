@@ -402,13 +402,21 @@ void ResponseBody::Close() {
   state_->transport->FinishResponse(state_->connection);
 }
 
-std::shared_ptr<net::ssl::context> Transport::Snapshot::TlsFor(absl::string_view host) const {
+std::optional<size_t> Transport::Snapshot::OverrideIndex(absl::string_view host) const {
   for (size_t i = 0; i < settings.origin_overrides.size(); ++i) {
-    if (settings.origin_overrides[i].host.Matches(host)) {
-      return override_tls[i] ? override_tls[i] : tls_context;
-    }
+    if (settings.origin_overrides[i].host.Matches(host)) return i;
   }
-  return tls_context;
+  return std::nullopt;
+}
+
+std::shared_ptr<net::ssl::context> Transport::Snapshot::TlsFor(absl::string_view host) const {
+  const std::optional<size_t> i = OverrideIndex(host);
+  return i && override_tls[*i] ? override_tls[*i] : tls_context;
+}
+
+const TransportSettings& Transport::Snapshot::SettingsFor(absl::string_view host) const {
+  const std::optional<size_t> i = OverrideIndex(host);
+  return i ? for_override[*i] : for_other_hosts;
 }
 
 absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapshot(
@@ -434,13 +442,6 @@ absl::StatusOr<std::shared_ptr<const Transport::Snapshot>> Transport::MakeSnapsh
   }
   snapshot->settings = std::move(settings);
   return snapshot;
-}
-
-const TransportSettings& Transport::Snapshot::SettingsFor(absl::string_view host) const {
-  for (size_t i = 0; i < settings.origin_overrides.size(); ++i) {
-    if (settings.origin_overrides[i].host.Matches(host)) return for_override[i];
-  }
-  return for_other_hosts;
 }
 
 PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {

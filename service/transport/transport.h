@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,8 @@ class Transport {
     std::shared_ptr<boost::asio::ssl::context> TlsFor(absl::string_view host) const;
     // The settings for `host` (settings.ForHost), as long as this snapshot lives.
     const TransportSettings& SettingsFor(absl::string_view host) const;
+    // The first of settings.origin_overrides matching `host`, if any.
+    std::optional<size_t> OverrideIndex(absl::string_view host) const;
   };
   std::shared_ptr<const Snapshot> Current() const;
 
