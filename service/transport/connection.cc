@@ -590,7 +590,13 @@ void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t rese
     self->drain_start_ = start;
     self->deadline_ = self->drain_start_ + caps.max_duration;
     self->phase_timeout_ = caps.max_duration;
-    self->drain_scratch_.resize(kDrainReadBytes);
+    // As ReadBody's buffer: no larger than what is left of a body of known length (an
+    // unread body is often in buffer_ already, a few bytes).
+    uint64_t size = kDrainReadBytes;
+    if (const auto remaining = KnownBodyBytesLeft(*self->parser_)) {
+      size = std::min<uint64_t>(size, std::max<uint64_t>(*remaining, 1));
+    }
+    self->drain_scratch_.resize(size);
     self->DrainStep();
   });
 }
@@ -645,7 +651,8 @@ void Connection::DrainStep() {
 
 void Connection::FinishDrain() {
   drain_outcome_.duration = absl::Now() - drain_start_;
-  drain_scratch_ = {};
+  // Freed, not cleared (`= {}` keeps a vector's capacity): an idle connection held 64 KiB.
+  drain_scratch_ = std::vector<char>();
   if (drain_budget_) drain_budget_->Release(std::exchange(drain_reserved_, 0));
   drain_budget_ = nullptr;
   if (!broken_) stream_.tcp().expires_never();
