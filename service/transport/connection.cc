@@ -502,11 +502,12 @@ void Connection::ReadMore() {
           self->buffer_.commit(bytes_transferred);
           if (!self->step_done_) return;  // OnException ended the operation
           if (ec == net::error::eof) {
-            if (!self->parser_->got_some()) ec = http::error::end_of_stream;
-            else {
-              ec = {};
-              self->parser_->put_eof(ec);  // a body that ends with the connection
-            }
+            if (!self->parser_->got_some()) return self->CompleteStep(http::error::end_of_stream);
+            // A body that ends with the connection (RFC 9112, 6.3) is done; anything else
+            // is partial_message. Either way there is nothing more to parse.
+            ec = {};
+            self->parser_->put_eof(ec);
+            return self->CompleteStep(ec);
           }
           if (ec) return self->CompleteStep(ec);
           self->ParseBuffered(/*after_read=*/true);

@@ -87,6 +87,19 @@ TEST_F(FaultsTest, ContentLengthLongerThanTheBodyIsUnavailable) {
               "the server closed the connection before the message ended");
 }
 
+// Not a fault: without Content-Length or chunking, the body ends with the connection
+// (RFC 9112, 6.3). It used to fail as "stale parser": the parser, done at the end of the
+// stream, was given the (empty) rest.
+TEST_F(FaultsTest, BodyThatEndsWithTheConnectionIsReadWhole) {
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request(faults().Url("/close-delimited")), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status_code(), 200);
+  EXPECT_EQ(response.body(), std::string(100000, 'c'));
+  EXPECT_EQ(IdleToFaultServer(), 0);
+  ExpectRecovered();
+}
+
 TEST_F(FaultsTest, BadChunkSizeIsUnavailable) {
   ExpectFault(Request(faults().Url("/bad-chunk")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(), ": bad chunk"));

@@ -263,6 +263,10 @@ void FaultServer::ServeHttp(int fd) {
       SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
                                std::string(10, 's')));
       return;
+    } else if (path == "/close-delimited") {
+      SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n",
+                               std::string(100000, 'c')));
+      return;
     } else if (path == "/long-body") {
       if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello, and 15 more")) return;
     } else if (path == "/bad-chunk") {

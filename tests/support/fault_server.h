@@ -24,6 +24,7 @@ namespace egress::testing {
 //   /bad-header       a header line without a colon
 //   /huge-headers     a 100 KiB header
 //   /short-body       Content-Length 1000, 10 bytes, then the connection closes
+//   /close-delimited  no Content-Length, 100000 bytes, then the connection closes
 //   /long-body        Content-Length 5 followed by 20 bytes, kept alive
 //   /bad-chunk        a chunked body whose chunk size is not hex
 //   /never            reads the request, never answers
