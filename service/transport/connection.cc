@@ -266,9 +266,7 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   if (dial_settings_.tls_session_resumption) OfferTlsSession(ssl, origin_.Key());
   phase_start_ = absl::Now();
   ExpireAfter(dial_settings_.tls_handshake_timeout);
-  stream_.tls().async_handshake(
-      net::ssl::stream_base::client,
-      Guarded(&Connection::OnHandshake));
+  stream_.tls().async_handshake(Guarded(&Connection::OnHandshake));
 }
 
 void Connection::OnHandshake(beast::error_code ec) {
@@ -398,6 +396,7 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
   }
 
   stream_.tcp().expires_never();
+  if (parser_->is_done()) stream_.ReleaseIdleBuffers();  // a response without a body
   RecordKeepAliveHint();
   std::exchange(head_done_, nullptr)(HeadOf(*parser_), true);
 }
@@ -473,6 +472,7 @@ void Connection::ReadSomeBounded(StepCallback done) {
 void Connection::ParseBuffered(bool after_read) {
   beast::error_code ec;
   buffer_.consume(parser_->put(buffer_.data(), ec));
+  if (parser_->is_done()) stream_.ReleaseIdleBuffers();  // nothing is read until the next request
   if (ec == http::error::need_more) {
     limit_hit_ = ExceededLimit();
     if (!limit_hit_) return ReadMore();
@@ -507,6 +507,7 @@ void Connection::ReadMore() {
             // is partial_message. Either way there is nothing more to parse.
             ec = {};
             self->parser_->put_eof(ec);
+            if (!ec) self->stream_.ReleaseIdleBuffers();
             return self->CompleteStep(ec);
           }
           if (ec) return self->CompleteStep(ec);
@@ -691,11 +692,10 @@ bool Connection::StillOpenAndQuiet() {
 }
 
 bool Connection::TlsQuiet(bool socket_readable) {
-  // Records asio read along with the last response wait inside OpenSSL, where neither
-  // poll nor buffer_ sees them (a body after a 204, an unsolicited 408).
+  // Records read along with the last response wait in the TLS stream or inside OpenSSL,
+  // where neither poll nor buffer_ sees them (a body after a 204, an unsolicited 408).
   SSL* ssl = stream_.tls().native_handle();
-  if (!socket_readable && SSL_has_pending(ssl) == 0 &&
-      BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0) {
+  if (!socket_readable && SSL_has_pending(ssl) == 0 && stream_.tls().buffered_input() == 0) {
     return true;  // the common case costs no syscall
   }
   // A read that must not wait: OpenSSL takes in session tickets and stops at

@@ -4,9 +4,9 @@
 #include <utility>
 #include <variant>
 
-#include "boost/asio/ssl.hpp"
+#include "boost/asio/ssl/context.hpp"
 #include "boost/beast/core/tcp_stream.hpp"
-#include "boost/beast/ssl/ssl_stream.hpp"
+#include "service/transport/tls_stream.h"
 
 namespace egress::transport {
 
@@ -16,7 +16,6 @@ namespace egress::transport {
 // per connection, which a pool of idle plain connections would carry for nothing.
 class UpstreamStream {
  public:
-  using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
   using executor_type = boost::beast::tcp_stream::executor_type;
 
   UpstreamStream(executor_type executor, boost::asio::ssl::context& tls_context, bool use_tls)
@@ -29,6 +28,11 @@ class UpstreamStream {
   }
   TlsStream& tls() { return std::get<TlsStream>(stream_); }
   bool use_tls() const { return std::holds_alternative<TlsStream>(stream_); }
+
+  // Between exchanges: gives back the TLS record buffers that hold nothing.
+  void ReleaseIdleBuffers() {
+    if (use_tls()) tls().ReleaseBuffers();
+  }
 
   template <class MutableBuffers, class Handler>
   void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
@@ -54,8 +58,7 @@ class UpstreamStream {
   static Stream Make(executor_type executor, boost::asio::ssl::context& tls_context,
                      bool use_tls) {
     if (use_tls) {
-      return Stream(std::in_place_type<TlsStream>, boost::beast::tcp_stream(std::move(executor)),
-                    tls_context);
+      return Stream(std::in_place_type<TlsStream>, std::move(executor), tls_context);
     }
     return Stream(std::in_place_type<boost::beast::tcp_stream>, std::move(executor));
   }
