@@ -287,6 +287,7 @@ void Connection::OnHandshake(beast::error_code ec) {
         "does not match host \"", origin_.host, "\"")));
   }
   stream_.tcp().expires_never();
+  stream_.ReleaseIdleBuffers();  // a warmed or spare connection may wait long for its first request
   OnDialed();
 }
 
@@ -709,7 +710,9 @@ bool Connection::TlsQuiet(bool socket_readable) {
   const size_t read = stream_.tls().read_some(net::buffer(&byte, 1), ec);
   beast::error_code ignored;
   socket.non_blocking(false, ignored);  // the next async operation sets what it needs
-  return read == 0 && ec == net::error::would_block;
+  if (read != 0 || ec != net::error::would_block) return false;
+  stream_.ReleaseIdleBuffers();  // what taking in a ticket allocated
+  return true;
 }
 
 void Connection::Close() {

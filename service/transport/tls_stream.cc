@@ -3,6 +3,7 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -48,8 +49,7 @@ size_t TlsStream::read_some(net::mutable_buffer buffer, boost::beast::error_code
       ec = step.ec;
       return step.bytes;
     }
-    const size_t got = next_.socket().read_some(input_.prepare(kReadBytes), ec);
-    input_.commit(got);
+    Received(next_.socket().read_some(input_.prepare(read_bytes_), ec));
     if (ec) {
       ec = AfterSocketError(ec);
       return 0;
@@ -57,11 +57,18 @@ size_t TlsStream::read_some(net::mutable_buffer buffer, boost::beast::error_code
   }
 }
 
+void TlsStream::Received(size_t bytes) {
+  input_.commit(bytes);
+  if (bytes == read_bytes_) read_bytes_ = std::min(2 * read_bytes_, kMaxReadBytes);
+}
+
 void TlsStream::ReleaseBuffers() {
+  read_bytes_ = kMinReadBytes;
   if (input_.size() == 0) input_.shrink_to_fit();
   if (output_.size() == 0) output_.shrink_to_fit();
-  // Refused, harmlessly, while a record is partly read or written.
-  (void)SSL_free_buffers(ssl_.get());
+  // OpenSSL refuses while a record is partly read or written; before 3.0.14 it did not
+  // see decrypted bytes still waiting in a record (CVE-2024-4741), so those are checked.
+  if (SSL_has_pending(ssl_.get()) == 0) (void)SSL_free_buffers(ssl_.get());
 }
 
 void TlsStream::Begin() { ERR_clear_error(); }

@@ -129,11 +129,13 @@ class TlsStream {
           break;
         case Waiting::kOutput:
           stream.output_.consume(transferred);
-          if (ec) return Complete(self, ec, 0);
+          // An alert that could not be sent: the TLS error it reports is the one to keep.
+          if (ec && !step.ec) return Complete(self, ec, 0);
+          if (ec) return Complete(self, step.ec, 0);
           if (!step.needs_input) return Complete(self, step.ec, step.bytes);
           return ReadInput(self);
         case Waiting::kInput:
-          stream.input_.commit(transferred);
+          stream.Received(transferred);
           if (ec) return Complete(self, stream.AfterSocketError(ec), 0);
           break;
       }
@@ -149,7 +151,8 @@ class TlsStream {
       if (waiting != Waiting::kNothing) return Complete(self, step.ec, step.bytes);
       // Done inside the caller's call (bytes OpenSSL had decrypted already): the handler
       // runs later, never within the initiating function.
-      boost::asio::post(stream.get_executor(),
+      auto executor = self.get_executor();  // the handler's, as for any other completion
+      boost::asio::post(std::move(executor),
                         [done = step, self = std::move(self)]() mutable {
                           Complete(self, done.ec, done.bytes);
                         });
@@ -158,7 +161,7 @@ class TlsStream {
     template <class Self>
     void ReadInput(Self& self) {
       waiting = Waiting::kInput;
-      stream.next_.async_read_some(stream.input_.prepare(kReadBytes), std::move(self));
+      stream.next_.async_read_some(stream.input_.prepare(stream.read_bytes_), std::move(self));
     }
 
     template <class Self>
@@ -173,8 +176,11 @@ class TlsStream {
 
   // The plaintext one record carries at most (TLS's limit).
   static constexpr size_t kMaxRecordPlaintext = 16 * 1024;
-  // A socket read: one whole record with its header and tag, as asio reads.
-  static constexpr size_t kReadBytes = 17 * 1024;
+  // A socket read asks for kMinReadBytes first (a handshake's flight, a small response),
+  // twice as much after each read that filled it, up to kMaxReadBytes (a large body in
+  // few reads); back to the first size when the buffers are released.
+  static constexpr size_t kMinReadBytes = 4 * 1024;
+  static constexpr size_t kMaxReadBytes = 64 * 1024;
 
   template <class Buffer, class Buffers>
   static Buffer FirstNonEmpty(const Buffers& buffers) {
@@ -186,6 +192,7 @@ class TlsStream {
     return Buffer();
   }
 
+  void Received(size_t bytes);  // after a socket read into input_
   void Begin();  // before a call into OpenSSL
   Step Classify(int result, size_t bytes);
   // A socket read's error as asio's stream reports it: an end of stream without the
@@ -198,9 +205,11 @@ class TlsStream {
   static long BioControl(BIO* bio, int command, long number, void* pointer);
 
   boost::beast::tcp_stream next_;
-  std::unique_ptr<SSL, decltype(&SSL_free)> ssl_;
+  // Before ssl_, so that they outlive it: its BIO points at them.
   boost::beast::flat_buffer input_;   // records read from the socket, for OpenSSL
   boost::beast::flat_buffer output_;  // records from OpenSSL, for the socket
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl_;
+  size_t read_bytes_ = kMinReadBytes;  // the next socket read's size
 };
 
 }  // namespace egress::transport
