@@ -29,6 +29,8 @@ class EgressServer {
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }
+  // Fetch and FetchStream RPCs gRPC is not done with (what shutdown waits for).
+  uint32_t fetches_in_flight() const { return fetch_service_->fetches_in_flight(); }
   transport::Transport& transport() { return *transport_; }
   const ConfigStore& config() const { return *config_; }
 
