@@ -14,7 +14,6 @@
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/beast/core/bind_handler.hpp"
-#include "boost/beast/core/read_size.hpp"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -287,7 +286,7 @@ void Connection::OnHandshake(beast::error_code ec) {
         "does not match host \"", origin_.host, "\"")));
   }
   stream_.tcp().expires_never();
-  stream_.ReleaseIdleBuffers();  // a warmed or spare connection may wait long for its first request
+  ReleaseIdleBuffers();  // a warmed or spare connection may wait long for its first request
   OnDialed();
 }
 
@@ -397,7 +396,7 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
   }
 
   stream_.tcp().expires_never();
-  if (parser_->is_done()) stream_.ReleaseIdleBuffers();  // a response without a body
+  if (parser_->is_done()) ReleaseIdleBuffers();  // a response without a body
   RecordKeepAliveHint();
   std::exchange(head_done_, nullptr)(HeadOf(*parser_), true);
 }
@@ -473,7 +472,7 @@ void Connection::ReadSomeBounded(StepCallback done) {
 void Connection::ParseBuffered(bool after_read) {
   beast::error_code ec;
   buffer_.consume(parser_->put(buffer_.data(), ec));
-  if (parser_->is_done()) stream_.ReleaseIdleBuffers();  // nothing is read until the next request
+  if (parser_->is_done()) ReleaseIdleBuffers();  // nothing is read until the next request
   if (ec == http::error::need_more) {
     limit_hit_ = ExceededLimit();
     if (!limit_hit_) return ReadMore();
@@ -488,7 +487,11 @@ void Connection::ParseBuffered(bool after_read) {
 }
 
 void Connection::ReadMore() {
-  const size_t size = beast::read_size(buffer_, 65536);
+  // A whole read's worth, not what buffer_ happens to hold (Beast's read_size starts at
+  // 512 bytes and grows only with the buffer): a body read in small pieces costs a step,
+  // and through FetchStream a chunk and a wake-up, per piece (1 MiB came as ~1 KiB
+  // chunks: 10 MiB/s). buffer_ is freed again when the response ends.
+  const size_t size = std::min<size_t>(65536, buffer_.max_size() - buffer_.size());
   if (size == 0) {  // cannot happen within the limits above; the buffer bounds it anyway
     return net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->Guard([&] {
@@ -508,13 +511,18 @@ void Connection::ReadMore() {
             // is partial_message. Either way there is nothing more to parse.
             ec = {};
             self->parser_->put_eof(ec);
-            if (!ec) self->stream_.ReleaseIdleBuffers();
+            if (!ec) self->ReleaseIdleBuffers();
             return self->CompleteStep(ec);
           }
           if (ec) return self->CompleteStep(ec);
           self->ParseBuffered(/*after_read=*/true);
         });
       });
+}
+
+void Connection::ReleaseIdleBuffers() {
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  stream_.ReleaseIdleBuffers();
 }
 
 void Connection::CompleteStep(beast::error_code ec) {
@@ -711,7 +719,7 @@ bool Connection::TlsQuiet(bool socket_readable) {
   beast::error_code ignored;
   socket.non_blocking(false, ignored);  // the next async operation sets what it needs
   if (read != 0 || ec != net::error::would_block) return false;
-  stream_.ReleaseIdleBuffers();  // what taking in a ticket allocated
+  ReleaseIdleBuffers();  // what taking in a ticket allocated
   return true;
 }
 

@@ -187,6 +187,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // StillOpenAndQuiet's TLS part: nothing but TLS housekeeping waits in OpenSSL or on
   // the socket (`socket_readable`).
   bool TlsQuiet(bool socket_readable);
+  // Between exchanges, on the strand: frees the read buffers that hold nothing.
+  void ReleaseIdleBuffers();
   void FinishDrain();
 
   const uint64_t id_;
