@@ -1,10 +1,12 @@
-"""Overhead, throughput and memory on loopback (bench/run.py, issue 6 parts 3 and 4).
+"""Overhead, throughput and memory on loopback (bench/run.py, issue 6 parts 3 and 4;
+issue 15 part 3).
 
 h2load drives unary Fetch calls through egressd to an nginx upstream serving 1 KiB, and,
 in the same run, the same load against the upstream directly (h2load --h1), against nginx
 configured as a reverse-proxy egress gateway (h2c in front, HTTP/1.1 keep-alive behind),
-and against the gRPC ceiling (bench/grpc_ceiling.cc). Everything runs on the loopback of
-one network namespace made for the run.
+and against the gRPC ceiling (bench/grpc_ceiling.cc); the same over HTTPS to the upstream
+(egressd and the gateway, pooled); and 1 MiB bodies through FetchStream and through the
+gateway. Everything runs on the loopback of one network namespace made for the run.
 """
 
 import os
@@ -15,11 +17,15 @@ from nginx import start_nginx
 from wan import readable_tempdir
 
 UPSTREAM_PORT = 8080
+UPSTREAM_TLS_PORT = 8444
 GATEWAY_PORT = 8081
+GATEWAY_TLS_PORT = 8082
 EGRESSD_GRPC = "127.0.0.1:50051"
 EGRESSD_METRICS = "127.0.0.1:9464"
 CEILING_GRPC = "127.0.0.1:50061"
 FETCH_PATH = "/egress.v1.Egress/Fetch"
+FETCH_STREAM_PATH = "/egress.v1.Egress/FetchStream"
+LARGE_BYTES = 1024 * 1024
 
 # (label, h2load connections, streams per connection)
 SHAPES = [("1 connection", 1, 1), ("16 connections", 16, 1), ("64 connections", 64, 1),
@@ -30,6 +36,15 @@ SYSTEMS = [
     ("direct", "upstream directly (`h2load --h1`; 64 streams = pipelining)"),
     ("gateway", "nginx reverse-proxy gateway (h2c → HTTP/1.1 keep-alive)"),
     ("ceiling", "gRPC ceiling (fixed 1 KiB answer, no I/O)"),
+    ("egressd-tls", "egressd (gRPC Fetch → HTTPS upstream, pooled)"),
+    ("gateway-tls", "nginx gateway (h2c → HTTPS keep-alive upstream)"),
+]
+
+# 1 MiB per request: FetchStream through egressd against the gateway, at one shape.
+LARGE_SHAPE = ("16 connections", 16, 1)
+LARGE_SYSTEMS = [
+    ("egressd-1m", "egressd (gRPC FetchStream, 1 MiB from the HTTP/1.1 upstream)"),
+    ("gateway-1m", "nginx gateway (1 MiB, h2c → HTTP/1.1 keep-alive)"),
 ]
 
 
@@ -43,11 +58,14 @@ class Loopback:
         os.makedirs(www)
         with open(os.path.join(www, "1k"), "wb") as out:
             out.write(b"x" * 1024)
+        with open(os.path.join(www, "1m"), "wb") as out:
+            out.write(b"m" * LARGE_BYTES)
+        self.pki = os.path.dirname(tools.ca)  # its server certificate names 127.0.0.1 too
         self.upstream = self._nginx("upstream", UPSTREAM_HTTP, UPSTREAM_PORT, workers="1")
         self.gateway = self._nginx("gateway", GATEWAY_HTTP, GATEWAY_PORT, workers="auto")
         config = os.path.join(self.dir, "egressd.textproto")
         with open(config, "w") as out:
-            out.write(EGRESSD_CONFIG)
+            out.write(EGRESSD_CONFIG.replace("{ca}", tools.ca))
         self.egressd = wan.spawn(ns, [tools.egressd, f"--config={config}",
                                       f"--grpc_listen={EGRESSD_GRPC}",
                                       f"--metrics_listen={EGRESSD_METRICS}"],
@@ -57,6 +75,8 @@ class Loopback:
             host, port = address.split(":")
             wan.wait_for_port(ns, host, int(port))
         self.fetch_frame = self._grpc_frame("/1k")
+        self.fetch_frame_tls = self._grpc_frame("/1k", tls=True)
+        self.fetch_frame_1m = self._grpc_frame("/1m")
         # h2load counts a gRPC call whose answer carries an HTTP 404 as a success: make
         # sure the upstream serves what egressd is measured on.
         if len(http_get(wan, ns, f"http://127.0.0.1:{UPSTREAM_PORT}/1k")) != 1024 + 1:
@@ -65,21 +85,27 @@ class Loopback:
     def _nginx(self, name, template, port, workers):
         prefix = os.path.join(self.dir, name)
         os.makedirs(prefix)
-        values = {"www": os.path.join(self.dir, "www"), "port": port, "upstream": UPSTREAM_PORT}
+        values = {"www": os.path.join(self.dir, "www"), "port": port, "upstream": UPSTREAM_PORT,
+                  "tls_port": UPSTREAM_TLS_PORT, "gateway_tls_port": GATEWAY_TLS_PORT,
+                  "pki": self.pki}
         for key, value in values.items():
             template = template.replace("{" + key + "}", str(value))
         return start_nginx(self.wan, self.ns, prefix, template, "127.0.0.1", port, workers)
 
-    def _grpc_frame(self, path):
-        """The body of a unary Fetch call as h2load sends it: a gRPC frame holding a
-        FetchRequest for path on the upstream, encoded by protoc from text format."""
-        text = (f'url: "http://127.0.0.1:{UPSTREAM_PORT}{path}"\n'
+    def _grpc_frame(self, path, tls=False):
+        """The body of a Fetch or FetchStream call as h2load sends it: a gRPC frame holding
+        a FetchRequest for path on the upstream (HTTPS if tls), encoded by protoc from text
+        format."""
+        origin = (f"https://127.0.0.1:{UPSTREAM_TLS_PORT}" if tls
+                  else f"http://127.0.0.1:{UPSTREAM_PORT}")
+        text = (f'url: "{origin}{path}"\n'
                 'body_mode: BODY_MODE_FULL\n')
         message = subprocess.run(
             ["protoc", "--proto_path=proto", "--proto_path=/usr/include",
              "--encode=egress.v1.FetchRequest", "egress/v1/egress.proto"],
             input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
-        frame = os.path.join(self.dir, "fetch" + path.replace("/", "-") + ".grpc")
+        frame = os.path.join(self.dir, "fetch" + ("-tls" if tls else "") +
+                             path.replace("/", "-") + ".grpc")
         with open(frame, "wb") as out:
             out.write(b"\x00" + len(message).to_bytes(4, "big") + message)
         return frame
@@ -87,9 +113,11 @@ class Loopback:
     def server_pids(self, system):
         """Every process that serves requests for system (nginx masters and workers)."""
         upstream = nginx_pids(self.upstream.pid)
-        return {"egressd": [self.egressd.pid] + upstream,
+        egressd = [self.egressd.pid] + upstream
+        gateway = nginx_pids(self.gateway.pid) + upstream
+        return {"egressd": egressd, "egressd-tls": egressd, "egressd-1m": egressd,
                 "direct": upstream,
-                "gateway": nginx_pids(self.gateway.pid) + upstream,
+                "gateway": gateway, "gateway-tls": gateway, "gateway-1m": gateway,
                 "ceiling": [self.ceiling.pid]}[system]
 
     def h2load(self, system, connections, streams, seconds):
@@ -99,16 +127,24 @@ class Loopback:
             os.remove(log)  # h2load appends
         argv = ["h2load", f"--duration={seconds}", f"-c{connections}", f"-m{streams}",
                 f"--log-file={log}"]
+        grpc = {"egressd": (EGRESSD_GRPC, self.fetch_frame, FETCH_PATH),
+                "egressd-tls": (EGRESSD_GRPC, self.fetch_frame_tls, FETCH_PATH),
+                "egressd-1m": (EGRESSD_GRPC, self.fetch_frame_1m, FETCH_STREAM_PATH),
+                "ceiling": (CEILING_GRPC, self.fetch_frame, FETCH_PATH)}
         if system == "direct":
             argv += ["--h1", f"http://127.0.0.1:{UPSTREAM_PORT}/1k"]
         elif system == "gateway":
             argv += [f"http://127.0.0.1:{GATEWAY_PORT}/1k"]
+        elif system == "gateway-tls":
+            argv += [f"http://127.0.0.1:{GATEWAY_TLS_PORT}/1k"]
+        elif system == "gateway-1m":
+            argv += [f"http://127.0.0.1:{GATEWAY_PORT}/1m"]
         else:
-            address = EGRESSD_GRPC if system == "egressd" else CEILING_GRPC
-            argv += ["-d", self.fetch_frame, "-H", "content-type: application/grpc",
-                     "-H", "te: trailers", f"http://{address}{FETCH_PATH}"]
+            address, frame, method = grpc[system]
+            argv += ["-d", frame, "-H", "content-type: application/grpc",
+                     "-H", "te: trailers", f"http://{address}{method}"]
         pids = self.server_pids(system)
-        fetches_ok = self.egressd_fetches_ok() if system == "egressd" else None
+        fetches_ok = self.egressd_fetches_ok() if system.startswith("egressd") else None
         rss = RssSampler(self.egressd.pid)
         cpu_before = cpu_seconds(pids)
         with rss:
@@ -243,7 +279,7 @@ def metric_sum(wan, ns, name, label):
 
 EGRESSD_CONFIG = """
 policy { allow_cidrs: "127.0.0.0/8" }
-transport { max_idle_per_origin: 2000 }
+transport { max_idle_per_origin: 2000 extra_ca_file: "{ca}" }
 """
 
 # Inside nginx's http blocks; the rest is bench/nginx.py's.
@@ -254,6 +290,12 @@ UPSTREAM_HTTP = """
     listen 127.0.0.1:{port};
     root {www};
     location = /slow { echo_sleep 1; echo "slow"; }
+  }
+  server {
+    listen 127.0.0.1:{tls_port} ssl;
+    ssl_certificate {pki}/server.pem;
+    ssl_certificate_key {pki}/server.key;
+    root {www};
   }
 """
 
@@ -270,6 +312,23 @@ GATEWAY_HTTP = """
       proxy_pass http://origin;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
+    }
+  }
+  # The same over HTTPS to the upstream, its connections and TLS sessions reused. It
+  # does not verify the upstream's certificate (egressd does): on pooled connections
+  # that is a per-handshake cost, not a per-request one.
+  upstream origin_tls {
+    server 127.0.0.1:{tls_port};
+    keepalive 128;
+  }
+  server {
+    listen 127.0.0.1:{gateway_tls_port} http2;
+    http2_max_concurrent_streams 128;
+    location / {
+      proxy_pass https://origin_tls;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_ssl_session_reuse on;
     }
   }
 """

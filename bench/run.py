@@ -20,8 +20,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
 from wan import (SERVER_ADDRESS, Wan, measure_rtt_ms, measure_throughput,  # noqa: E402
                  readable_tempdir, stop)
-from loopback import (CEILING_GRPC, SHAPES, SYSTEMS, Loopback, cpu_seconds,  # noqa: E402
-                      rss_mib)
+from loopback import (CEILING_GRPC, LARGE_BYTES, LARGE_SHAPE, LARGE_SYSTEMS,  # noqa: E402
+                      SHAPES, SYSTEMS, Loopback, cpu_seconds, rss_mib)
 from nginx import start_nginx  # noqa: E402
 
 HTTPS_PORT = 8443
@@ -56,13 +56,18 @@ def main():
         memory["pool"] = (idle, rss_mib(loopback.egressd.pid))
         overhead = {}
         for repetition in range(plan.repetitions):
-            for label, connections, streams in SHAPES:
-                for system, _ in SYSTEMS:
-                    overhead.setdefault((label, system), []).append(loopback.h2load(
-                        system, connections, streams, plan.h2load_seconds))
+            runs = [(shape, system) for shape in SHAPES for system, _ in SYSTEMS]
+            runs += [(LARGE_SHAPE, system) for system, _ in LARGE_SYSTEMS]
+            for (label, connections, streams), system in runs:
+                overhead.setdefault((label, system), []).append(loopback.h2load(
+                    system, connections, streams, plan.h2load_seconds))
             print(f"loopback, repetition {repetition + 1}: done", flush=True)
         memory["load"] = max(run["egressd_rss_max"] for run in overhead[("64 connections",
                                                                           "egressd")])
+    if args.loopback:
+        report = Report(plan, link_mb_s, {}, {}, {}, {}, overhead, memory)
+        print("\n".join(report.overhead_markdown() + report.memory_markdown()))
+        return
 
     headline, table, measured_rtt, grpc_floor = {}, {}, {}, {}
     for rtt in plan.rtts:
@@ -106,6 +111,8 @@ def start(work_prefix):
     parser.add_argument("--go_client", required=True, help="the built bench/go_client")
     parser.add_argument("--results", default="bench/RESULTS.md")
     parser.add_argument("--smoke", action="store_true", help="a few requests per scenario")
+    parser.add_argument("--loopback", action="store_true",
+                        help="the loopback part only, printed (RESULTS.md is not rewritten)")
     args = parser.parse_args()
     work = readable_tempdir(work_prefix)
     print(f"work directory {work}", flush=True)
@@ -214,7 +221,7 @@ def make_pki(work):
     subprocess.run(["openssl", "req", *key, "-keyout", "server.key", "-out", "server.csr",
                     "-subj", "/CN=upstream"], **quiet)
     with open(os.path.join(pki, "san.ext"), "w") as out:
-        out.write(f"subjectAltName=IP:{SERVER_ADDRESS}\n")
+        out.write(f"subjectAltName=IP:{SERVER_ADDRESS},IP:127.0.0.1\n")  # 127.0.0.1: loopback
     subprocess.run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem",
                     "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2",
                     "-extfile", "san.ext"], **quiet)
@@ -423,7 +430,8 @@ class Report:
             "(`bench/grpc_ceiling.cc`: the same proto and gRPC library, a fixed answer,",
             "no I/O). Server CPU counts every server process (egressd or the gateway, and",
             "the upstream nginx) from `/proc`. h2load shares the 2 cores with the servers,",
-            "so CPU per request is the figure that carries.",
+            "so CPU per request is the figure that carries. The HTTPS rows fetch the same",
+            "1 KiB from the upstream over TLS 1.3, on pooled connections.",
             "",
             "| shape | system | requests/s | p50 ms | p99 ms | server CPU s per 10k requests |",
             "|---|---|---|---|---|---|",
@@ -445,14 +453,41 @@ class Report:
             " egressd / nginx gateway: requests/s | egressd / nginx gateway: CPU per request |",
             "|---|---|---|---|---|",
         ]
-        for label, _, _ in SHAPES:
-            cells = []
-            for peer in ("ceiling", "gateway"):
-                for figure in ("rps", "cpu_per_10k"):
-                    ours = statistics.median(r[figure] for r in self.overhead[(label, "egressd")])
-                    theirs = statistics.median(r[figure] for r in self.overhead[(label, peer)])
-                    cells.append(f"{ours / theirs:.2f}")
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        for ours, gateway, suffix in (("egressd", "gateway", ""),
+                                      ("egressd-tls", "gateway-tls", ", HTTPS upstream")):
+            for label, _, _ in SHAPES:
+                cells = []
+                for peer in ("ceiling", gateway):
+                    for figure in ("rps", "cpu_per_10k"):
+                        cells.append(f"{self.ratio(label, ours, peer, figure):.2f}")
+                lines.append(f"| {label}{suffix} | " + " | ".join(cells) + " |")
+        return lines + self.large_bodies_markdown()
+
+    def ratio(self, label, ours, theirs, figure):
+        """The ratio of two systems' medians of figure at shape label."""
+        return (statistics.median(r[figure] for r in self.overhead[(label, ours)]) /
+                statistics.median(r[figure] for r in self.overhead[(label, theirs)]))
+
+    def large_bodies_markdown(self):
+        label = LARGE_SHAPE[0]
+        mib = LARGE_BYTES / 1048576
+        lines = [
+            "",
+            f"1 MiB bodies, {label}: `FetchStream` through egressd (the caller reads every",
+            "chunk) against the gateway, with the same server CPU accounting.",
+            "",
+            "| system | MiB/s | p50 ms | server CPU ms per MiB |",
+            "|---|---|---|---|",
+        ]
+        for system, description in LARGE_SYSTEMS:
+            runs = self.overhead[(label, system)]
+            lines.append(
+                f"| {description} | {spread([r['rps'] * mib for r in runs])} | "
+                f"{spread([r['p50'] for r in runs], 2)} | "
+                f"{spread([r['cpu_per_10k'] / 10 / mib for r in runs], 2)} |")
+        mb_s = self.ratio(label, "egressd-1m", "gateway-1m", "rps")
+        cpu = self.ratio(label, "egressd-1m", "gateway-1m", "cpu_per_10k")
+        lines += ["", f"egressd / gateway: MiB/s {mb_s:.2f}, CPU per MiB {cpu:.2f}."]
         return lines
 
     def memory_markdown(self):

@@ -4,6 +4,7 @@
 #   tools/bench.sh            # the full run
 #   tools/bench.sh --smoke    # a few requests per scenario, results printed only (CI)
 #   tools/bench.sh --lifecycle [--smoke]   # only issue 16's rows (bench/lifecycle.py)
+#   tools/bench.sh --loopback [--smoke]    # only the loopback tables, printed
 # Needs root (network namespaces, TUN devices). Installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
