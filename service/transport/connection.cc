@@ -487,11 +487,11 @@ void Connection::ParseBuffered(bool after_read) {
 }
 
 void Connection::ReadMore() {
-  // A whole read's worth, not what buffer_ happens to hold (Beast's read_size starts at
-  // 512 bytes and grows only with the buffer): a body read in small pieces costs a step,
-  // and through FetchStream a chunk and a wake-up, per piece (1 MiB came as ~1 KiB
-  // chunks: 10 MiB/s). buffer_ is freed again when the response ends.
-  const size_t size = std::min<size_t>(65536, buffer_.max_size() - buffer_.size());
+  // Twice as much after each read that filled what it asked for, up to 64 KiB (Beast's
+  // read_size grows only with the buffer: 1 MiB came as ~1 KiB steps, and through
+  // FetchStream as ~1 KiB chunks with a wake-up each, 10 MiB/s). Small at first, so
+  // that a burst of small responses does not allocate 64 KiB each.
+  const size_t size = std::min(next_read_bytes_, buffer_.max_size() - buffer_.size());
   if (size == 0) {  // cannot happen within the limits above; the buffer bounds it anyway
     return net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->Guard([&] {
@@ -501,9 +501,12 @@ void Connection::ReadMore() {
   }
   stream_.async_read_some(
       buffer_.prepare(size),
-      [self = shared_from_this()](beast::error_code ec, size_t bytes_transferred) {
+      [self = shared_from_this(), size](beast::error_code ec, size_t bytes_transferred) {
         self->Guard([&] {
           self->buffer_.commit(bytes_transferred);
+          if (bytes_transferred == size) {
+            self->next_read_bytes_ = std::min(2 * self->next_read_bytes_, kMaxReadBytes);
+          }
           if (!self->step_done_) return;  // OnException ended the operation
           if (ec == net::error::eof) {
             if (!self->parser_->got_some()) return self->CompleteStep(http::error::end_of_stream);
@@ -521,6 +524,7 @@ void Connection::ReadMore() {
 }
 
 void Connection::ReleaseIdleBuffers() {
+  next_read_bytes_ = kFirstReadBytes;
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
   stream_.ReleaseIdleBuffers();
 }

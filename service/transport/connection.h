@@ -208,6 +208,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;
+  // ReadMore's next socket read (see there).
+  static constexpr size_t kFirstReadBytes = 4096;
+  static constexpr size_t kMaxReadBytes = 65536;
+  size_t next_read_bytes_ = kFirstReadBytes;
   std::optional<ResponseParser> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state
