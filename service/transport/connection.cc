@@ -432,11 +432,7 @@ void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback do
     // The buffer is zero-filled and handed over with each read: never larger than what
     // is left of a body of known length (most are small; the benchmark saw 64 KiB
     // memsets per 1 KiB fetch).
-    uint64_t size = std::max<size_t>(max_bytes, 1);
-    if (const auto remaining = KnownBodyBytesLeft(*self->parser_)) {
-      size = std::min<uint64_t>(size, std::max<uint64_t>(*remaining, 1));
-    }
-    self->read_buffer_.resize(size);
+    self->read_buffer_.resize(BodyBufferSize(*self->parser_, max_bytes));
     self->ReadBodyStep();
   });
 }
@@ -487,11 +483,8 @@ void Connection::ParseBuffered(bool after_read) {
 }
 
 void Connection::ReadMore() {
-  // Twice as much after each read that filled what it asked for, up to 64 KiB (Beast's
-  // read_size grows only with the buffer: 1 MiB came as ~1 KiB steps, and through
-  // FetchStream as ~1 KiB chunks with a wake-up each, 10 MiB/s). Small at first, so
-  // that a burst of small responses does not allocate 64 KiB each.
-  const size_t size = std::min(next_read_bytes_, buffer_.max_size() - buffer_.size());
+  // Through FetchStream, a small read is a chunk and a wake-up (see GrowingReadSize).
+  const size_t size = std::min(read_size_.next(), buffer_.max_size() - buffer_.size());
   if (size == 0) {  // cannot happen within the limits above; the buffer bounds it anyway
     return net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->Guard([&] {
@@ -504,9 +497,7 @@ void Connection::ReadMore() {
       [self = shared_from_this(), size](beast::error_code ec, size_t bytes_transferred) {
         self->Guard([&] {
           self->buffer_.commit(bytes_transferred);
-          if (bytes_transferred == size) {
-            self->next_read_bytes_ = std::min(2 * self->next_read_bytes_, kMaxReadBytes);
-          }
+          self->read_size_.Read(size, bytes_transferred);
           if (!self->step_done_) return;  // OnException ended the operation
           if (ec == net::error::eof) {
             if (!self->parser_->got_some()) return self->CompleteStep(http::error::end_of_stream);
@@ -524,7 +515,7 @@ void Connection::ReadMore() {
 }
 
 void Connection::ReleaseIdleBuffers() {
-  next_read_bytes_ = kFirstReadBytes;
+  read_size_.Reset();
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
   stream_.ReleaseIdleBuffers();
 }
@@ -605,13 +596,8 @@ void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t rese
     self->drain_start_ = start;
     self->deadline_ = self->drain_start_ + caps.max_duration;
     self->phase_timeout_ = caps.max_duration;
-    // As ReadBody's buffer: no larger than what is left of a body of known length (an
-    // unread body is often in buffer_ already, a few bytes).
-    uint64_t size = kDrainReadBytes;
-    if (const auto remaining = KnownBodyBytesLeft(*self->parser_)) {
-      size = std::min<uint64_t>(size, std::max<uint64_t>(*remaining, 1));
-    }
-    self->drain_scratch_.resize(size);
+    // As ReadBody's buffer (an unread body is often in buffer_ already, a few bytes).
+    self->drain_scratch_.resize(BodyBufferSize(*self->parser_, kDrainReadBytes));
     self->DrainStep();
   });
 }

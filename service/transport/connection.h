@@ -25,6 +25,7 @@
 #include "service/transport/drain_decision.h"
 #include "service/transport/keep_alive_hint.h"
 #include "service/transport/observer.h"
+#include "service/transport/read_size.h"
 #include "service/transport/request.h"
 #include "service/transport/response_parser.h"
 #include "service/transport/settings.h"
@@ -208,10 +209,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
   boost::beast::flat_buffer buffer_;
-  // ReadMore's next socket read (see there).
-  static constexpr size_t kFirstReadBytes = 4096;
-  static constexpr size_t kMaxReadBytes = 65536;
-  size_t next_read_bytes_ = kFirstReadBytes;
+  GrowingReadSize read_size_;  // ReadMore's, reset between exchanges
   std::optional<ResponseParser> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state

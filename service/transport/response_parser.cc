@@ -7,6 +7,8 @@
 
 #include "service/transport/response_parser.h"
 
+#include <algorithm>
+
 #include <string>
 
 namespace egress::transport {
@@ -42,6 +44,14 @@ ResponseHead HeadOf(const ResponseParser& parser) {
 std::optional<uint64_t> KnownBodyBytesLeft(const ResponseParser& parser) {
   if (const auto remaining = parser.content_length_remaining()) return *remaining;
   return std::nullopt;
+}
+
+size_t BodyBufferSize(const ResponseParser& parser, uint64_t at_most) {
+  uint64_t size = std::max<uint64_t>(at_most, 1);
+  if (const auto remaining = KnownBodyBytesLeft(parser)) {
+    size = std::min<uint64_t>(size, std::max<uint64_t>(*remaining, 1));
+  }
+  return static_cast<size_t>(size);
 }
 
 UnreadBody UnreadBodyOf(const ResponseParser& parser, bool request_keep_alive) {

@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_RESPONSE_PARSER_H_
 #define EGRESS_SERVICE_TRANSPORT_RESPONSE_PARSER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -36,6 +37,9 @@ ResponseHead HeadOf(const ResponseParser& parser);
 // The body bytes still to come when the response has a Content-Length; none if chunked
 // or read until the connection closes.
 std::optional<uint64_t> KnownBodyBytesLeft(const ResponseParser& parser);
+// A buffer for the body's next bytes: `at_most`, but no larger than what is left of a
+// body of known length, and at least 1 byte.
+size_t BodyBufferSize(const ResponseParser& parser, uint64_t at_most);
 
 // What is left of the body, for the drain decision.
 UnreadBody UnreadBodyOf(const ResponseParser& parser, bool request_keep_alive);

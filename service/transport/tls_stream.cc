@@ -42,14 +42,14 @@ TlsStream::TlsStream(executor_type executor, net::ssl::context& context)
 size_t TlsStream::read_some(net::mutable_buffer buffer, boost::beast::error_code& ec) {
   for (;;) {
     size_t bytes = 0;
-    Begin();
+    ERR_clear_error();
     const int result = Read{buffer}(ssl_.get(), &bytes);
     const Step step = Classify(result, bytes);
     if (!step.needs_input) {
       ec = step.ec;
       return step.bytes;
     }
-    Received(next_.socket().read_some(input_.prepare(read_bytes_), ec));
+    Received(next_.socket().read_some(input_.prepare(read_size_.next()), ec));
     if (ec) {
       ec = AfterSocketError(ec);
       return 0;
@@ -59,19 +59,17 @@ size_t TlsStream::read_some(net::mutable_buffer buffer, boost::beast::error_code
 
 void TlsStream::Received(size_t bytes) {
   input_.commit(bytes);
-  if (bytes == read_bytes_) read_bytes_ = std::min(2 * read_bytes_, kMaxReadBytes);
+  read_size_.Read(read_size_.next(), bytes);
 }
 
 void TlsStream::ReleaseBuffers() {
-  read_bytes_ = kMinReadBytes;
+  read_size_.Reset();
   if (input_.size() == 0) input_.shrink_to_fit();
   if (output_.size() == 0) output_.shrink_to_fit();
   // OpenSSL refuses while a record is partly read or written; before 3.0.14 it did not
   // see decrypted bytes still waiting in a record (CVE-2024-4741), so those are checked.
   if (SSL_has_pending(ssl_.get()) == 0) (void)SSL_free_buffers(ssl_.get());
 }
-
-void TlsStream::Begin() { ERR_clear_error(); }
 
 TlsStream::Step TlsStream::Classify(int result, size_t bytes) {
   const int error = SSL_get_error(ssl_.get(), result);

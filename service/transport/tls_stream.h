@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_TLS_STREAM_H_
 #define EGRESS_SERVICE_TRANSPORT_TLS_STREAM_H_
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "boost/beast/core/error.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/tcp_stream.hpp"
+#include "service/transport/read_size.h"
 
 namespace egress::transport {
 
@@ -140,7 +142,7 @@ class TlsStream {
           break;
       }
       size_t bytes = 0;
-      stream.Begin();
+      ERR_clear_error();
       const int result = attempt(stream.ssl_.get(), &bytes);
       step = stream.Classify(result, bytes);
       if (stream.output_.size() > 0) {  // handshake messages, a request's records, an alert
@@ -161,7 +163,8 @@ class TlsStream {
     template <class Self>
     void ReadInput(Self& self) {
       waiting = Waiting::kInput;
-      stream.next_.async_read_some(stream.input_.prepare(stream.read_bytes_), std::move(self));
+      stream.next_.async_read_some(stream.input_.prepare(stream.read_size_.next()),
+                                   std::move(self));
     }
 
     template <class Self>
@@ -176,11 +179,6 @@ class TlsStream {
 
   // The plaintext one record carries at most (TLS's limit).
   static constexpr size_t kMaxRecordPlaintext = 16 * 1024;
-  // A socket read asks for kMinReadBytes first (a handshake's flight, a small response),
-  // twice as much after each read that filled it, up to kMaxReadBytes (a large body in
-  // few reads); back to the first size when the buffers are released.
-  static constexpr size_t kMinReadBytes = 4 * 1024;
-  static constexpr size_t kMaxReadBytes = 64 * 1024;
 
   template <class Buffer, class Buffers>
   static Buffer FirstNonEmpty(const Buffers& buffers) {
@@ -193,7 +191,6 @@ class TlsStream {
   }
 
   void Received(size_t bytes);  // after a socket read into input_
-  void Begin();  // before a call into OpenSSL
   Step Classify(int result, size_t bytes);
   // A socket read's error as asio's stream reports it: an end of stream without the
   // server's close_notify is stream_truncated.
@@ -209,7 +206,7 @@ class TlsStream {
   boost::beast::flat_buffer input_;   // records read from the socket, for OpenSSL
   boost::beast::flat_buffer output_;  // records from OpenSSL, for the socket
   std::unique_ptr<SSL, decltype(&SSL_free)> ssl_;
-  size_t read_bytes_ = kMinReadBytes;  // the next socket read's size
+  GrowingReadSize read_size_;  // reset when the buffers are released
 };
 
 }  // namespace egress::transport
