@@ -41,6 +41,8 @@ class EgressServer {
   // the config in force at the moment of the swap (no other ApplyConfig can come
   // between) and may refuse the new one with its status.
   using Admit = std::function<absl::Status(const egress::v1::Config& in_force)>;
+  // What ApplyConfig would swap in for `proto`, or its INVALID_ARGUMENT; applies nothing.
+  absl::StatusOr<ServiceConfig> ValidateConfig(const egress::v1::Config& proto) const;
   absl::StatusOr<egress::v1::Config> ApplyConfig(const egress::v1::Config& proto,
                                                  const Admit& admit = {});
   // `apply` gets metrics.max_origin_labels of every config ApplyConfig swaps in (main.cc

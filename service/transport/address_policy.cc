@@ -193,26 +193,132 @@ std::optional<DenyReason> AddressPolicy::SpecialRange(const ip::address& address
   return std::nullopt;
 }
 
+PolicyVerdict AddressPolicy::Decide(absl::string_view host, const ip::address& address) const {
+  PolicyVerdict verdict;
+  if (!rules_.enabled) {
+    verdict.rule = "disabled";
+    return verdict;
+  }
+  const auto first_host = [&](const std::vector<HostPattern>& list) {
+    return std::find_if(list.begin(), list.end(),
+                        [&](const HostPattern& p) { return p.Matches(host); });
+  };
+  const auto first_cidr = [&](const std::vector<Cidr>& list) {
+    return std::find_if(list.begin(), list.end(),
+                        [&](const Cidr& c) { return RuleContains(c, address); });
+  };
+  const auto deny = [&](DenyReason reason, std::string rule) {
+    PolicyVerdict denial;
+    denial.denied = reason;
+    denial.rule = std::move(rule);
+    denial.denied_address = address;
+    return denial;
+  };
+  const ReportOnlyRules& report_only = rules_.report_only;
+  if (auto p = first_host(rules_.deny_hosts); p != rules_.deny_hosts.end()) {
+    return deny(DenyReason::kHostDenied, absl::StrCat("deny_hosts:", p->pattern));
+  }
+  if (auto p = first_host(report_only.deny_hosts); p != report_only.deny_hosts.end()) {
+    verdict.would_deny.push_back(absl::StrCat("deny_hosts:", p->pattern));
+  }
+  if (auto c = first_cidr(rules_.deny_cidrs); c != rules_.deny_cidrs.end()) {
+    return deny(DenyReason::kCidrDenied, absl::StrCat("deny_cidrs:", c->ToString()));
+  }
+  if (auto c = first_cidr(report_only.deny_cidrs);
+      verdict.would_deny.empty() && c != report_only.deny_cidrs.end()) {
+    verdict.would_deny.push_back(absl::StrCat("deny_cidrs:", c->ToString()));
+  }
+  if (auto c = first_cidr(rules_.allow_cidrs); c != rules_.allow_cidrs.end()) {
+    verdict.rule = absl::StrCat("allow_cidrs:", c->ToString());
+    return verdict;
+  }
+  if (auto p = first_host(rules_.allow_hosts);
+      !LooksLikeAnAddress(host) && p != rules_.allow_hosts.end()) {
+    verdict.rule = absl::StrCat("allow_hosts:", p->pattern);
+    return verdict;
+  }
+  if (auto reason = SpecialRange(address)) {
+    return deny(*reason, absl::StrCat("builtin:", ToString(*reason)));
+  }
+  verdict.rule = "default_allow";
+  return verdict;
+}
+
 std::optional<DenyReason> AddressPolicy::Check(absl::string_view host,
                                                const ip::address& address) const {
-  if (!rules_.enabled) return std::nullopt;
-  auto any = [](const auto& list, auto&& match) {
-    return std::any_of(list.begin(), list.end(), match);
+  return Decide(host, address).denied;
+}
+
+PolicyVerdict AddressPolicy::CheckCaller(absl::string_view caller, absl::string_view host) const {
+  PolicyVerdict verdict;
+  if (!rules_.enabled) return verdict;
+  // A rule's hosts, or none: whether they leave `host` out.
+  const auto excludes = [&](const std::vector<HostPattern>& hosts) {
+    return !hosts.empty() && std::none_of(hosts.begin(), hosts.end(),
+                                          [&](const HostPattern& p) { return p.Matches(host); });
   };
-  if (any(rules_.deny_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
-    return DenyReason::kHostDenied;
+  const std::string name(caller);
+  const auto& enforced = rules_.callers.allowed_hosts;
+  const auto& reported = rules_.report_only.callers.allowed_hosts;
+  const auto rule = enforced.find(name);
+  if (rule != enforced.end() && excludes(rule->second)) {
+    verdict.denied = DenyReason::kCallerNotAllowed;
+    verdict.rule = absl::StrCat("callers:", rule->first);
+    return verdict;
   }
-  if (any(rules_.deny_cidrs, [&](const Cidr& c) { return RuleContains(c, address); })) {
-    return DenyReason::kCidrDenied;
+  if (rule == enforced.end() && rules_.callers.deny_unknown) {
+    verdict.denied = DenyReason::kUnknownCaller;
+    verdict.rule = "unknown_callers";
+    return verdict;
   }
-  if (any(rules_.allow_cidrs, [&](const Cidr& c) { return RuleContains(c, address); })) {
-    return std::nullopt;
+  const auto report_only_rule = reported.find(name);
+  if (report_only_rule != reported.end() && excludes(report_only_rule->second)) {
+    verdict.would_deny.push_back(absl::StrCat("callers:", report_only_rule->first));
+  } else if (report_only_rule == reported.end() && rule == enforced.end() &&
+             rules_.report_only.callers.deny_unknown) {
+    verdict.would_deny.push_back("unknown_callers");
   }
-  if (!LooksLikeAnAddress(host) &&
-      any(rules_.allow_hosts, [&](const HostPattern& p) { return p.Matches(host); })) {
-    return std::nullopt;
+  return verdict;
+}
+
+PolicyVerdict AddressPolicy::CheckAddresses(absl::string_view host,
+                                            const std::vector<ip::address>& addresses) const {
+  PolicyVerdict verdict, first_denial;
+  bool every_allowed_would_be_denied = true;
+  for (const ip::address& address : addresses) {
+    PolicyVerdict one = Decide(host, address);
+    if (one.denied) {
+      if (!first_denial.denied) first_denial = std::move(one);
+      continue;
+    }
+    if (verdict.allowed.empty()) {
+      verdict.rule = one.rule;
+      verdict.would_deny = one.would_deny;
+    }
+    every_allowed_would_be_denied = every_allowed_would_be_denied && !one.would_deny.empty();
+    verdict.allowed.push_back(address);
   }
-  return SpecialRange(address);
+  if (verdict.allowed.empty() && first_denial.denied) return first_denial;
+  if (verdict.allowed.empty()) verdict.rule = "unresolved";
+  if (!every_allowed_would_be_denied) verdict.would_deny.clear();
+  return verdict;
+}
+
+PolicyVerdict AddressPolicy::Evaluate(absl::string_view caller, absl::string_view host,
+                                      const std::vector<ip::address>& addresses) const {
+  std::vector<ip::address> checked = addresses;
+  boost::system::error_code not_an_address;
+  const ip::address literal = ip::make_address(std::string(host), not_an_address);
+  if (checked.empty() && !not_an_address) checked.push_back(literal);
+  return Combine(CheckCaller(caller, host), CheckAddresses(host, checked));
+}
+
+PolicyVerdict AddressPolicy::Combine(PolicyVerdict caller_stage, PolicyVerdict address_stage) {
+  if (caller_stage.denied) return caller_stage;
+  if (address_stage.denied) return address_stage;
+  address_stage.would_deny.insert(address_stage.would_deny.begin(),
+                                  caller_stage.would_deny.begin(), caller_stage.would_deny.end());
+  return address_stage;
 }
 
 }  // namespace egress::transport

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "boost/asio/ip/address.hpp"
@@ -35,6 +36,23 @@ struct HostPattern {
   bool Matches(absl::string_view host) const;
 };
 
+// Which hosts each caller may reach (policy.callers, policy.unknown_callers).
+struct CallerRules {
+  // Per identity, the only hosts it may reach; an empty list ("*") means any host.
+  absl::flat_hash_map<std::string, std::vector<HostPattern>> allowed_hosts;
+  // Callers with no identity, or no rule, are refused.
+  bool deny_unknown = false;
+};
+
+// Rules that deny nothing (policy.report_only): checked as if added to the enforced
+// ones, and what they would deny is reported instead.
+struct ReportOnlyRules {
+  std::vector<Cidr> deny_cidrs;
+  std::vector<HostPattern> deny_hosts;
+  // A caller without a rule here or in the enforced rules is "unknown" for deny_unknown.
+  CallerRules callers;
+};
+
 // What the operator configured on top of the built-in denials.
 struct PolicyRules {
   bool enabled = true;  // false: every destination is allowed (for trusted test setups)
@@ -42,6 +60,8 @@ struct PolicyRules {
   std::vector<Cidr> deny_cidrs;
   std::vector<HostPattern> allow_hosts;
   std::vector<HostPattern> deny_hosts;
+  CallerRules callers;
+  ReportOnlyRules report_only;
 };
 
 // Why a destination was denied; these strings are the `reason` label of
@@ -65,6 +85,24 @@ enum class DenyReason {
 };
 inline constexpr size_t kDenyReasonCount = 14;
 absl::string_view ToString(DenyReason reason);
+
+// What the policy says of a fetch, or of one stage of it (its caller, its addresses).
+// Rules are named as an operator wrote them, "<config field>:<entry>": "deny_hosts:
+// *.example.com", "deny_cidrs:10.0.0.0/8", "allow_cidrs:...", "allow_hosts:...",
+// "callers:billing", "unknown_callers"; and "builtin:<range>" (e.g. "builtin:loopback"),
+// "default_allow" (no rule matched), "disabled" (policy.disabled), "unresolved" (no
+// address was known to check). The names come from the config, never from a request,
+// so they are bounded as metric labels.
+struct PolicyVerdict {
+  std::optional<DenyReason> denied;  // set when an enforced rule denies
+  std::string rule;                  // the rule that decided; empty when no stage did
+  // For a denial by an address rule, the address (the first of those resolved).
+  std::optional<boost::asio::ip::address> denied_address;
+  // Report-only rules that would have denied what was allowed, one per stage at most.
+  std::vector<std::string> would_deny;
+  // For a verdict on addresses: those the enforced rules allow, in the order given.
+  std::vector<boost::asio::ip::address> allowed;
+};
 
 // The IPv4 address an IPv6 address stands for, when it is one of the forms that reach
 // that IPv4 host: IPv4-mapped ::ffff:a.b.c.d (RFC 4291), IPv4-translated
@@ -91,6 +129,9 @@ bool LooksLikeAnAddress(absl::string_view host);
 //                                                "*.0x7f" opens no address literal)
 //   5. a built-in special-purpose range       -> denied
 //   6. otherwise                              -> allowed
+// Caller rules come first, before any name is resolved. Report-only rules take their
+// place in the same order: one that matches is noted and the walk goes on, so what it
+// would deny is what it would deny if it were enforced.
 class AddressPolicy {
  public:
   explicit AddressPolicy(PolicyRules rules) : rules_(std::move(rules)) {}
@@ -99,12 +140,34 @@ class AddressPolicy {
   std::optional<DenyReason> Check(absl::string_view host,
                                   const boost::asio::ip::address& address) const;
 
+  // The caller stage: whether `caller` (its identity; empty when it has none) may reach
+  // `host` at all. Allowed verdicts name no rule: the addresses decide.
+  PolicyVerdict CheckCaller(absl::string_view caller, absl::string_view host) const;
+  // The address stage, over every address `host` resolved to (or the one a pooled
+  // connection is connected to): allowed when the enforced rules allow one of them,
+  // denied (for the first address) otherwise; a report-only rule would deny when it
+  // would deny every allowed one.
+  PolicyVerdict CheckAddresses(absl::string_view host,
+                               const std::vector<boost::asio::ip::address>& addresses) const;
+  // Both stages, as a fetch meets them: what live fetches get, and what a dry run
+  // replays. With no address (a fetch denied before its name was resolved), the host
+  // itself when it is an address literal; else the address stage is "unresolved".
+  PolicyVerdict Evaluate(absl::string_view caller, absl::string_view host,
+                         const std::vector<boost::asio::ip::address>& addresses) const;
+  // The verdict on a fetch from those of its two stages: the first denial, else the
+  // address stage's with the report-only rules of both.
+  static PolicyVerdict Combine(PolicyVerdict caller_stage, PolicyVerdict address_stage);
+
   // The built-in special-purpose range holding `address`, if any.
   static std::optional<DenyReason> SpecialRange(const boost::asio::ip::address& address);
   // Every built-in special-purpose range, with why it is denied.
   static const std::vector<std::pair<Cidr, DenyReason>>& SpecialRanges();
 
  private:
+  // One address through the precedence above: the verdict of its enforced rules, and
+  // the first report-only rule that would deny it.
+  PolicyVerdict Decide(absl::string_view host, const boost::asio::ip::address& address) const;
+
   PolicyRules rules_;
 };
 

@@ -155,6 +155,9 @@ class TransportObserver {
   virtual void OnPoolWait(const Origin& origin, absl::Duration waited) = 0;
   // The egress policy refused a destination; nothing was sent.
   virtual void OnPolicyDenied(const Origin& origin, DenyReason reason) = 0;
+  // A report-only rule (PolicyVerdict's naming) would have denied a fetch the policy
+  // let through; once per fetch and rule.
+  virtual void OnPolicyWouldDeny(const Origin& origin, absl::string_view rule) = 0;
   // The cost estimates of an origin changed (after a dial or a drain).
   virtual void OnOriginCost(const Origin& origin, const OriginCost& cost) = 0;
   // Bytes ADAPTIVE drains hold of the global drain budget, after a change. Calls come in

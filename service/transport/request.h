@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "service/transport/address_policy.h"
 #include "service/transport/origin.h"
 
 namespace egress::transport {
@@ -21,12 +20,8 @@ struct HttpRequest {
   std::string target;  // origin-form: path and query, e.g. "/a?b=c"
   HeaderList headers;  // never Host, Content-Length or Transfer-Encoding
   std::string body;
-  // When not empty, the only hosts this request's caller may reach (a per-caller rule).
-  std::vector<HostPattern> caller_allowed_hosts;
-  std::string caller;  // the caller's identity, for messages
-  // The caller has no identity, or no per-caller rule, and such callers may reach no
-  // host (policy.unknown_callers: DENY).
-  bool caller_unknown_denied = false;
+  // The caller's identity, for the policy's caller rules and messages; empty: none.
+  std::string caller;
 
   // GET, HEAD, OPTIONS, TRACE, PUT and DELETE may be sent again safely.
   bool IsIdempotent() const;

@@ -117,6 +117,7 @@ struct TransportSettings {
   DrainSettings drain;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
+  size_t policy_history_size = 1000;  // the latest policy decisions kept, for dry runs
   std::vector<OriginOverride> origin_overrides;  // first match wins
   DnsSettings dns;
 

@@ -20,6 +20,7 @@
 #include "service/transport/drain_budget.h"
 #include "service/transport/event_loops.h"
 #include "service/transport/observer.h"
+#include "service/transport/policy_history.h"
 #include "service/transport/pool.h"
 #include "service/transport/request.h"
 #include "service/transport/settings.h"
@@ -71,6 +72,10 @@ struct Response {
   ResponseHead head;
   ConnectionDetails connection;
   std::unique_ptr<ResponseBody> body;
+  // The report-only rules that would have denied this fetch (policy.report_only), named
+  // as PolicyVerdict names them; for the access log's "would deny". A reused connection
+  // is judged by the address it is connected to.
+  std::vector<std::string> would_deny_rules;
 };
 
 // A request under way; Cancel aborts it (its callback gets CANCELLED) unless its
@@ -99,6 +104,8 @@ class Transport {
                                       ResponseCallback done);
 
   std::vector<OriginStats> PoolStats() const { return pool_.Stats(); }
+  // The latest policy decisions (settings.policy_history_size), oldest first.
+  std::vector<PolicyDecision> RecentPolicyDecisions() const { return policy_history_.Recent(); }
 
   // The settings new requests get, and the TLS context built from them.
   struct Snapshot {
@@ -152,6 +159,7 @@ class Transport {
   const std::unique_ptr<Resolver> resolver_;
   EventLoops loops_;
   DrainBudget drain_budget_;
+  PolicyHistory policy_history_;
   std::atomic<uint64_t> next_connection_id_{1};
   ConnectionPool pool_;  // its timers run on loops_.first()
 };

@@ -4,6 +4,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "service/fetch_observer.h"
 #include "service/transport/observer.h"
@@ -44,6 +47,16 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnPoolWait(const transport::Origin&, absl::Duration) override { ++pool_waits; }
   void OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) override {
     ++policy_denied[static_cast<size_t>(reason)];
+  }
+  void OnPolicyWouldDeny(const transport::Origin&, absl::string_view rule) override {
+    std::lock_guard<std::mutex> lock(would_deny_mu);
+    ++would_deny[std::string(rule)];
+  }
+  // Fetches report-only `rule` would have denied.
+  int WouldDeny(const std::string& rule) const {
+    std::lock_guard<std::mutex> lock(would_deny_mu);
+    const auto it = would_deny.find(rule);
+    return it == would_deny.end() ? 0 : it->second;
   }
   void OnOriginCost(const transport::Origin&, const transport::OriginCost&) override {}
   void OnDrainBudget(uint64_t in_use, uint64_t limit) override {
@@ -121,6 +134,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};
+  mutable std::mutex would_deny_mu;
+  std::map<std::string, int> would_deny;  // by rule
   std::atomic<uint64_t> budget_in_use{0};
   std::atomic<uint64_t> budget_peak{0};
   std::atomic<uint64_t> budget_limit{0};

@@ -1,10 +1,12 @@
 // AddressPolicy on addresses alone: how operator CIDR rules meet the IPv6 forms of an
-// IPv4 address, and the built-in denial of the IPv4-translated range.
+// IPv4 address, the built-in denial of the IPv4-translated range, and the verdicts
+// (with report-only rules) that live fetches and dry runs share.
 #include "service/transport/address_policy.h"
 
 #include <optional>
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace egress::transport {
@@ -101,6 +103,70 @@ TEST(AddressPolicyTest, AllowHostsNeverMatchAHostThatIsAnAddress) {
   for (const char* name : {"1password.com", "api.example.com.", "3com.example.com"}) {
     EXPECT_FALSE(LooksLikeAnAddress(name)) << name;
   }
+}
+
+// A report-only rule is noted where it stands in the precedence: ahead of the allow
+// rules it would beat if it were enforced, behind the enforced denials.
+TEST(AddressPolicyTest, AReportOnlyDenyRuleIsReportedWhereItWouldHaveDenied) {
+  PolicyRules rules;
+  rules.allow_cidrs.push_back(*Cidr::Parse("10.0.0.0/8"));
+  rules.deny_hosts.push_back(*HostPattern::Parse("blocked.example.com"));
+  rules.report_only.deny_cidrs.push_back(*Cidr::Parse("10.1.0.0/16"));
+  const AddressPolicy policy(std::move(rules));
+  const PolicyVerdict reported = policy.Evaluate("", "api.example.com", {Address("10.1.2.3")});
+  EXPECT_FALSE(reported.denied);
+  EXPECT_EQ(reported.rule, "allow_cidrs:10.0.0.0/8");
+  EXPECT_THAT(reported.would_deny, ::testing::ElementsAre("deny_cidrs:10.1.0.0/16"));
+  const PolicyVerdict denied = policy.Evaluate("", "blocked.example.com", {Address("10.1.2.3")});
+  EXPECT_EQ(denied.denied, DenyReason::kHostDenied);
+  EXPECT_EQ(denied.rule, "deny_hosts:blocked.example.com");
+  EXPECT_TRUE(denied.would_deny.empty());
+}
+
+// With several addresses the dial connects to any the policy allows: a report-only rule
+// would deny the fetch only if it would deny all of them.
+TEST(AddressPolicyTest, AReportOnlyRuleWouldDenyAHostOnlyWhenItWouldDenyEveryAllowedAddress) {
+  PolicyRules rules;
+  rules.report_only.deny_cidrs.push_back(*Cidr::Parse("8.8.8.8"));
+  const AddressPolicy policy(std::move(rules));
+  EXPECT_THAT(policy.CheckAddresses("dns.example", {Address("8.8.8.8")}).would_deny,
+              ::testing::ElementsAre("deny_cidrs:8.8.8.8/32"));
+  const PolicyVerdict two = policy.CheckAddresses("dns.example",
+                                                  {Address("8.8.8.8"), Address("8.8.4.4")});
+  EXPECT_TRUE(two.would_deny.empty());
+  EXPECT_EQ(two.allowed.size(), 2u);
+  // 127.0.0.1 is denied anyway: only 8.8.8.8 is allowed, and it would be denied.
+  EXPECT_THAT(policy.CheckAddresses("dns.example", {Address("127.0.0.1"), Address("8.8.8.8")})
+                  .would_deny,
+              ::testing::ElementsAre("deny_cidrs:8.8.8.8/32"));
+}
+
+TEST(AddressPolicyTest, CallerRulesAreNamedByTheirIdentityEnforcedOrReported) {
+  PolicyRules rules;
+  rules.callers.allowed_hosts["billing"] = {*HostPattern::Parse("api.stripe.com")};
+  rules.report_only.callers.allowed_hosts["search"] = {*HostPattern::Parse("*.google.com")};
+  rules.report_only.callers.deny_unknown = true;
+  const AddressPolicy policy(std::move(rules));
+  const PolicyVerdict billing = policy.CheckCaller("billing", "evil.example");
+  EXPECT_EQ(billing.denied, DenyReason::kCallerNotAllowed);
+  EXPECT_EQ(billing.rule, "callers:billing");
+  EXPECT_THAT(policy.CheckCaller("search", "bing.com").would_deny,
+              ::testing::ElementsAre("callers:search"));
+  EXPECT_THAT(policy.CheckCaller("", "bing.com").would_deny,
+              ::testing::ElementsAre("unknown_callers"));
+  EXPECT_TRUE(policy.CheckCaller("billing", "api.stripe.com").would_deny.empty());
+}
+
+// A fetch a caller rule denied was never resolved: its host is used when it is an
+// address literal, else its address rules cannot be replayed.
+TEST(AddressPolicyTest, EvaluatingAFetchWithoutAddressesUsesItsLiteralHostOrSaysUnresolved) {
+  const AddressPolicy policy{PolicyRules{}};
+  const PolicyVerdict literal = policy.Evaluate("", "127.0.0.1", {});
+  EXPECT_EQ(literal.denied, DenyReason::kLoopback);
+  EXPECT_EQ(literal.rule, "builtin:loopback");
+  const PolicyVerdict name = policy.Evaluate("", "api.example.com", {});
+  EXPECT_FALSE(name.denied);
+  EXPECT_EQ(name.rule, "unresolved");
 }
 
 }  // namespace
