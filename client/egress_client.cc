@@ -5,21 +5,32 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/time_util.h"
+#include "google/rpc/status.pb.h"
 
 namespace egress::client {
 
 namespace v1 = egress::v1;
 
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  // gRPC and absl number their codes alike.
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+namespace {
+
+// The type URL of `Detail` in a google.protobuf.Any, and its payload key in absl::Status.
+template <typename Detail>
+std::string TypeUrl() {
+  return absl::StrCat("type.googleapis.com/", Detail::descriptor()->full_name());
 }
 
-namespace {
+template <typename Detail>
+std::optional<Detail> DetailOf(const absl::Status& status) {
+  // absl::optional: Debian's Abseil does not alias it to std::optional.
+  const auto payload = status.GetPayload(TypeUrl<Detail>());
+  Detail detail;
+  if (!payload || !detail.ParseFromString(std::string(*payload))) return std::nullopt;
+  return detail;
+}
 
 absl::StatusOr<std::string> ReadPem(const std::string& what, const std::string& path) {
   if (path.empty()) return std::string();
@@ -67,6 +78,32 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
 }
 
 }  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  // gRPC and absl number their codes alike.
+  absl::Status result(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  google::rpc::Status details;
+  // Details that do not parse are left out: the code and the message still say what
+  // happened. No trailer parses as no details.
+  if (details.ParseFromString(status.error_details())) {
+    for (const google::protobuf::Any& detail : details.details()) {
+      result.SetPayload(detail.type_url(), absl::Cord(detail.value()));
+    }
+  }
+  return result;
+}
+
+std::optional<google::rpc::ErrorInfo> ErrorInfoOf(const absl::Status& status) {
+  return DetailOf<google::rpc::ErrorInfo>(status);
+}
+
+std::optional<absl::Duration> RetryDelayOf(const absl::Status& status) {
+  const auto retry = DetailOf<google::rpc::RetryInfo>(status);
+  if (!retry) return std::nullopt;
+  return absl::Nanoseconds(
+      google::protobuf::util::TimeUtil::DurationToNanoseconds(retry->retry_delay()));
+}
 
 EgressClient::EgressClient(ClientOptions options) : options_(std::move(options)) {
   auto egress = MakeChannel(options_.target, options_.tls);
@@ -203,6 +240,17 @@ absl::StatusOr<v1::PoolStats> EgressClient::GetPoolStats() const {
       admin_->GetPoolStats(context.get(), v1::GetPoolStatsRequest(), &stats);
   if (!status.ok()) return FromGrpcStatus(status);
   return stats;
+}
+
+absl::StatusOr<v1::DryRunConfigResponse> EgressClient::DryRunConfig(const v1::Config& config) const {
+  if (!setup_.ok()) return setup_;
+  auto context = AdminContext();
+  v1::DryRunConfigRequest request;
+  *request.mutable_config() = config;
+  v1::DryRunConfigResponse answer;
+  const grpc::Status status = admin_->DryRunConfig(context.get(), request, &answer);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return answer;
 }
 
 }  // namespace egress::client

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "egress/v1/egress.grpc.pb.h"
+#include "google/rpc/error_details.pb.h"
 #include "grpcpp/grpcpp.h"
 
 namespace egress::client {
@@ -64,8 +66,21 @@ struct FetchOptions {
   bool follow_redirects = false;
 };
 
-// Maps a gRPC status to absl::Status: the same code, egressd's message unchanged.
+// Maps a gRPC status to absl::Status: the same code, egressd's message unchanged, and
+// each detail of its google.rpc.Status (the grpc-status-details-bin trailer) as a
+// payload under the detail's type URL, for ErrorInfoOf and RetryDelayOf.
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// Why egressd failed a call, from the status a call returned: the google.rpc.ErrorInfo
+// with a stable reason ("POLICY_DENIED", "INVALID_URL", "CONCURRENCY_LIMIT", ...), the
+// domain "egress.v1" and metadata (for POLICY_DENIED: "rule", "host", "origin" and, when
+// an address rule decided, "address"). nullopt when the error carries none, e.g. one
+// that gRPC itself made (no connection to egressd, a deadline).
+std::optional<google::rpc::ErrorInfo> ErrorInfoOf(const absl::Status& status);
+
+// How long egressd asks the caller to wait before a retry (google.rpc.RetryInfo), or
+// nullopt when it does not expect a retry to help.
+std::optional<absl::Duration> RetryDelayOf(const absl::Status& status);
 
 // A caller of egressd: Fetch and FetchStream on the Egress service, and the
 // TransportAdmin calls. Every call has a deadline (the request's timeout, else the
@@ -95,6 +110,10 @@ class EgressClient {
   // Validates and swaps in the whole config; returns the config now in force.
   absl::StatusOr<egress::v1::Config> UpdateConfig(const egress::v1::Config& config) const;
   absl::StatusOr<egress::v1::PoolStats> GetPoolStats() const;
+  // Validates `config` and replays egressd's recent policy decisions against it; applies
+  // nothing.
+  absl::StatusOr<egress::v1::DryRunConfigResponse> DryRunConfig(
+      const egress::v1::Config& config) const;
 
   // The request Fetch and FetchStream send for these arguments.
   static egress::v1::FetchRequest MakeRequest(absl::string_view url,
