@@ -4,17 +4,21 @@
 //   egressctl fetch URL [--head-only | --prefix=N] [-H 'Name: value' ...] [--method=M]
 //   egressctl config get
 //   egressctl config set FILE      (a text-format egress.v1.Config, as --config reads)
+//   egressctl config dry-run FILE  (what FILE's policy would newly deny or allow of the
+//                                   recent fetches; nothing is applied)
 //   egressctl pools
 //
 // --target and --admin name egressd's gRPC and admin addresses. When egressd serves TLS
 // or guards its admin service, --tls (with --ca for a private CA, --cert and --key for
 // mTLS) and --token-file (the file egressd's --admin_token_file reads) reach it;
 // --caller names the caller in the metadata key egressd's policy.caller_header trusts.
-// Exit status: 0 done, 1 the call failed (the gRPC code and egressd's message on
-// stderr), 2 bad usage.
+// Exit status: 0 done, 1 the call failed (the gRPC code, egressd's message and its
+// ErrorInfo reason and metadata on stderr; with --json also as JSON on stdout), 2 bad
+// usage.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "client/egress_client.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -63,17 +68,12 @@ constexpr const char* kUsage =
     "  fetch URL [--head-only | --prefix=N] [-H 'Name: value' ...] [--method=M]\n"
     "  config get\n"
     "  config set FILE\n"
+    "  config dry-run FILE\n"
     "  pools\n";
 
 int Usage(const std::string& problem) {
   std::cerr << "egressctl: " << problem << "\n" << kUsage;
   return 2;
-}
-
-int Failed(const absl::Status& status) {
-  std::cerr << "egressctl: " << absl::StatusCodeToString(status.code()) << ": "
-            << status.message() << "\n";
-  return 1;
 }
 
 std::string Json(const google::protobuf::Message& message) {
@@ -83,6 +83,45 @@ std::string Json(const google::protobuf::Message& message) {
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);  // our own types
   return json;
+}
+
+// A failed call: on stderr the code, egressd's message and, when egressd said why, the
+// ErrorInfo reason and metadata and the retry delay, e.g. "PERMISSION_DENIED: egress
+// policy denies ... [POLICY_DENIED host=::1 rule=...]". With --json, the same on stdout:
+// {"error": {"code", "message", "reason", "domain", "metadata", "retryDelay"}}.
+int Failed(const absl::Status& status) {
+  google::protobuf::Struct error;
+  auto& fields = *error.mutable_fields();
+  fields["code"].set_string_value(absl::StatusCodeToString(status.code()));
+  fields["message"].set_string_value(std::string(status.message()));
+  std::string why;
+  if (const auto info = egress::client::ErrorInfoOf(status)) {
+    fields["reason"].set_string_value(info->reason());
+    fields["domain"].set_string_value(info->domain());
+    auto& metadata = *fields["metadata"].mutable_struct_value()->mutable_fields();
+    // In key order: a protobuf map's own order is unspecified.
+    const std::map<std::string, std::string> sorted(info->metadata().begin(),
+                                                     info->metadata().end());
+    why = absl::StrCat(" [", info->reason());
+    for (const auto& [key, value] : sorted) {
+      metadata[key].set_string_value(value);
+      absl::StrAppend(&why, " ", key, "=", value);
+    }
+    absl::StrAppend(&why, "]");
+  }
+  if (const auto delay = egress::client::RetryDelayOf(status)) {
+    fields["retryDelay"].set_string_value(
+        TimeUtil::ToString(TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(*delay))));
+    absl::StrAppend(&why, " (retry after ", absl::FormatDuration(*delay), ")");
+  }
+  std::cerr << "egressctl: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << why << "\n";
+  if (absl::GetFlag(FLAGS_json)) {
+    google::protobuf::Struct wrapped;
+    *(*wrapped.mutable_fields())["error"].mutable_struct_value() = std::move(error);
+    std::cout << Json(wrapped);
+  }
+  return 1;
 }
 
 std::string Ms(const google::protobuf::Duration& duration) {
@@ -124,22 +163,58 @@ int Fetch(const egress::client::EgressClient& client, const std::string& url,
   return 0;
 }
 
+// Reads a text-format egress.v1.Config; 0, or 2 after a usage message.
+int ReadConfigFile(const std::string& path, v1::Config* config) {
+  std::ifstream file(path);
+  if (!file) return Usage(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!google::protobuf::TextFormat::ParseFromString(text.str(), config)) {
+    return Usage(absl::StrCat(path, " is not a text-format egress.v1.Config"));
+  }
+  return 0;
+}
+
+void PrintChanges(absl::string_view title,
+                  const google::protobuf::RepeatedPtrField<v1::PolicyChange>& changes) {
+  std::cout << title << ": " << changes.size() << "\n";
+  if (changes.empty()) return;
+  std::cout << absl::StrFormat("  %-24s %-40s %7s  %s\n", "caller", "origin", "fetches",
+                               "rule (was)");
+  for (const auto& change : changes) {
+    std::cout << absl::StrFormat("  %-24s %-40s %7d  %s (was %s)\n",
+                                 change.caller().empty() ? "-" : change.caller(),
+                                 change.origin(), change.fetches(), change.rule(),
+                                 change.previous_rule());
+  }
+}
+
+int DryRun(const egress::client::EgressClient& client, const std::string& path) {
+  v1::Config proposed;
+  if (int usage = ReadConfigFile(path, &proposed); usage != 0) return usage;
+  auto answer = client.DryRunConfig(proposed);
+  if (!answer.ok()) return Failed(answer.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << Json(*answer);
+    return 0;
+  }
+  std::cout << "replayed " << answer->decisions_replayed() << " recent policy decisions\n";
+  PrintChanges("newly denied", answer->newly_denied());
+  PrintChanges("newly allowed", answer->newly_allowed());
+  return 0;
+}
+
 int Config(const egress::client::EgressClient& client, const std::vector<std::string>& args) {
   absl::StatusOr<v1::Config> config;
+  if (args.size() == 2 && args[0] == "dry-run") return DryRun(client, args[1]);
   if (args.size() == 1 && args[0] == "get") {
     config = client.GetConfig();
   } else if (args.size() == 2 && args[0] == "set") {
-    std::ifstream file(args[1]);
-    if (!file) return Usage(absl::StrCat("cannot read ", args[1]));
-    std::stringstream text;
-    text << file.rdbuf();
     v1::Config wanted;
-    if (!google::protobuf::TextFormat::ParseFromString(text.str(), &wanted)) {
-      return Usage(absl::StrCat(args[1], " is not a text-format egress.v1.Config"));
-    }
+    if (int usage = ReadConfigFile(args[1], &wanted); usage != 0) return usage;
     config = client.UpdateConfig(wanted);
   } else {
-    return Usage("config takes get, or set FILE");
+    return Usage("config takes get, set FILE or dry-run FILE");
   }
   if (!config.ok()) return Failed(config.status());
   if (absl::GetFlag(FLAGS_json)) {
