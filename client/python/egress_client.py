@@ -1,7 +1,8 @@
 """A small Python client for egressd over its generated gRPC stubs.
 
-The stubs are generated from proto/egress/v1/egress.proto (client/python/generate.sh);
-put the directory holding them on sys.path (or PYTHONPATH) before importing this module.
+The stubs are generated from proto/egress/v1/egress.proto and proto/google/rpc
+(client/python/generate.sh); put the directory holding them on sys.path (or
+PYTHONPATH) before importing this module.
 
     from egress_client import EgressClient, EgressError
     with EgressClient("127.0.0.1:50051") as egress:
@@ -21,17 +22,49 @@ import dataclasses
 
 import grpc
 from egress.v1 import egress_pb2, egress_pb2_grpc
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
 
 
 class EgressError(Exception):
     """egressd could not give an HTTP answer: `code` is the grpc.StatusCode
     (INVALID_ARGUMENT, PERMISSION_DENIED, UNAVAILABLE, DEADLINE_EXCEEDED,
-    RESOURCE_EXHAUSTED, ...), `message` egressd's words."""
+    RESOURCE_EXHAUSTED, ...), `message` egressd's words.
 
-    def __init__(self, code, message):
-        super().__init__(f"{code.name}: {message}")
+    Why, when egressd said so (google.rpc.ErrorInfo): `reason`, a stable name such as
+    "POLICY_DENIED", "INVALID_URL" or "CONCURRENCY_LIMIT"; `domain`, "egress.v1";
+    `metadata`, a dict (for POLICY_DENIED: "rule", "host", "origin" and, when an address
+    rule decided, "address"). Without it (e.g. an error gRPC itself made) reason and
+    domain are None and metadata is empty. `retry_delay`: the seconds egressd asks the
+    caller to wait before a retry (google.rpc.RetryInfo), or None."""
+
+    def __init__(self, code, message, error_info=None, retry_info=None):
+        reason = error_info.reason if error_info else None
+        super().__init__(f"{code.name}: {message}" + (f" [{reason}]" if reason else ""))
         self.code = code
         self.message = message
+        self.reason = reason
+        self.domain = error_info.domain if error_info else None
+        self.metadata = dict(error_info.metadata) if error_info else {}
+        self.retry_delay = retry_info.retry_delay.ToNanoseconds() / 1e9 if retry_info else None
+
+    @classmethod
+    def from_rpc_error(cls, error):
+        """The EgressError of a grpc.RpcError, with the ErrorInfo and RetryInfo of the
+        google.rpc.Status in its grpc-status-details-bin trailer."""
+        trailer = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin", b"")
+        try:
+            status = status_pb2.Status.FromString(trailer)
+        except DecodeError:  # details left out: the code and the message still say what happened
+            status = status_pb2.Status()
+        details = {}
+        for detail in status.details:
+            for kind in (error_details_pb2.ErrorInfo, error_details_pb2.RetryInfo):
+                if detail.Is(kind.DESCRIPTOR):
+                    details[kind] = kind()
+                    detail.Unpack(details[kind])
+        return cls(error.code(), error.details(), details.get(error_details_pb2.ErrorInfo),
+                   details.get(error_details_pb2.RetryInfo))
 
 
 @dataclasses.dataclass
@@ -176,4 +209,4 @@ class EgressClient:
         try:
             return method(request, timeout=timeout or self._timeout, metadata=metadata)
         except grpc.RpcError as error:
-            raise EgressError(error.code(), error.details()) from None
+            raise EgressError.from_rpc_error(error) from None
