@@ -19,6 +19,7 @@ const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
+const protobuf = require('protobufjs');
 
 const PROTO_ROOT = process.env.EGRESS_PROTO_ROOT || path.join(__dirname, '..', '..', 'proto');
 const definition = protoLoader.loadSync('egress/v1/egress.proto', {
@@ -30,14 +31,57 @@ const definition = protoLoader.loadSync('egress/v1/egress.proto', {
 });
 const v1 = grpc.loadPackageDefinition(definition).egress.v1;
 
+// google.rpc.Status, ErrorInfo and RetryInfo, to read the grpc-status-details-bin trailer
+// of an error. proto-loader makes gRPC stubs, not message codecs: these come from
+// protobufjs, the parser it runs on (google/protobuf/*.proto are protobufjs' own copies).
+const rpc = new protobuf.Root();
+rpc.resolvePath = (origin, target) => path.join(PROTO_ROOT, target);
+rpc.loadSync(['google/rpc/status.proto', 'google/rpc/error_details.proto'], { keepCase: true });
+const RpcStatus = rpc.lookupType('google.rpc.Status');
+const detailTypes = new Map(['ErrorInfo', 'RetryInfo'].map(
+  (name) => [`type.googleapis.com/google.rpc.${name}`, rpc.lookupType(`google.rpc.${name}`)]));
+
+// The ErrorInfo and RetryInfo of the google.rpc.Status in `trailers`, as plain objects
+// under their type names: { ErrorInfo, RetryInfo }, each one undefined when absent.
+function statusDetails(trailers) {
+  const [trailer] = trailers ? trailers.get('grpc-status-details-bin') : [];
+  if (!trailer) return {};
+  let status;
+  try {
+    status = RpcStatus.decode(trailer);
+  } catch (error) {
+    return {};  // details left out: the code and the message still say what happened
+  }
+  const details = {};
+  for (const { type_url: typeUrl, value } of status.details) {
+    const type = detailTypes.get(typeUrl);
+    if (type) {
+      details[type.name] = type.toObject(type.decode(value), { longs: Number, defaults: true });
+    }
+  }
+  return details;
+}
+
 // egressd could not give an HTTP answer: `code` is the gRPC code's name
-// (INVALID_ARGUMENT, PERMISSION_DENIED, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
+// (INVALID_ARGUMENT, PERMISSION_DENIED, UNAVAILABLE, DEADLINE_EXCEEDED, ...), `details`
+// egressd's message. Why, when egressd said so (google.rpc.ErrorInfo): `reason`, a stable
+// name such as 'POLICY_DENIED', 'INVALID_URL' or 'CONCURRENCY_LIMIT'; `domain`,
+// 'egress.v1'; `metadata`, an object (for POLICY_DENIED: rule, host, origin and, when an
+// address rule decided, address). Without it (e.g. an error gRPC itself made) reason and
+// domain are undefined and metadata is {}. `retryDelayMs`: how long egressd asks the
+// caller to wait before a retry (google.rpc.RetryInfo), or undefined.
 class EgressError extends Error {
   constructor(error) {
     const code = grpc.status[error.code] || String(error.code);
-    super(`${code}: ${error.details}`);
+    const { ErrorInfo: info, RetryInfo: retry } = statusDetails(error.metadata);
+    super(`${code}: ${error.details}${info ? ` [${info.reason}]` : ''}`);
     this.code = code;
     this.details = error.details;
+    this.reason = info && info.reason;
+    this.domain = info && info.domain;
+    this.metadata = info ? info.metadata : {};
+    this.retryDelayMs = retry
+      ? retry.retry_delay.seconds * 1000 + retry.retry_delay.nanos / 1e6 : undefined;
   }
 }
 
