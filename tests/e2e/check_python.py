@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Calls egressd through client/python twice for URL, then once for a malformed URL and
-once for LARGE_URL (a body over gRPC's default message limit); prints one JSON object per
-call for tests/e2e/clients_test.cc to check.
-Usage: check_python.py STUBS_DIR CLIENT_DIR TARGET URL LARGE_URL"""
+"""Calls egressd through client/python twice for URL, then once for a malformed URL, once
+for LARGE_URL (a body over gRPC's default message limit) and once for DENIED_URL (which
+egressd's policy denies); prints one JSON object per call for tests/e2e/clients_test.cc
+to check.
+Usage: check_python.py STUBS_DIR CLIENT_DIR TARGET URL LARGE_URL DENIED_URL"""
 
 import base64
 import json
@@ -12,8 +13,15 @@ sys.path[:0] = [sys.argv[1], sys.argv[2]]
 from egress_client import EgressClient, EgressError  # noqa: E402
 
 
+def failure(error):
+    """An EgressError as the test reads it: the code, the message, the ErrorInfo."""
+    return {"error": error.code.name, "message": error.message, "reason": error.reason,
+            "domain": error.domain, "rule": error.metadata.get("rule"),
+            "host": error.metadata.get("host")}
+
+
 def main():
-    _, _, _, target, url, large_url = sys.argv
+    _, _, _, target, url, large_url, denied_url = sys.argv
     with EgressClient(target) as egress:
         for _ in range(2):
             r = egress.fetch(url)
@@ -24,12 +32,17 @@ def main():
             egress.fetch("not a url")
             print(json.dumps({"error": "none"}))
         except EgressError as error:
-            print(json.dumps({"error": error.code.name, "message": error.message}))
+            print(json.dumps(failure(error)))
         try:
             r = egress.fetch(large_url)
             print(json.dumps({"large_status": r.status_code, "large_bytes": str(len(r.body))}))
         except EgressError as error:
-            print(json.dumps({"error": error.code.name, "message": error.message}))
+            print(json.dumps(failure(error)))
+        try:
+            egress.fetch(denied_url)
+            print(json.dumps({"error": "none"}))
+        except EgressError as error:
+            print(json.dumps(failure(error)))
 
 
 main()

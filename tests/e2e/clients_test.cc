@@ -1,7 +1,8 @@
 // End to end: the egressd binary in its own process and a real nginx upstream, called
 // from every client we ship: the C++ EgressClient, egressctl, Python and Node. Each
-// checks status, headers, body bytes, connection reuse on a repeated call, and that a
-// bad request arrives as INVALID_ARGUMENT.
+// checks status, headers, body bytes, connection reuse on a repeated call, that a bad
+// request arrives as INVALID_ARGUMENT, and that a policy denial shows its
+// google.rpc.ErrorInfo: reason POLICY_DENIED, the rule and the host.
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -23,6 +24,11 @@ namespace egress::testing {
 namespace {
 
 using google::protobuf::Struct;
+
+// A loopback address outside the policy's allow_cidrs (127.0.0.0/8): egressd denies it
+// by default, before any connection.
+constexpr char kDeniedUrl[] = "http://[::1]:1/";
+constexpr char kDeniedHost[] = "::1";
 
 // egressctl built with TSan (whose gRPC is not instrumented) fails some plaintext
 // connects with a stray errno ("connect failed ... No such file or directory", errno 2,
@@ -51,6 +57,18 @@ std::string Field(const Struct& object, const std::string& name) {
   if (it->second.has_bool_value()) return it->second.bool_value() ? "true" : "false";
   if (it->second.has_number_value()) return absl::StrCat(it->second.number_value());
   return it->second.string_value();
+}
+
+// The object `name` of `object`, empty when there is none.
+const Struct& Object(const Struct& object, const std::string& name) {
+  const auto it = object.fields().find(name);
+  return it == object.fields().end() ? Struct::default_instance() : it->second.struct_value();
+}
+
+// The metadata value `key` of `info`, or "".
+std::string Metadata(const google::rpc::ErrorInfo& info, const std::string& key) {
+  const auto it = info.metadata().find(key);
+  return it == info.metadata().end() ? "" : it->second;
 }
 
 class ClientsTest : public ::testing::Test {
@@ -120,10 +138,10 @@ class ClientsTest : public ::testing::Test {
   // A body over gRPC's default message limit of 4 MiB, which a client must raise.
   static std::string LargeUrl() { return nginx_->HttpsUrl("/cl/6m"); }
 
-  // Two fetches of Url(), one of a malformed URL and one of LargeUrl(), as a client
-  // printed them.
-  static void ExpectFetchesAndAnError(const std::vector<Struct>& calls) {
-    ASSERT_EQ(calls.size(), 4u);
+  // Two fetches of Url(), one of a malformed URL, one of LargeUrl() and one of
+  // kDeniedUrl, as a client printed them.
+  static void ExpectFetchesAndErrors(const std::vector<Struct>& calls) {
+    ASSERT_EQ(calls.size(), 5u);
     for (const Struct& call : {calls[0], calls[1]}) {
       EXPECT_EQ(Field(call, "status"), "200");
       EXPECT_EQ(Field(call, "content_length"), "4096");
@@ -137,6 +155,11 @@ class ClientsTest : public ::testing::Test {
     EXPECT_NE(Field(calls[2], "message"), "");
     EXPECT_EQ(Field(calls[3], "large_status"), "200") << Field(calls[3], "error");
     EXPECT_EQ(Field(calls[3], "large_bytes"), absl::StrCat(6 << 20));
+    EXPECT_EQ(Field(calls[4], "error"), "PERMISSION_DENIED");
+    EXPECT_EQ(Field(calls[4], "reason"), "POLICY_DENIED") << Field(calls[4], "message");
+    EXPECT_EQ(Field(calls[4], "domain"), "egress.v1");
+    EXPECT_NE(Field(calls[4], "rule"), "");
+    EXPECT_EQ(Field(calls[4], "host"), kDeniedHost);
   }
 
   static inline std::string dir_;
@@ -183,6 +206,15 @@ TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
   bad_header.headers = {{"X-Evil", "a\r\nInjected: yes"}};
   EXPECT_TRUE(absl::IsInvalidArgument(egress.Fetch(Url(), bad_header).status()));
 
+  const absl::Status denied = egress.Fetch(kDeniedUrl).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(denied)) << denied;
+  const auto info = client::ErrorInfoOf(denied);
+  ASSERT_TRUE(info.has_value()) << denied;
+  EXPECT_EQ(info->reason(), "POLICY_DENIED");
+  EXPECT_EQ(info->domain(), "egress.v1");
+  EXPECT_NE(Metadata(*info, "rule"), "");
+  EXPECT_EQ(Metadata(*info, "host"), kDeniedHost);
+
   auto config = egress.GetConfig();
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->transport().extra_ca_file(), nginx_->ca_file());
@@ -225,6 +257,25 @@ TEST_F(ClientsTest, EgressctlFetchesAsJsonAndReusesTheConnection) {
   const std::string error = RunShell(egressctl + " fetch 'not a url' 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(error.find("INVALID_ARGUMENT"), std::string::npos) << error;
+  // A denial names its reason, rule and host, for people and as JSON.
+  const std::string denied =
+      RunShell(absl::StrCat(egressctl, " fetch '", kDeniedUrl, "' 2>&1"), &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(denied.find("PERMISSION_DENIED: "), std::string::npos) << denied;
+  EXPECT_NE(denied.find(" [POLICY_DENIED "), std::string::npos) << denied;
+  EXPECT_NE(denied.find(" rule="), std::string::npos) << denied;
+  EXPECT_NE(denied.find(absl::StrCat(" host=", kDeniedHost)), std::string::npos) << denied;
+  const std::string denied_json =
+      RunShell(absl::StrCat(egressctl, " --json fetch '", kDeniedUrl, "' 2>/dev/null"), &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  Struct parsed_denial;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(denied_json, &parsed_denial).ok())
+      << denied_json;
+  const Struct& denial = Object(parsed_denial, "error");
+  EXPECT_EQ(Field(denial, "code"), "PERMISSION_DENIED");
+  EXPECT_EQ(Field(denial, "reason"), "POLICY_DENIED") << denied_json;
+  EXPECT_NE(Field(Object(denial, "metadata"), "rule"), "") << denied_json;
+  EXPECT_EQ(Field(Object(denial, "metadata"), "host"), kDeniedHost) << denied_json;
   RunShell(egressctl + " fetch 2>/dev/null", &status);
   EXPECT_EQ(WEXITSTATUS(status), 2);
 
@@ -351,10 +402,11 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   ASSERT_EQ(status, 0);
   const std::string output =
       RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_python.py"), " ", stubs,
-                       " ", Runfile("client/python"), " ", Target(), " ", Url(), " ", LargeUrl()),
+                       " ", Runfile("client/python"), " ", Target(), " ", Url(), " ", LargeUrl(),
+                       " '", kDeniedUrl, "'"),
           &status);
   ASSERT_EQ(status, 0) << output;
-  ExpectFetchesAndAnError(JsonLines(output));
+  ExpectFetchesAndErrors(JsonLines(output));
 
   const std::string guarded =
       RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_tls_python.py"), " ",
@@ -381,10 +433,11 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
                    "EGRESS_PROTO_ROOT=", Runfile("proto"), " ");
   const std::string output = RunShell(
       absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_node.js"), " ",
-                   Runfile("client/node"), " ", Target(), " ", Url(), " ", LargeUrl()),
+                   Runfile("client/node"), " ", Target(), " ", Url(), " ", LargeUrl(), " '",
+                   kDeniedUrl, "'"),
       &status);
   ASSERT_EQ(status, 0) << output;
-  ExpectFetchesAndAnError(JsonLines(output));
+  ExpectFetchesAndErrors(JsonLines(output));
   const std::string guarded = RunShell(
       absl::StrCat(node_env, "node ", Runfile("tests/e2e/check_tls_node.js"), " ",
                    Runfile("client/node"), " ", GuardedCheckArgs()),
