@@ -22,6 +22,10 @@ GATEWAY_PORT = 8081
 GATEWAY_TLS_PORT = 8082
 EGRESSD_GRPC = "127.0.0.1:50051"
 EGRESSD_METRICS = "127.0.0.1:9464"
+# The same egressd, its access log off or to a pipe nobody reads:
+# system: (gRPC, admin, metrics address)
+OTHER_EGRESSD = {"egressd-log-off": ("127.0.0.1:50071", "127.0.0.1:50072", "127.0.0.1:9471"),
+                 "egressd-log-blocked": ("127.0.0.1:50081", "127.0.0.1:50082", "127.0.0.1:9481")}
 CEILING_GRPC = "127.0.0.1:50061"
 FETCH_PATH = "/egress.v1.Egress/Fetch"
 FETCH_STREAM_PATH = "/egress.v1.Egress/FetchStream"
@@ -38,6 +42,14 @@ SYSTEMS = [
     ("ceiling", "gRPC ceiling (fixed 1 KiB answer, no I/O)"),
     ("egressd-tls", "egressd (gRPC Fetch → HTTPS upstream, pooled)"),
     ("gateway-tls", "nginx gateway (h2c → HTTPS keep-alive upstream)"),
+]
+
+# The access log on (to a file, as every other egressd row), off, and blocked, at one shape.
+ACCESS_LOG_SHAPE = ("16 connections", 16, 1)
+ACCESS_LOG_SYSTEMS = [
+    ("egressd", "egressd, access log on (to a file)"),
+    ("egressd-log-off", "egressd, `--access_log=off`"),
+    ("egressd-log-blocked", "egressd, access log to a pipe nobody reads"),
 ]
 
 # 1 MiB per request: FetchStream through egressd against the gateway, at one shape.
@@ -68,10 +80,22 @@ class Loopback:
             out.write(EGRESSD_CONFIG.replace("{ca}", tools.ca))
         self.egressd = wan.spawn(ns, [tools.egressd, f"--config={config}",
                                       f"--grpc_listen={EGRESSD_GRPC}",
-                                      f"--metrics_listen={EGRESSD_METRICS}"],
+                                      f"--metrics_listen={EGRESSD_METRICS}",
+                                      f"--access_log={os.path.join(self.dir, 'access.log')}"],
                                  stderr=subprocess.DEVNULL)
+        # A FIFO open for reading that is never read: once its 64 KiB fill, the log blocks.
+        fifo = os.path.join(self.dir, "access.fifo")
+        os.mkfifo(fifo)
+        self.fifo_reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.others = {}
+        for system, (grpc, admin, metrics) in OTHER_EGRESSD.items():
+            sink = "off" if system == "egressd-log-off" else fifo
+            self.others[system] = wan.spawn(ns, [
+                tools.egressd, f"--config={config}", f"--grpc_listen={grpc}",
+                f"--admin_listen={admin}", f"--metrics_listen={metrics}", f"--access_log={sink}"],
+                stderr=subprocess.DEVNULL)
         self.ceiling = wan.spawn(ns, [tools.grpc_ceiling, f"--listen={CEILING_GRPC}"])
-        for address in (EGRESSD_GRPC, CEILING_GRPC):
+        for address in [EGRESSD_GRPC, CEILING_GRPC] + [a[0] for a in OTHER_EGRESSD.values()]:
             host, port = address.split(":")
             wan.wait_for_port(ns, host, int(port))
         self.fetch_frame = self._grpc_frame("/1k")
@@ -113,6 +137,8 @@ class Loopback:
     def server_pids(self, system):
         """Every process that serves requests for system (nginx masters and workers)."""
         upstream = nginx_pids(self.upstream.pid)
+        if system in self.others:
+            return [self.others[system].pid] + upstream
         egressd = [self.egressd.pid] + upstream
         gateway = nginx_pids(self.gateway.pid) + upstream
         return {"egressd": egressd, "egressd-tls": egressd, "egressd-1m": egressd,
@@ -131,6 +157,8 @@ class Loopback:
                 "egressd-tls": (EGRESSD_GRPC, self.fetch_frame_tls, FETCH_PATH),
                 "egressd-1m": (EGRESSD_GRPC, self.fetch_frame_1m, FETCH_STREAM_PATH),
                 "ceiling": (CEILING_GRPC, self.fetch_frame, FETCH_PATH)}
+        for other, (address, _, _) in OTHER_EGRESSD.items():
+            grpc[other] = (address, self.fetch_frame, FETCH_PATH)
         if system == "direct":
             argv += ["--h1", f"http://127.0.0.1:{UPSTREAM_PORT}/1k"]
         elif system == "gateway":
@@ -144,8 +172,11 @@ class Loopback:
             argv += ["-d", frame, "-H", "content-type: application/grpc",
                      "-H", "te: trailers", f"http://{address}{method}"]
         pids = self.server_pids(system)
-        fetches_ok = self.egressd_fetches_ok() if system.startswith("egressd") else None
-        rss = RssSampler(self.egressd.pid)
+        metrics = OTHER_EGRESSD[system][2] if system in OTHER_EGRESSD else EGRESSD_METRICS
+        is_egressd = system.startswith("egressd")
+        fetches_ok = self.egressd_fetches_ok(metrics) if is_egressd else None
+        dropped = self.log_lines_dropped(metrics) if is_egressd else None
+        rss = RssSampler(pids[0])
         cpu_before = cpu_seconds(pids)
         with rss:
             output = self.wan.run(self.ns, argv, stdout=subprocess.PIPE, text=True,
@@ -159,12 +190,15 @@ class Loopback:
         if fetches_ok is not None:
             # h2load counts HTTP 200 as success whatever the grpc-status: egressd's own
             # counter says whether each call was an OK Fetch.
-            ok = self.egressd_fetches_ok() - fetches_ok
+            ok = self.egressd_fetches_ok(metrics) - fetches_ok
             if ok < succeeded:
                 raise RuntimeError(f"egressd answered {ok} OK of {succeeded} calls")
-        return {"rps": succeeded / seconds,
-                "p50": percentile(latencies, 50), "p99": percentile(latencies, 99),
-                "cpu_per_10k": cpu / succeeded * 10000, "egressd_rss_max": rss.max}
+        result = {"rps": succeeded / seconds,
+                  "p50": percentile(latencies, 50), "p99": percentile(latencies, 99),
+                  "cpu_per_10k": cpu / succeeded * 10000, "egressd_rss_max": rss.max}
+        if is_egressd:
+            result["log_dropped"] = self.log_lines_dropped(metrics) - dropped
+        return result
 
     def pool_of_idle_connections(self, connections):
         """Makes `connections` fetches at once of a path the upstream answers after 1 s,
@@ -176,10 +210,13 @@ class Loopback:
                                "-H", "content-type: application/grpc", "-H", "te: trailers",
                                f"http://{EGRESSD_GRPC}{FETCH_PATH}"],
                      stdout=subprocess.DEVNULL, check=True)
-        return int(metric_sum(self.wan, self.ns, "egress_pool_connections", 'state="idle"'))
+        return int(metric_sum(self.wan, self.ns, EGRESSD_METRICS, "egress_pool_connections", 'state="idle"'))
 
-    def egressd_fetches_ok(self):
-        return metric_sum(self.wan, self.ns, "egress_fetches_total", 'code="OK"')
+    def egressd_fetches_ok(self, metrics=EGRESSD_METRICS):
+        return metric_sum(self.wan, self.ns, metrics, "egress_fetches_total", 'code="OK"')
+
+    def log_lines_dropped(self, metrics):
+        return metric_sum(self.wan, self.ns, metrics, "egress_access_log_dropped_total", "")
 
 
 class RssSampler:
@@ -270,9 +307,10 @@ def http_get(wan, ns, url):
                    text=True, check=True).stdout
 
 
-def metric_sum(wan, ns, name, label):
-    """The sum of a metric's series on egressd's /metrics whose labels include label."""
-    text = http_get(wan, ns, f"http://{EGRESSD_METRICS}/metrics")
+def metric_sum(wan, ns, metrics, name, label):
+    """The sum of a metric's series on the /metrics at address metrics whose labels
+    include label."""
+    text = http_get(wan, ns, f"http://{metrics}/metrics")
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith(name + "{") and label in line)
 

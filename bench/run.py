@@ -20,8 +20,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
 from wan import (SERVER_ADDRESS, Wan, measure_rtt_ms, measure_throughput,  # noqa: E402
                  readable_tempdir, stop)
-from loopback import (CEILING_GRPC, LARGE_BYTES, LARGE_SHAPE, LARGE_SYSTEMS,  # noqa: E402
-                      SHAPES, SYSTEMS, Loopback, cpu_seconds, rss_mib)
+from loopback import (ACCESS_LOG_SHAPE, ACCESS_LOG_SYSTEMS, CEILING_GRPC,  # noqa: E402
+                      LARGE_BYTES, LARGE_SHAPE, LARGE_SYSTEMS, SHAPES, SYSTEMS, Loopback,
+                      cpu_seconds, rss_mib)
 from nginx import start_nginx  # noqa: E402
 
 HTTPS_PORT = 8443
@@ -58,6 +59,8 @@ def main():
         for repetition in range(plan.repetitions):
             runs = [(shape, system) for shape in SHAPES for system, _ in SYSTEMS]
             runs += [(LARGE_SHAPE, system) for system, _ in LARGE_SYSTEMS]
+            runs += [(ACCESS_LOG_SHAPE, system) for system, _ in ACCESS_LOG_SYSTEMS
+                     if (ACCESS_LOG_SHAPE, system) not in runs]
             for (label, connections, streams), system in runs:
                 overhead.setdefault((label, system), []).append(loopback.h2load(
                     system, connections, streams, plan.h2load_seconds))
@@ -166,7 +169,8 @@ class Tools:
         """Runs sequential_fetches with flags through a fresh egressd started with config;
         returns its JSON, with egressd's CPU seconds during the fetches as egressd_cpu_s."""
         egressd = wan.spawn(wan.CLIENT, [self.egressd, f"--config={config}",
-                                         f"--grpc_listen={EGRESSD_GRPC}"],
+                                         f"--grpc_listen={EGRESSD_GRPC}",
+                                         f"--access_log={os.path.join(self.work, 'access.log')}"],
                             stderr=subprocess.DEVNULL)
         try:
             host, port = EGRESSD_GRPC.split(":")
@@ -461,7 +465,7 @@ class Report:
                     for figure in ("rps", "cpu_per_10k"):
                         cells.append(f"{self.ratio(label, ours, peer, figure):.2f}")
                 lines.append(f"| {label}{suffix} | " + " | ".join(cells) + " |")
-        return lines + self.large_bodies_markdown()
+        return lines + self.large_bodies_markdown() + self.access_log_markdown()
 
     def ratio(self, label, ours, theirs, figure):
         """The ratio of two systems' medians of figure at shape label."""
@@ -488,6 +492,30 @@ class Report:
         mb_s = self.ratio(label, "egressd-1m", "gateway-1m", "rps")
         cpu = self.ratio(label, "egressd-1m", "gateway-1m", "cpu_per_10k")
         lines += ["", f"egressd / gateway: MiB/s {mb_s:.2f}, CPU per MiB {cpu:.2f}."]
+        return lines
+
+    def access_log_markdown(self):
+        label = ACCESS_LOG_SHAPE[0]
+        lines = [
+            "",
+            f"The access log, {label}: egressd writing a JSON line per fetch to a file (as in",
+            "every egressd row above), with `--access_log=off`, and writing to a pipe that",
+            "is never read (lines past its queue are dropped and counted).",
+            "",
+            "| system | requests/s | p50 ms | server CPU s per 10k requests |"
+            " lines dropped per run |",
+            "|---|---|---|---|---|",
+        ]
+        for system, description in ACCESS_LOG_SYSTEMS:
+            runs = self.overhead[(label, system)]
+            lines.append(
+                f"| {description} | {spread([r['rps'] for r in runs])} | "
+                f"{spread([r['p50'] for r in runs], 2)} | "
+                f"{spread([r['cpu_per_10k'] for r in runs], 2)} | "
+                f"{spread([r['log_dropped'] for r in runs])} |")
+        on, blocked = (self.ratio(label, system, "egressd-log-off", "rps")
+                       for system in ("egressd", "egressd-log-blocked"))
+        lines += ["", f"Requests/s against the log off: on {on:.2f}, blocked {blocked:.2f}."]
         return lines
 
     def memory_markdown(self):

@@ -18,9 +18,11 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "grpc/grpc_security_constants.h"
 #include "service/config_reloader.h"
+#include "service/dry_run.h"
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
 #include "service/transport/address_policy.h"
+#include "service/transport/error_reason.h"
 
 namespace egress {
 namespace {
@@ -137,18 +139,20 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
              access_.identities.end();
     });
     if (!listed) {
-      return grpc::Status(
-          grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("the admin service accepts only the certificates --admin_identities "
-                       "lists; this one names ",
-                       names.empty() ? "no URI or DNS SAN" : absl::StrJoin(names, ", ")));
+      return ToGrpcStatus(transport::WithReason(
+          absl::PermissionDeniedError(absl::StrCat(
+              "the admin service accepts only the certificates --admin_identities lists; this "
+              "one names ",
+              names.empty() ? "no URI or DNS SAN" : absl::StrJoin(names, ", "))),
+          "ADMIN_IDENTITY_NOT_ALLOWED"));
     }
   }
   std::string expected_token = access_.bearer_token;
   if (token_file_) {
     auto token = token_file_->Current();
     if (!token.ok()) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(token.status().message()));
+      return ToGrpcStatus(transport::WithReason(
+          absl::UnauthenticatedError(token.status().message()), "ADMIN_TOKEN_UNAVAILABLE"));
     }
     expected_token = *std::move(token);
   }
@@ -158,9 +162,10 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
   const std::string expected = absl::StrCat("Bearer ", expected_token);
   if (it == metadata.end() || it->second.size() != expected.size() ||
       CRYPTO_memcmp(it->second.data(), expected.data(), expected.size()) != 0) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the admin service needs \"authorization: Bearer <token>\" metadata "
-                        "with the token in egressd's --admin_token_file");
+    return ToGrpcStatus(transport::WithReason(
+        absl::UnauthenticatedError("the admin service needs \"authorization: Bearer <token>\" "
+                                   "metadata with the token in egressd's --admin_token_file"),
+        "ADMIN_TOKEN_REQUIRED"));
   }
   return grpc::Status::OK;
 }
@@ -245,9 +250,11 @@ absl::Status AdminService::CheckPolicyWidening(const egress::v1::Config& in_forc
   const egress::v1::PolicyConfig& now = in_force.policy();
   const egress::v1::PolicyConfig& policy = next.policy();
   const auto refuse = [](absl::string_view what) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(what, "; egressd accepts that over gRPC only when started with "
-                           "--admin_allow_policy_off (or put it in the --config file)"));
+    return transport::WithReason(
+        absl::PermissionDeniedError(
+            absl::StrCat(what, "; egressd accepts that over gRPC only when started with "
+                               "--admin_allow_policy_off (or put it in the --config file)")),
+        "POLICY_WIDENING_REFUSED");
   };
   if (policy.disabled() && !now.disabled()) {
     return refuse("policy.disabled turns the egress policy off");
@@ -316,6 +323,29 @@ grpc::ServerUnaryReactor* AdminService::UpdateConfig(
           absl::StrCat("applied; ",
                        changes.empty() ? "nothing changed" : absl::StrJoin(changes, "; ")));
   *response = *std::move(in_force);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::DryRunConfig(
+    grpc::CallbackServerContext* context, const egress::v1::DryRunConfigRequest* request,
+    egress::v1::DryRunConfigResponse* response) {
+  std::lock_guard<std::mutex> in_call(in_call_mu_);
+  grpc::Status status = Authorize(*context);
+  if (!status.ok()) {
+    LogCall("DryRunConfig", *context, Failed("denied", status));
+    return Answer(context, status);
+  }
+  const auto proposed = server_.ValidateConfig(request->config());
+  if (!proposed.ok()) {
+    status = ToGrpcStatus(proposed.status());
+    LogCall("DryRunConfig", *context, Failed("rejected", status));
+    return Answer(context, status);
+  }
+  *response = DryRun(server_.transport().RecentPolicyDecisions(), *proposed->transport.policy);
+  LogCall("DryRunConfig", *context,
+          absl::StrCat("replayed ", response->decisions_replayed(), " decisions: ",
+                       response->newly_denied_size(), " newly denied, ",
+                       response->newly_allowed_size(), " newly allowed (by caller and origin)"));
   return Answer(context, grpc::Status::OK);
 }
 

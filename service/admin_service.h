@@ -69,6 +69,9 @@ class AdminService final : public egress::v1::TransportAdmin::CallbackService {
   grpc::ServerUnaryReactor* GetPoolStats(grpc::CallbackServerContext* context,
                                          const egress::v1::GetPoolStatsRequest* request,
                                          egress::v1::PoolStats* response) override;
+  grpc::ServerUnaryReactor* DryRunConfig(grpc::CallbackServerContext* context,
+                                         const egress::v1::DryRunConfigRequest* request,
+                                         egress::v1::DryRunConfigResponse* response) override;
 
  private:
   grpc::Status Authorize(const grpc::CallbackServerContext& context);

@@ -25,6 +25,8 @@ constexpr size_t kMaxOriginLabels = 10000;
 // gRPC holds a request message whole, and cannot take one of 2 GiB.
 constexpr uint64_t kMaxRequestBodyBytes = 1 << 30;
 constexpr uint32_t kMaxRequestHeaderBytes = 16 << 20;
+// A dry run replays the whole history while the admin call waits.
+constexpr size_t kMaxDecisionHistory = 100000;
 
 // A number left at zero means the default: the proto is filled in with it (GetConfig
 // shows what is in force); otherwise the setting takes the proto's number.
@@ -416,18 +418,37 @@ absl::Status BuildCallerHosts(const std::string& name, const egress::v1::CallerR
   return ParseList(name + ".allowed_hosts", texts, hosts);
 }
 
-// unknown_callers, identity_source and caller_header_trusted_peers, defaults filled in.
-absl::Status BuildCallerIdentification(egress::v1::PolicyConfig* policy, CallerPolicy* callers) {
-  switch (policy->unknown_callers()) {
-    case v1::UNKNOWN_CALLERS_UNSPECIFIED:
-      policy->set_unknown_callers(v1::UNKNOWN_CALLERS_DEFAULT_POLICY);
-      break;
-    case v1::UNKNOWN_CALLERS_DEFAULT_POLICY: break;
-    case v1::UNKNOWN_CALLERS_DENY: callers->deny_unknown = true; break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("policy.unknown_callers: unknown value ", policy->unknown_callers()));
+// The callers and unknown_callers fields of policy or policy.report_only (`prefix`):
+// one rule per identity.
+absl::Status BuildCallerRules(const std::string& prefix,
+                              const google::protobuf::RepeatedPtrField<v1::CallerRule>& list,
+                              v1::UnknownCallers unknown_callers,
+                              transport::CallerRules* rules) {
+  for (int i = 0; i < list.size(); ++i) {
+    const auto& rule = list[i];
+    const std::string entry = absl::StrCat(prefix, "callers[", i, "]");
+    if (rule.identity().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(entry, ".identity: must not be empty"));
+    }
+    if (rules->allowed_hosts.contains(rule.identity())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ".identity: caller \"", rule.identity(), "\" has an earlier rule; give it one"));
+    }
+    if (auto status = BuildCallerHosts(entry, rule, &rules->allowed_hosts[rule.identity()]);
+        !status.ok()) {
+      return status;
+    }
   }
+  if (!v1::UnknownCallers_IsValid(unknown_callers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "unknown_callers: unknown value ", unknown_callers));
+  }
+  rules->deny_unknown = unknown_callers == v1::UNKNOWN_CALLERS_DENY;
+  return absl::OkStatus();
+}
+
+// identity_source and caller_header_trusted_peers, defaults filled in.
+absl::Status BuildCallerIdentification(egress::v1::PolicyConfig* policy, CallerPolicy* callers) {
   switch (policy->identity_source()) {
     case v1::IDENTITY_SOURCE_UNSPECIFIED:
       policy->set_identity_source(v1::IDENTITY_SOURCE_URI_SAN);
@@ -480,34 +501,64 @@ absl::Status BuildCallerLimits(egress::v1::FetchLimits* limits, FetchLimits* l) 
                        l->max_timeout, &l->max_timeout);
 }
 
+// What the access log writes; sample_ratio is a wrapper so that 0 is not "unset".
+absl::Status BuildAccessLog(egress::v1::AccessLogConfig* log, AccessLogSettings* settings) {
+  constexpr uint32_t kMaxQueueLines = 1'000'000;
+  if (log->has_sample_ratio()) {
+    const double ratio = log->sample_ratio().value();
+    if (!(ratio > 0 && ratio <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "access_log.sample_ratio: must be above 0 and at most 1 (got ", ratio, ")"));
+    }
+  } else {
+    log->mutable_sample_ratio()->set_value(settings->sample_ratio);
+  }
+  settings->sample_ratio = log->sample_ratio().value();
+  settings->max_lines_per_second = log->max_lines_per_second();
+  NumberOrDefault(log, &v1::AccessLogConfig::queue_lines, &v1::AccessLogConfig::set_queue_lines,
+                  &settings->queue_lines);
+  if (settings->queue_lines > kMaxQueueLines) {
+    return absl::InvalidArgumentError(absl::StrCat("access_log.queue_lines: at most ",
+                                                   kMaxQueueLines, " (got ",
+                                                   settings->queue_lines, ")"));
+  }
+  settings->log_query = log->log_query();
+  return absl::OkStatus();
+}
+
 absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config) {
+  if (policy->unknown_callers() == v1::UNKNOWN_CALLERS_UNSPECIFIED) {
+    policy->set_unknown_callers(v1::UNKNOWN_CALLERS_DEFAULT_POLICY);
+  }
   transport::PolicyRules rules;
   rules.enabled = !policy->disabled();
-  for (auto status : {ParseList("policy.allow_cidrs", policy->allow_cidrs(), &rules.allow_cidrs),
-                      ParseList("policy.deny_cidrs", policy->deny_cidrs(), &rules.deny_cidrs),
-                      ParseList("policy.allow_hosts", policy->allow_hosts(), &rules.allow_hosts),
-                      ParseList("policy.deny_hosts", policy->deny_hosts(), &rules.deny_hosts)}) {
+  const v1::ReportOnlyRules& report_only = policy->report_only();
+  transport::ReportOnlyRules& reported = rules.report_only;
+  for (auto status :
+       {ParseList("policy.allow_cidrs", policy->allow_cidrs(), &rules.allow_cidrs),
+        ParseList("policy.deny_cidrs", policy->deny_cidrs(), &rules.deny_cidrs),
+        ParseList("policy.allow_hosts", policy->allow_hosts(), &rules.allow_hosts),
+        ParseList("policy.deny_hosts", policy->deny_hosts(), &rules.deny_hosts),
+        BuildCallerRules("policy.", policy->callers(), policy->unknown_callers(),
+                         &rules.callers),
+        ParseList("policy.report_only.deny_cidrs", report_only.deny_cidrs(), &reported.deny_cidrs),
+        ParseList("policy.report_only.deny_hosts", report_only.deny_hosts(), &reported.deny_hosts),
+        BuildCallerRules("policy.report_only.", report_only.callers(),
+                         report_only.unknown_callers(), &reported.callers)}) {
     if (!status.ok()) return status;
   }
   config->transport.policy = std::make_shared<transport::AddressPolicy>(std::move(rules));
+  NumberOrDefault(policy, &v1::PolicyConfig::decision_history_size,
+                  &v1::PolicyConfig::set_decision_history_size,
+                  &config->transport.policy_history_size);
+  if (config->transport.policy_history_size > kMaxDecisionHistory) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "policy.decision_history_size: at most ", kMaxDecisionHistory, " (got ",
+        config->transport.policy_history_size, ")"));
+  }
 
   CallerPolicy& callers = config->callers;
   callers.caller_header = absl::AsciiStrToLower(policy->caller_header());
-  for (int i = 0; i < policy->callers_size(); ++i) {
-    const auto& rule = policy->callers(i);
-    const std::string name = absl::StrCat("policy.callers[", i, "]");
-    if (rule.identity().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ".identity: must not be empty"));
-    }
-    if (callers.allowed_hosts.contains(rule.identity())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ".identity: caller \"", rule.identity(), "\" has an earlier rule; give it one"));
-    }
-    if (auto status = BuildCallerHosts(name, rule, &callers.allowed_hosts[rule.identity()]);
-        !status.ok()) {
-      return status;
-    }
-  }
   NumberOrDefault(policy, &v1::PolicyConfig::max_redirects,
                   &v1::PolicyConfig::set_max_redirects, &callers.max_redirects);
   if (auto status = BuildRedirectStripHeaders(policy, &callers); !status.ok()) return status;
@@ -613,6 +664,11 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
         config.max_origin_labels, "); each origin label adds some 35 series to every scrape"));
   }
 
+  if (auto status = BuildAccessLog(config.proto.mutable_access_log(), &config.access_log);
+      !status.ok()) {
+    return status;
+  }
+
   auto* limits = config.proto.mutable_limits();
   FetchLimits& l = config.limits;
   NumberOrDefault(limits, &v1::FetchLimits::default_max_body_bytes,
@@ -679,7 +735,7 @@ std::vector<std::string> ConfigWarnings(const ServiceConfig& config) {
         "\" is set but policy.caller_header_trusted_peers is empty: the header is ignored "
         "from every peer; list the mesh proxies' addresses or identities"));
   }
-  if (policy.callers_size() > 0 && !config.callers.deny_unknown) {
+  if (policy.callers_size() > 0 && policy.unknown_callers() != v1::UNKNOWN_CALLERS_DENY) {
     warnings.push_back(
         "policy.callers is set and policy.unknown_callers is DEFAULT_POLICY: a caller with no "
         "identity or no rule gets the whole policy; set unknown_callers: UNKNOWN_CALLERS_DENY "

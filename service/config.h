@@ -3,7 +3,6 @@
 
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "egress/v1/egress.pb.h"
 #include "service/transport/settings.h"
@@ -23,21 +22,26 @@ struct FetchLimits {
   uint32_t max_concurrent_fetches_per_caller = 0;  // 0: no per-caller limit
 };
 
-// Who may reach what, beyond the transport's address policy.
+// How callers are identified, and what redirects may carry; which hosts each caller may
+// reach is in the transport's policy (transport::CallerRules).
 struct CallerPolicy {
   std::string caller_header;  // metadata key naming the caller; empty: not used
-  // Per identity, the only hosts it may reach; an empty list ("*") means any host.
-  absl::flat_hash_map<std::string, std::vector<transport::HostPattern>> allowed_hosts;
   uint32_t max_redirects = 5;
   // Lower-case names of request headers dropped when a redirect changes origin.
   std::vector<std::string> redirect_strip_headers = {
       "authorization", "proxy-authorization", "cookie", "cookie2", "www-authenticate"};
-  // Callers with no identity or no rule are refused (policy.unknown_callers: DENY).
-  bool deny_unknown = false;
   egress::v1::IdentitySource identity_source = egress::v1::IDENTITY_SOURCE_URI_SAN;
   // Peers whose caller_header is believed: by connection address, or by mTLS identity.
   std::vector<transport::Cidr> header_trusted_cidrs;
   std::vector<std::string> header_trusted_identities;
+};
+
+// What the access log writes (access_log in the config; where it goes is --access_log).
+struct AccessLogSettings {
+  double sample_ratio = 1.0;          // of successful fetches; the others are all logged
+  uint32_t max_lines_per_second = 0;  // 0: no cap
+  uint32_t queue_lines = 10000;
+  bool log_query = false;
 };
 
 // The config in force: validated, with every default filled in, never changed after
@@ -48,6 +52,7 @@ struct ServiceConfig {
   FetchLimits limits;
   CallerPolicy callers;
   size_t max_origin_labels = 100;  // distinct origins in metrics before "other"
+  AccessLogSettings access_log;
 };
 
 // Checks a config and fills in defaults for fields left unset (zero for numbers).

@@ -1,12 +1,28 @@
 #ifndef EGRESS_SERVICE_FETCH_OBSERVER_H_
 #define EGRESS_SERVICE_FETCH_OBSERVER_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/status_code_enum.h"
 
 namespace egress {
+
+// A gRPC code's name ("OK", "PERMISSION_DENIED", ...), as egress_fetches_total's `code`
+// label and the access log's grpc_code say it.
+inline absl::string_view GrpcCodeName(grpc::StatusCode code) {
+  static constexpr absl::string_view kNames[] = {
+      "OK",          "CANCELLED",          "UNKNOWN",   "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND",    "ALREADY_EXISTS", "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",         "UNAVAILABLE", "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const auto index = static_cast<size_t>(code);
+  return index < std::size(kNames) ? kNames[index] : "UNKNOWN";
+}
 
 // What the gRPC front end reports: one call per finished Fetch or FetchStream.
 // Thread-safe and non-blocking, like transport::TransportObserver.
@@ -16,6 +32,30 @@ class FetchObserver {
   virtual void OnFetchDone(grpc::StatusCode code, absl::Duration duration) = 0;
   // Response body bytes that fetches hold now (limits.buffered_body_budget_bytes).
   virtual void OnBufferedBodyBytes(uint64_t in_use) = 0;
+};
+
+// Why an access log line was not written; these strings are the `reason` label of
+// egress_access_log_dropped_total.
+enum class AccessLogDrop {
+  kQueueFull,    // the sink is slower than the fetches (or blocked)
+  kRateLimited,  // over access_log.max_lines_per_second
+  kWriteError,   // the sink failed (or was still blocked when egressd stopped)
+};
+inline absl::string_view ToString(AccessLogDrop reason) {
+  switch (reason) {
+    case AccessLogDrop::kQueueFull: return "queue_full";
+    case AccessLogDrop::kRateLimited: return "rate_limited";
+    case AccessLogDrop::kWriteError: return "write_error";
+  }
+  return "unknown";
+}
+
+// What the access log reports of its lines. Thread-safe and non-blocking.
+class AccessLogObserver {
+ public:
+  virtual ~AccessLogObserver() = default;
+  virtual void OnAccessLogWritten() = 0;
+  virtual void OnAccessLogDropped(AccessLogDrop reason) = 0;
 };
 
 }  // namespace egress

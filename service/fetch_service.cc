@@ -21,8 +21,11 @@
 #include "boost/url/url.hpp"
 #include "grpc/grpc_security_constants.h"
 #include <mutex>
+#include "service/access_log.h"
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
+#include "service/trace_context.h"
+#include "service/transport/error_reason.h"
 #include "service/utf8_text.h"
 
 namespace egress {
@@ -35,12 +38,82 @@ using transport::Response;
 
 constexpr size_t kStreamChunkBytes = 64 * 1024;
 
+// `status` with another message, its code and payloads (the error's reason) kept.
+absl::Status WithMessage(const absl::Status& status, absl::string_view message) {
+  absl::Status result(status.code(), message);
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { result.SetPayload(url, payload); });
+  return result;
+}
+
+// The first value of a request header (case-insensitive name), or empty.
+std::string HeaderValue(const FetchRequest& request, absl::string_view name) {
+  for (const auto& header : request.headers()) {
+    if (absl::EqualsIgnoreCase(header.name(), name)) return header.value();
+  }
+  return "";
+}
+
+// egressd's span of this fetch: a child of the caller's trace context, from its gRPC
+// metadata, or else from the request's own headers (a caller that does not propagate
+// over gRPC); a new trace when neither holds a valid one.
+TraceContext FetchSpan(const grpc::CallbackServerContext& context, const FetchRequest& request) {
+  const auto& metadata = context.client_metadata();
+  const auto parent = metadata.find("traceparent");
+  if (parent == metadata.end()) {
+    return ChildSpan(HeaderValue(request, "traceparent"), HeaderValue(request, "tracestate"));
+  }
+  const auto state = metadata.find("tracestate");
+  return ChildSpan(absl::string_view(parent->second.data(), parent->second.size()),
+                   state == metadata.end()
+                       ? absl::string_view()
+                       : absl::string_view(state->second.data(), state->second.size()));
+}
+
+// The upstream gets egressd's span as its parent, in place of any trace headers the
+// caller put in the request.
+void SetTraceHeaders(const TraceContext& span, transport::HeaderList* headers) {
+  headers->erase(std::remove_if(headers->begin(), headers->end(),
+                                [](const auto& header) {
+                                  return absl::EqualsIgnoreCase(header.first, "traceparent") ||
+                                         absl::EqualsIgnoreCase(header.first, "tracestate");
+                                }),
+                 headers->end());
+  headers->emplace_back("traceparent", span.ToTraceParent());
+  if (!span.tracestate.empty()) headers->emplace_back("tracestate", span.tracestate);
+}
+
+// One access log line, submitted when its last owner lets go of it: the reactor once
+// gRPC and the transport are done with the RPC, and the response body's settlement once
+// its connection is pooled, drained or closed (whichever comes last; each writes only
+// its own part).
+class AccessLogLine {
+ public:
+  AccessLogLine(AccessLog& log, const AccessLogSettings& settings)
+      : log_(log), settings_(settings) {}
+  ~AccessLogLine() {
+    entry.set_drain(drain.empty() ? "none" : drain);
+    entry.set_drained_bytes(drained_bytes);
+    log_.Submit(std::move(entry), settings_);
+  }
+
+  egress::v1::AccessLogEntry entry;  // the reactor's part
+  std::string drain;                 // the settlement's part
+  uint64_t drained_bytes = 0;
+
+ private:
+  AccessLog& log_;
+  const AccessLogSettings settings_;
+};
+
 absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request,
                                                       const FetchLimits& limits) {
   if (request.body().size() > limits.max_request_body_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "request body of ", request.body().size(), " bytes exceeds the limit of ",
-        limits.max_request_body_bytes, " bytes (limits.max_request_body_bytes)"));
+    return transport::WithReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "request body of ", request.body().size(), " bytes exceeds the limit of ",
+            limits.max_request_body_bytes, " bytes (limits.max_request_body_bytes)")),
+        "REQUEST_TOO_LARGE", {{"limit", "limits.max_request_body_bytes"}});
   }
   transport::HeaderList headers;
   headers.reserve(request.headers_size());
@@ -52,9 +125,11 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
     headers.emplace_back(header.name(), value);
   }
   if (header_bytes > limits.max_request_header_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "request headers of ", header_bytes, " bytes exceed the limit of ",
-        limits.max_request_header_bytes, " bytes (limits.max_request_header_bytes)"));
+    return transport::WithReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "request headers of ", header_bytes, " bytes exceed the limit of ",
+            limits.max_request_header_bytes, " bytes (limits.max_request_header_bytes)")),
+        "REQUEST_TOO_LARGE", {{"limit", "limits.max_request_header_bytes"}});
   }
   return transport::MakeRequest(request.method(), request.url(), std::move(headers),
                                 request.body());
@@ -184,13 +259,16 @@ absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& cur
   auto base = boost::urls::parse_uri(current_url);
   auto reference = boost::urls::parse_uri_reference(location);
   if (!base || !reference) {
-    return absl::UnavailableError(
-        absl::StrCat("upstream redirected to an invalid Location \"", location, "\""));
+    return transport::WithReason(
+        absl::UnavailableError(
+            absl::StrCat("upstream redirected to an invalid Location \"", location, "\"")),
+        "INVALID_REDIRECT");
   }
   boost::urls::url resolved;
   if (auto result = boost::urls::resolve(*base, *reference, resolved); !result) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot resolve redirect Location \"", location, "\""));
+    return transport::WithReason(
+        absl::UnavailableError(absl::StrCat("cannot resolve redirect Location \"", location, "\"")),
+        "INVALID_REDIRECT");
   }
   location = std::string(resolved.buffer());
   const bool to_get = status_code == 303 || ((status_code == 301 || status_code == 302) &&
@@ -209,7 +287,6 @@ absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& cur
                   headers.end());
   }
   next->caller = current.caller;
-  next->caller_allowed_hosts = current.caller_allowed_hosts;
   return next;
 }
 
@@ -224,8 +301,18 @@ void SetHeaderValue(const std::string& value, egress::v1::Header* header) {
   header->set_value_bytes(value);
 }
 
-// Status, headers, connection info and timing: everything but the body.
-void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
+void FillTiming(const transport::ConnectionDetails& c, absl::Duration total,
+                egress::v1::Timing* timing) {
+  ToProto(c.dial.dns, timing->mutable_dns());
+  ToProto(c.dial.connect, timing->mutable_connect());
+  ToProto(c.dial.tls_handshake, timing->mutable_tls_handshake());
+  ToProto(c.time_to_first_byte, timing->mutable_time_to_first_byte());
+  ToProto(total, timing->mutable_total());
+}
+
+// Status, headers, connection info, timing and trace: everything but the body.
+void FillHead(const Response& response, absl::Time start, const TraceContext& trace,
+              FetchResponse* out) {
   out->set_status_code(response.head.status_code);
   for (const auto& [name, value] : response.head.headers) {
     auto* header = out->add_headers();
@@ -239,12 +326,9 @@ void FillHead(const Response& response, absl::Time start, FetchResponse* out) {
   ToProto(c.idle_time, info->mutable_idle_time());
   info->set_connection_id(c.connection_id);
   info->set_remote_address(c.remote_address);
-  auto* timing = out->mutable_timing();
-  ToProto(c.dial.dns, timing->mutable_dns());
-  ToProto(c.dial.connect, timing->mutable_connect());
-  ToProto(c.dial.tls_handshake, timing->mutable_tls_handshake());
-  ToProto(c.time_to_first_byte, timing->mutable_time_to_first_byte());
-  ToProto(absl::Now() - start, timing->mutable_total());
+  FillTiming(c, absl::Now() - start, out->mutable_timing());
+  out->set_trace_id(trace.trace_id);
+  out->set_span_id(trace.span_id);
 }
 
 // What both reactors share: starting the exchange, cancelling it before the head, and
@@ -295,10 +379,13 @@ class ExchangeReactor {
   absl::Status ReserveBody(uint64_t bytes) {
     const uint64_t limit = config_->limits.buffered_body_budget_bytes;
     if (!service_->body_budget.TryReserve(bytes, limit)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "egress is holding its limit of ", limit,
-          " response body bytes for all fetches together (limits.buffered_body_budget_bytes); "
-          "retry with backoff, or ask for fewer bytes"));
+      return transport::WithReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "egress is holding its limit of ", limit,
+              " response body bytes for all fetches together "
+              "(limits.buffered_body_budget_bytes); retry with backoff, or ask for fewer bytes")),
+          "BODY_BUDGET_EXHAUSTED", {{"limit", "limits.buffered_body_budget_bytes"}},
+          transport::kRetryAfterLoad);
     }
     reserved_ += bytes;
     return absl::OkStatus();
@@ -313,46 +400,49 @@ class ExchangeReactor {
              const grpc::CallbackServerContext& context, const FetchRequest& request) {
     const FetchService::Context& service = *service_;
     config_ = std::move(config);
+    trace_ = FetchSpan(context, request);
+    url_ = request.url();
+    if (service.access_log) StartLogLine(*service.access_log, context, request);
     // Counted until OnDone; one over the limit is turned away before any work.
     const uint32_t limit = config_->limits.max_concurrent_fetches;
     const bool over_limit = service.fetches_in_flight.fetch_add(1) >= limit;
     if (service.stopped) {
-      return Report(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "egressd is shutting down; retry on another instance"));
+      return Report(transport::WithReason(
+          absl::UnavailableError("egressd is shutting down; retry on another instance"),
+          "SHUTTING_DOWN", {}, absl::ZeroDuration()));
     }
     if (over_limit) {
-      return Report(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("egress is serving its limit of ", limit,
-                       " concurrent fetches (limits.max_concurrent_fetches); retry with "
-                       "backoff")));
+      return Report(transport::WithReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "egress is serving its limit of ", limit,
+              " concurrent fetches (limits.max_concurrent_fetches); retry with backoff")),
+          "CONCURRENCY_LIMIT", {{"limit", "limits.max_concurrent_fetches"}},
+          transport::kRetryAfterLoad));
     }
     caller_ = CallerIdentity(context, config_->callers);
+    if (log_line_) log_line_->entry.set_caller(caller_);
     const uint32_t caller_limit = config_->limits.max_concurrent_fetches_per_caller;
     if (!service.caller_counts.TryAcquire(caller_, caller_limit)) {
       // Callers without an identity share one count.
       const std::string who = caller_.empty() ? "callers without an identity have their"
                                               : absl::StrCat("caller \"", caller_, "\" has its");
-      return Report(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat(who, " limit of ", caller_limit,
-                       " concurrent fetches under way (limits.max_concurrent_fetches_per_caller)"
-                       "; retry with backoff")));
+      return Report(transport::WithReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              who, " limit of ", caller_limit,
+              " concurrent fetches under way (limits.max_concurrent_fetches_per_caller); "
+              "retry with backoff")),
+          "CALLER_CONCURRENCY_LIMIT",
+          {{"limit", "limits.max_concurrent_fetches_per_caller"}, {"caller", caller_}},
+          transport::kRetryAfterLoad));
     }
     caller_counted_ = caller_limit > 0;
-    if (auto status = self()->Admit(request); !status.ok()) return Report(ToGrpcStatus(status));
+    if (auto status = self()->Admit(request); !status.ok()) return Report(status);
     follow_redirects_ = request.follow_redirects();
     deadline_ = Deadline(context, request, config_->limits, &deadline_capped_);
     auto http_request = ToHttpRequest(request, config_->limits);
-    if (!http_request.ok()) return Report(ToGrpcStatus(http_request.status()));
+    if (!http_request.ok()) return Report(http_request.status());
     http_request->caller = caller_;
-    if (auto rule = config_->callers.allowed_hosts.find(http_request->caller);
-        rule != config_->callers.allowed_hosts.end()) {
-      http_request->caller_allowed_hosts = rule->second;
-    } else {
-      http_request->caller_unknown_denied = config_->callers.deny_unknown;
-    }
-    url_ = request.url();
+    SetTraceHeaders(trace_, &http_request->headers);
     refs_.fetch_add(1);  // the transport callback's
     Send(*std::move(http_request));
   }
@@ -373,6 +463,12 @@ class ExchangeReactor {
   // Keeps the response's body for the derived reactor to read; closes it at once when
   // the caller has already cancelled.
   void KeepBody(std::unique_ptr<transport::ResponseBody> body) {
+    if (log_line_) {
+      body->OnSettled([line = log_line_](const transport::BodySettlement& settlement) {
+        line->drain = settlement.outcome;
+        line->drained_bytes = settlement.drained_bytes;
+      });
+    }
     bool cancelled;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -383,14 +479,14 @@ class ExchangeReactor {
   }
   // Set once by KeepBody, on the I/O thread that then reads it.
   transport::ResponseBody& body() { return *body_; }
+  // Body bytes given to the caller, for the access log.
+  void CountBodyBytes(uint64_t bytes) { bytes_received_ += bytes; }
 
   // The end of the transport's part: finishes the RPC.
-  void Complete(grpc::Status status) {
+  void Complete(absl::Status status) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (cancelled_ && status.ok()) {
-        status = grpc::Status(grpc::StatusCode::CANCELLED, "the caller cancelled the request");
-      }
+      if (cancelled_ && status.ok()) status = absl::CancelledError("the caller cancelled the request");
     }
     Report(std::move(status));
     Unref();
@@ -407,12 +503,15 @@ class ExchangeReactor {
 
   absl::Time start_;
   std::shared_ptr<const ServiceConfig> config_;  // the config this RPC started under
+  TraceContext trace_;
 
  private:
   Reactor* self() { return static_cast<Reactor*>(this); }
 
   void Send(transport::HttpRequest request) {
     if (follow_redirects_) request_ = request;  // the next hop is made from it
+    if (log_line_) log_line_->entry.set_origin(request.origin.Key());
+    sent_ = true;
     // The transport may answer before Fetch returns (a policy denial of an IP literal
     // needs no I/O), and finishing may drop the last other reference: hold one.
     refs_.fetch_add(1);
@@ -432,37 +531,102 @@ class ExchangeReactor {
   // Follows a redirect when the caller asked for it; every hop goes through the
   // transport, and so through the egress policy, again.
   void OnTransportResponse(absl::StatusOr<Response> response) {
+    if (response.ok()) NoteResponse(*response);
     const auto location = response.ok() ? RedirectLocation(*response) : std::nullopt;
     if (!follow_redirects_ || !location) return self()->OnResponse(std::move(response));
     response->body->Close();  // the redirect's own body drains
     if (redirects_ == config_->callers.max_redirects) {
-      return Complete(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("stopped after ", redirects_, " redirects (policy.max_redirects) at ",
-                       url_)));
+      return Complete(transport::WithReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "stopped after ", redirects_, " redirects (policy.max_redirects) at ", url_)),
+          "TOO_MANY_REDIRECTS", {{"limit", "policy.max_redirects"}}));
     }
     ++redirects_;
     std::string next_url = *location;
     auto next = NextHop(request_, url_, next_url, response->head.status_code,
                         config_->callers.redirect_strip_headers);
-    if (!next.ok()) return Complete(ToGrpcStatus(next.status()));
+    if (!next.ok()) return Complete(next.status());
     url_ = std::move(next_url);
     Send(*std::move(next));
   }
 
   // Finishes the RPC, once. Messages may quote upstream bytes (a Location, a header):
   // escaped here, for every message, so that each is valid UTF-8.
-  void Report(grpc::Status status) {
+  void Report(const absl::Status& status) {
     if (reported_.exchange(true)) return;  // an exception came after the RPC was finished
-    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && deadline_capped_) {
-      status = grpc::Status(
-          status.error_code(),
-          absl::StrCat(status.error_message(), " (egress ends every fetch after ",
-                       absl::FormatDuration(config_->limits.max_timeout),
-                       ": limits.max_timeout)"));
+    std::string message(status.message());
+    if (status.code() == absl::StatusCode::kDeadlineExceeded && deadline_capped_) {
+      absl::StrAppend(&message, " (egress ends every fetch after ",
+                      absl::FormatDuration(config_->limits.max_timeout), ": limits.max_timeout)");
     }
-    service_->observer.OnFetchDone(status.error_code(), absl::Now() - start_);
-    self()->Finish(grpc::Status(status.error_code(), EscapeNonUtf8(status.error_message())));
+    const absl::Status final_status = WithTraceId(WithMessage(status, EscapeNonUtf8(message)));
+    const grpc::Status answer = ToGrpcStatus(final_status);
+    const absl::Duration total = absl::Now() - start_;
+    service_->observer.OnFetchDone(answer.error_code(), total);
+    if (log_line_) FinishLogLine(final_status, answer.error_code(), total);
+    self()->Finish(answer);
+  }
+
+  // The error's ErrorInfo names the fetch's trace.
+  absl::Status WithTraceId(absl::Status status) const {
+    if (status.ok()) return status;
+    transport::ErrorReason reason = transport::ReasonOf(status).value_or(
+        transport::ErrorReason{ReasonFor(status), {}, std::nullopt});
+    reason.metadata.emplace_back("trace_id", trace_.trace_id);
+    return transport::WithReason(std::move(status), reason);
+  }
+
+  void StartLogLine(AccessLog& log, const grpc::CallbackServerContext& context,
+                    const FetchRequest& request) {
+    log_line_ = std::make_shared<AccessLogLine>(log, config_->access_log);
+    egress::v1::AccessLogEntry& entry = log_line_->entry;
+    ToProto(start_, entry.mutable_time());
+    entry.set_rpc(Reactor::kRpcName);
+    entry.set_peer(context.peer());
+    entry.set_method(request.method().empty() ? "GET" : request.method());
+    entry.set_bytes_sent(request.body().size());
+    entry.set_trace_id(trace_.trace_id);
+    entry.set_span_id(trace_.span_id);
+    entry.set_parent_span_id(trace_.parent_id);
+  }
+
+  // What the access log says of a hop's response; the last hop's stays.
+  void NoteResponse(const Response& response) {
+    if (!log_line_) return;
+    egress::v1::AccessLogEntry& entry = log_line_->entry;
+    const transport::ConnectionDetails& c = response.connection;
+    entry.set_status_code(response.head.status_code);
+    entry.set_remote_address(c.remote_address);
+    entry.set_connection_reused(c.reused);
+    entry.set_connection_id(c.connection_id);
+    FillTiming(c, absl::ZeroDuration(), entry.mutable_timing());
+    for (const auto& rule : response.would_deny_rules) entry.add_would_deny_rules(rule);
+  }
+
+  void FinishLogLine(const absl::Status& status, grpc::StatusCode code, absl::Duration total) {
+    egress::v1::AccessLogEntry& entry = log_line_->entry;
+    entry.set_url(config_->access_log.log_query ? url_ : AccessLog::RedactQuery(url_));
+    entry.set_grpc_code(std::string(GrpcCodeName(code)));
+    entry.set_bytes_received(bytes_received_);
+    entry.set_redirects(redirects_);
+    ToProto(total, entry.mutable_timing()->mutable_total());
+    const auto reason = transport::ReasonOf(status);
+    if (!status.ok()) {
+      entry.set_error_reason(ReasonFor(status));
+      entry.set_error_message(std::string(status.message()));
+    }
+    if (reason && reason->reason == "POLICY_DENIED") {
+      entry.set_policy_decision("deny");
+      for (const auto& [key, value] : reason->metadata) {
+        if (key == "rule") entry.set_policy_rule(value);
+      }
+    } else if (entry.would_deny_rules_size() > 0) {
+      entry.set_policy_decision("would_deny");
+      entry.set_policy_rule(entry.would_deny_rules(0));
+    } else {
+      // Nothing was asked of the policy when the fetch failed before it was sent.
+      entry.set_policy_decision(sent_ ? "allow" : "none");
+    }
   }
 
   // An exception reached a boundary: logged, the body (if any) closed, and the RPC
@@ -477,10 +641,9 @@ class ExchangeReactor {
     if (body) body->Close();
     Report(Internal(where));
   }
-  static grpc::Status Internal(const char* where) {
-    return grpc::Status(grpc::StatusCode::INTERNAL,
-                        absl::StrCat("egress failed internally (in ", where,
-                                     "); the fetch was abandoned, it may be retried"));
+  static absl::Status Internal(const char* where) {
+    return absl::InternalError(absl::StrCat("egress failed internally (in ", where,
+                                            "); the fetch was abandoned, it may be retried"));
   }
   void Unref() {
     if (refs_.fetch_sub(1) == 1) delete self();
@@ -497,6 +660,9 @@ class ExchangeReactor {
   uint32_t redirects_ = 0;
   transport::HttpRequest request_;  // the current hop, when following redirects
   std::string url_;                 // the current hop's URL
+  bool sent_ = false;               // the transport has been asked
+  uint64_t bytes_received_ = 0;     // body bytes given to the caller
+  std::shared_ptr<AccessLogLine> log_line_;  // null when egressd writes no access log
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;
   std::shared_ptr<transport::PendingFetch> pending_ ABSL_GUARDED_BY(mu_);
@@ -526,6 +692,7 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
 
  private:
   friend class ExchangeReactor<FetchReactor>;
+  static constexpr char kRpcName[] = "Fetch";
   // A caller may not make egress hold more than the ceiling for it. INVALID_ARGUMENT,
   // not RESOURCE_EXHAUSTED: the same request fails the same way whatever the load, so
   // retrying cannot help; the budget (limits.buffered_body_budget_bytes) is what says
@@ -535,19 +702,21 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
     if (request.body_mode() == egress::v1::BODY_MODE_NONE || request.max_body_bytes() <= ceiling) {
       return absl::OkStatus();
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_body_bytes of ", request.max_body_bytes(), " is above the limit of ", ceiling,
-        " bytes (limits.max_body_bytes_ceiling); ask for at most that, or read the body with "
-        "FetchStream"));
+    return transport::WithReason(
+        absl::InvalidArgumentError(absl::StrCat(
+            "max_body_bytes of ", request.max_body_bytes(), " is above the limit of ", ceiling,
+            " bytes (limits.max_body_bytes_ceiling); ask for at most that, or read the body "
+            "with FetchStream")),
+        "MAX_BODY_BYTES_ABOVE_CEILING", {{"limit", "limits.max_body_bytes_ceiling"}});
   }
 
   void OnResponse(absl::StatusOr<Response> response) {
-    if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
-    FillHead(*response, start_, response_);
+    if (!response.ok()) return Complete(response.status());
+    FillHead(*response, start_, trace_, response_);
     KeepBody(std::move(response->body));
     if (body_limit_ == 0 && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
       body().Close();  // BODY_MODE_NONE: the rest is left to auto-drain
-      return Complete(grpc::Status::OK);
+      return Complete(absl::OkStatus());
     }
     ReadMore();
   }
@@ -562,12 +731,12 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   }
 
   void OnBody(absl::StatusOr<std::string> bytes) {
-    if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
+    if (!bytes.ok()) return Complete(bytes.status());
     // The byte past the limit only tells "larger" from "exactly": it is not kept.
     const uint64_t kept = std::min<uint64_t>(bytes->size(), body_limit_ - body_.size());
     if (auto status = ReserveBody(kept); !status.ok()) {
       body().Close();
-      return Complete(ToGrpcStatus(status));
+      return Complete(status);
     }
     const bool ended = bytes->empty();
     body_.append(*bytes);
@@ -576,17 +745,19 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
     body().Close();
     const bool over = body_.size() > body_limit_;
     if (over && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
-      return Complete(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("response body is larger than max_body_bytes (", body_limit_,
-                       " bytes); raise max_body_bytes, or use BODY_MODE_PREFIX or "
-                       "FetchStream to read part of it")));
+      return Complete(transport::WithReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "response body is larger than max_body_bytes (", body_limit_,
+              " bytes); raise max_body_bytes, or use BODY_MODE_PREFIX or FetchStream to read "
+              "part of it")),
+          "RESPONSE_TOO_LARGE", {{"limit", "max_body_bytes"}}));
     }
     if (over) body_.resize(body_limit_);
+    CountBodyBytes(body_.size());
     response_->set_body_truncated(over);
     response_->set_body(std::move(body_));
     ToProto(absl::Now() - start_, response_->mutable_timing()->mutable_total());
-    Complete(grpc::Status::OK);
+    Complete(absl::OkStatus());
   }
 
   const FetchRequest& request_;
@@ -614,7 +785,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
       ReleaseBody(std::exchange(chunk_bytes_, 0));  // the chunk is written, or never will be
       if (!ok) {
         body().Close();
-        return Complete(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+        return Complete(absl::CancelledError("the caller went away"));
       }
       body().Read(kStreamChunkBytes, [this](absl::StatusOr<std::string> bytes) {
         Guarded("OnBody", [&] { OnBody(std::move(bytes)); });
@@ -624,25 +795,27 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
 
  private:
   friend class ExchangeReactor<FetchStreamReactor>;
+  static constexpr char kRpcName[] = "FetchStream";
   // FetchStream ignores max_body_bytes: it holds one chunk at a time.
   absl::Status Admit(const FetchRequest&) { return absl::OkStatus(); }
 
   void OnResponse(absl::StatusOr<Response> response) {
-    if (!response.ok()) return Complete(ToGrpcStatus(response.status()));
-    FillHead(*response, start_, chunk_.mutable_head());
+    if (!response.ok()) return Complete(response.status());
+    FillHead(*response, start_, trace_, chunk_.mutable_head());
     KeepBody(std::move(response->body));
     StartWrite(&chunk_);
   }
 
   void OnBody(absl::StatusOr<std::string> bytes) {
-    if (!bytes.ok()) return Complete(ToGrpcStatus(bytes.status()));
-    if (bytes->empty()) return Complete(grpc::Status::OK);
+    if (!bytes.ok()) return Complete(bytes.status());
+    if (bytes->empty()) return Complete(absl::OkStatus());
     // The one chunk in hand, counted until it is written.
     if (auto status = ReserveBody(bytes->size()); !status.ok()) {
       body().Close();
-      return Complete(ToGrpcStatus(status));
+      return Complete(status);
     }
     chunk_bytes_ = bytes->size();
+    CountBodyBytes(chunk_bytes_);
     chunk_.set_body(*std::move(bytes));
     StartWrite(&chunk_);
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "egress/v1/egress.grpc.pb.h"
+#include "service/access_log.h"
 #include "service/body_budget.h"
 #include "service/caller_counts.h"
 #include "service/config.h"
@@ -27,13 +28,14 @@ class FetchService final : public egress::v1::Egress::CallbackService {
     const std::atomic<bool>& stopped;          // new fetches are refused
     BodyBudget& body_budget;      // for limits.buffered_body_budget_bytes
     CallerCounts& caller_counts;  // for limits.max_concurrent_fetches_per_caller
+    AccessLog* access_log;        // a line per RPC; none when null
   };
 
   FetchService(transport::Transport& transport, const ConfigStore& config,
-               FetchObserver& observer)
+               FetchObserver& observer, AccessLog* access_log)
       : body_budget_(observer),
         context_{transport, config, observer, fetches_in_flight_, stopped_, body_budget_,
-                 caller_counts_} {}
+                 caller_counts_, access_log} {}
 
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
   void StopAccepting() { stopped_ = true; }

@@ -13,10 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/exposer.h"
+#include "service/access_log.h"
 #include "service/admin_server.h"
 #include "service/config.h"
 #include "service/config_reloader.h"
 #include "service/metrics.h"
+#include "service/process_metrics.h"
 #include "service/server_credentials.h"
 #include "service/server.h"
 
@@ -46,6 +48,9 @@ ABSL_FLAG(std::string, admin_tls_client_ca, "",
           "PEM CA that admin clients' certificates must chain to (mTLS)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "address:port serving Prometheus metrics at /metrics");
+ABSL_FLAG(std::string, access_log, "-",
+          "where the access log's JSON lines go: - (standard output), a file to append to, "
+          "or off");
 ABSL_FLAG(std::string, config, "",
           "text-format egress.v1.Config file, applied again when it changes and on SIGHUP; "
           "built-in defaults serve when empty");
@@ -72,6 +77,8 @@ int main(int argc, char** argv) {
   // cycles, a debugging aid that cost a few percent of egressd's CPU in the benchmark.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
+  // A reader that goes away (the access log's pipe) is an error to handle, not an exit.
+  signal(SIGPIPE, SIG_IGN);
   // Block the signals before any thread starts, so that only sigwait sees them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -116,6 +123,17 @@ int main(int argc, char** argv) {
                              ": ", e.what()));
   }
   exposer->RegisterCollectable(metrics);
+  // The exposer holds collectables weakly: this one lives as long as main.
+  auto process_metrics = std::make_shared<egress::ProcessMetrics>();
+  exposer->RegisterCollectable(process_metrics);
+
+  // Before the server, which logs into it until its last fetch is over.
+  std::unique_ptr<egress::AccessLog> access_log;
+  if (const std::string where = absl::GetFlag(FLAGS_access_log); where != "off") {
+    auto opened = egress::AccessLog::Open(where, *metrics);
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    access_log = *std::move(opened);
+  }
 
   auto credentials = egress::MakeServerCredentials(
       {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
@@ -123,7 +141,7 @@ int main(int argc, char** argv) {
       "--grpc_tls");
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
   auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
-                                           *metrics, *credentials);
+                                           *metrics, *credentials, access_log.get());
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(

@@ -21,14 +21,6 @@ using transport::DrainSkipReason;
 
 constexpr const char* kOther = "other";
 
-// gRPC code names, indexed by code, as egress_fetches_total's `code` label.
-constexpr std::array<const char*, 17> kCodeNames = {
-    "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",   "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-    "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",      "DATA_LOSS",
-    "UNAUTHENTICATED"};
-
 // Drains are capped at tens of milliseconds by default; fetches and dials span more.
 const prometheus::Histogram::BucketBoundaries kDrainBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
@@ -225,6 +217,11 @@ void Metrics::OnPolicyDenied(const transport::Origin&, transport::DenyReason rea
   ++policy_denied_[static_cast<size_t>(reason)];
 }
 
+void Metrics::OnPolicyWouldDeny(const transport::Origin&, absl::string_view rule) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++policy_would_deny_[rule];
+}
+
 void Metrics::OnOriginCost(const transport::Origin& origin, const transport::OriginCost& cost) {
   std::lock_guard<std::mutex> lock(mu_);
   For(origin).cost = cost;
@@ -296,6 +293,33 @@ void Metrics::OnDnsStaleServed() {
 void Metrics::OnConnectAttempt(transport::ConnectAttemptResult result) {
   std::lock_guard<std::mutex> lock(mu_);
   ++connect_attempts_[static_cast<size_t>(result)];
+}
+
+void Metrics::OnAccessLogWritten() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++access_log_written_;
+}
+
+void Metrics::OnAccessLogDropped(AccessLogDrop reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++access_log_dropped_[static_cast<size_t>(reason)];
+}
+
+void Metrics::CollectAccessLog(std::vector<MetricFamily>& families) const {
+  MetricFamily written = Family("egress_access_log_lines_total",
+                                "Access log lines written to the sink.", MetricType::Counter);
+  MetricFamily dropped = Family("egress_access_log_dropped_total",
+                                "Access log lines not written, by reason (queue_full: the "
+                                "sink is slow or blocked; rate_limited; write_error).",
+                                MetricType::Counter);
+  std::lock_guard<std::mutex> lock(mu_);
+  AddSample(written, {}, access_log_written_);
+  for (size_t i = 0; i < access_log_dropped_.size(); ++i) {
+    AddSample(dropped, {{"reason", std::string(ToString(static_cast<AccessLogDrop>(i)))}},
+              access_log_dropped_[i]);
+  }
+  families.push_back(std::move(written));
+  families.push_back(std::move(dropped));
 }
 
 void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
@@ -373,6 +397,10 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily denied = Family("egress_policy_denied_total",
                                "Destinations refused by the egress policy, by reason.",
                                MetricType::Counter);
+  MetricFamily would_deny = Family(
+      "egress_policy_would_deny_total",
+      "Fetches a report-only rule (policy.report_only) would have denied, by rule.",
+      MetricType::Counter);
   MetricFamily dial_cost = Family("egress_origin_dial_seconds",
                                   "Moving estimate of a new connection's time (DNS, connect, TLS).",
                                   MetricType::Gauge);
@@ -473,12 +501,16 @@ std::vector<MetricFamily> Metrics::Collect() const {
     AddSample(budget, {{"state", "limit"}}, budget_limit_);
     AddSample(buffered, {}, buffered_body_bytes_);
     for (size_t i = 0; i < fetches_by_code_.size(); ++i) {
-      AddSample(fetches, {{"code", kCodeNames[i]}}, fetches_by_code_[i]);
+      AddSample(fetches, {{"code", std::string(GrpcCodeName(static_cast<grpc::StatusCode>(i)))}},
+                fetches_by_code_[i]);
     }
     for (size_t i = 0; i < policy_denied_.size(); ++i) {
       AddSample(denied,
                 {{"reason", std::string(ToString(static_cast<transport::DenyReason>(i)))}},
                 policy_denied_[i]);
+    }
+    for (const auto& [rule, count] : policy_would_deny_) {
+      AddSample(would_deny, {{"rule", rule}}, count);
     }
     for (size_t i = 0; i < dns_lookups_.size(); ++i) {
       AddSample(dns, {{"result", std::string(ToString(static_cast<transport::DnsResult>(i)))}},
@@ -487,10 +519,11 @@ std::vector<MetricFamily> Metrics::Collect() const {
   }
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
-      bytes,    retries, pool,      fetches,     denied,     dial_cost, body_rate,
+      bytes,    retries, pool,      fetches,     denied,     would_deny, dial_cost, body_rate,
       drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions, tls};
   CollectUpstreamInput(families);
   CollectDialing(families);
+  CollectAccessLog(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

@@ -33,6 +33,7 @@ namespace egress {
 // has live connections, so both sums above hold per row and removing a row keeps them.
 class Metrics final : public transport::TransportObserver,
                       public FetchObserver,
+                      public AccessLogObserver,
                       public prometheus::Collectable {
  public:
   explicit Metrics(size_t max_origins);
@@ -60,6 +61,7 @@ class Metrics final : public transport::TransportObserver,
   void OnRetry(const transport::Origin& origin) override;
   void OnPoolWait(const transport::Origin& origin, absl::Duration waited) override;
   void OnPolicyDenied(const transport::Origin& origin, transport::DenyReason reason) override;
+  void OnPolicyWouldDeny(const transport::Origin& origin, absl::string_view rule) override;
   void OnOriginCost(const transport::Origin& origin, const transport::OriginCost& cost) override;
   void OnDrainBudget(uint64_t in_use, uint64_t limit) override;
   void OnDrainAwareAcquisition(const transport::Origin& origin,
@@ -75,6 +77,10 @@ class Metrics final : public transport::TransportObserver,
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
   void OnBufferedBodyBytes(uint64_t in_use) override;
+
+  // AccessLogObserver
+  void OnAccessLogWritten() override;
+  void OnAccessLogDropped(AccessLogDrop reason) override;
 
   // prometheus::Collectable
   std::vector<prometheus::MetricFamily> Collect() const override;
@@ -142,6 +148,8 @@ class Metrics final : public transport::TransportObserver,
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
   // Not by origin: a caller probing many internal names must not explode the label.
   std::array<uint64_t, transport::kDenyReasonCount> policy_denied_ ABSL_GUARDED_BY(mu_){};
+  // By report-only rule: labels from the config, not from requests.
+  absl::flat_hash_map<std::string, uint64_t> policy_would_deny_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, transport::kDnsResultCount> dns_lookups_ ABSL_GUARDED_BY(mu_){};
   uint64_t dns_cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dns_stale_served_ ABSL_GUARDED_BY(mu_) = 0;
@@ -159,6 +167,10 @@ class Metrics final : public transport::TransportObserver,
   // egress_upstream_protocol_errors_total and egress_transport_exceptions_total.
   void CollectUpstreamInput(std::vector<prometheus::MetricFamily>& families) const;
   uint64_t buffered_body_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t access_log_written_ ABSL_GUARDED_BY(mu_) = 0;
+  std::array<uint64_t, 3> access_log_dropped_ ABSL_GUARDED_BY(mu_){};  // by AccessLogDrop
+  // egress_access_log_lines_total and egress_access_log_dropped_total.
+  void CollectAccessLog(std::vector<prometheus::MetricFamily>& families) const;
 };
 
 }  // namespace egress

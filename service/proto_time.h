@@ -3,6 +3,7 @@
 
 #include "absl/time/time.h"
 #include "google/protobuf/duration.pb.h"
+#include "google/protobuf/timestamp.pb.h"
 
 namespace egress {
 
@@ -14,6 +15,12 @@ inline void ToProto(absl::Duration d, google::protobuf::Duration* out) {
   const int64_t seconds = absl::IDivDuration(d, absl::Seconds(1), &d);
   out->set_seconds(seconds);
   out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d)));
+}
+
+inline void ToProto(absl::Time t, google::protobuf::Timestamp* out) {
+  const int64_t nanoseconds = absl::ToUnixNanos(t);
+  out->set_seconds(nanoseconds / 1'000'000'000);
+  out->set_nanos(static_cast<int32_t>(nanoseconds % 1'000'000'000));
 }
 
 }  // namespace egress

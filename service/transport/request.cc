@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url_view.hpp"
+#include "service/transport/error_reason.h"
 
 namespace egress::transport {
 namespace {
@@ -166,40 +167,49 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   HttpRequest request;
   request.method = method.empty() ? "GET" : std::string(method);
   if (!IsToken(request.method)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "method \"", absl::CEscape(request.method), "\" is not a valid HTTP method token"));
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(
+                          "method \"", absl::CEscape(request.method),
+                          "\" is not a valid HTTP method token")),
+                      "INVALID_METHOD");
   }
 
   auto parsed = boost::urls::parse_uri(std::string_view(url.data(), url.size()));
   if (!parsed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("URL \"", absl::CEscape(url), "\" is not a valid absolute URL (",
-                     parsed.error().message(), "); expected http(s)://host[:port]/path"));
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(
+            "URL \"", absl::CEscape(url), "\" is not a valid absolute URL (",
+            parsed.error().message(), "); expected http(s)://host[:port]/path")),
+        "INVALID_URL");
   }
   auto origin = ParseOrigin(*parsed, url);
-  if (!origin.ok()) return origin.status();
+  if (!origin.ok()) return WithReason(origin.status(), "INVALID_URL");
   request.origin = *std::move(origin);
 
   // Userinfo and fragment are never sent upstream.
   request.target = std::string(parsed->encoded_path());
   if (request.target.empty()) request.target = "/";
   if (request.target[0] != '/') {  // "http://host:8x/" parses as port 8, path "x/"
-    return absl::InvalidArgumentError(absl::StrCat(
-        "URL \"", absl::CEscape(url), "\" is not a valid absolute URL: its path must start "
-        "with \"/\" (is the port all digits?)"));
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(
+                          "URL \"", absl::CEscape(url),
+                          "\" is not a valid absolute URL: its path must start with \"/\" (is "
+                          "the port all digits?)")),
+                      "INVALID_URL");
   }
   if (parsed->has_query()) absl::StrAppend(&request.target, "?", std::string(parsed->encoded_query()));
   if (request.target.size() > kMaxFieldBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the URL's path and query are ", request.target.size(), " bytes; egress sends at most ",
-        kMaxFieldBytes));
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(
+                          "the URL's path and query are ", request.target.size(),
+                          " bytes; egress sends at most ", kMaxFieldBytes)),
+                      "INVALID_URL");
   }
 
   for (const auto& [name, value] : headers) {
-    if (auto status = ValidateHeader(name, value); !status.ok()) return status;
+    if (auto status = ValidateHeader(name, value); !status.ok()) {
+      return WithReason(status, "INVALID_HEADER");
+    }
   }
   if (auto status = ValidateMethodAndFraming(request.method, headers, body); !status.ok()) {
-    return status;
+    return WithReason(status, "UNSUPPORTED_REQUEST");
   }
   request.headers = std::move(headers);
   request.body = std::move(body);

@@ -22,7 +22,21 @@ struct ResponseBody::State {
   bool reading ABSL_GUARDED_BY(mu) = false;
   bool closed ABSL_GUARDED_BY(mu) = false;    // the caller let go
   bool released ABSL_GUARDED_BY(mu) = false;  // the connection went back to the transport
+  SettledCallback settled ABSL_GUARDED_BY(mu);
+
+  SettledCallback TakeSettled() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::exchange(settled, nullptr);
+  }
 };
+
+namespace {
+
+void Settle(const SettledCallback& settled, const BodySettlement& settlement) {
+  if (settled) settled(settlement);
+}
+
+}  // namespace
 
 // One request from pool acquisition to response head, retrying once on a fresh
 // connection when a reused one turns out dead before any response byte (idempotent
@@ -39,24 +53,12 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         done_(std::move(done)) {}
 
   void Start() {
-    if (request_.caller_unknown_denied) {
-      transport_.observer_.OnPolicyDenied(request_.origin, DenyReason::kUnknownCaller);
-      return Finish(absl::PermissionDeniedError(absl::StrCat(
-          "egress policy denies ", request_.origin.Key(), ": ",
-          request_.caller.empty() ? std::string("the caller has no identity")
-                                  : absl::StrCat("caller \"", request_.caller,
-                                                 "\" has no policy.callers rule"),
-          " and policy.unknown_callers is DENY")));
-    }
     // A per-caller rule is about names, so it is checked before any connection is picked.
-    const auto& allowed = request_.caller_allowed_hosts;
-    if (!allowed.empty() &&
-        std::none_of(allowed.begin(), allowed.end(),
-                     [&](const HostPattern& p) { return p.Matches(request_.origin.host); })) {
-      transport_.observer_.OnPolicyDenied(request_.origin, DenyReason::kCallerNotAllowed);
-      return Finish(absl::PermissionDeniedError(absl::StrCat(
-          "egress policy denies ", request_.origin.Key(), ": caller \"", request_.caller,
-          "\" may reach only the hosts its policy.callers rule lists")));
+    caller_verdict_ = settings_.policy->CheckCaller(request_.caller, request_.origin.host);
+    if (const std::optional<DenyReason> denied = caller_verdict_.denied) {
+      transport_.observer_.OnPolicyDenied(request_.origin, *denied);
+      RecordDecision({});
+      return Finish(PolicyDenial(request_.origin, caller_verdict_, request_.caller));
     }
     Acquire(/*fresh=*/false);
   }
@@ -123,14 +125,17 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Acquire(/*fresh=*/false);
     }
     if (lease_.reused) {
-      if (const auto denied = PolicyDenies(*lease_.connection)) {
-        transport_.observer_.OnPolicyDenied(request_.origin, denied->second);
+      AddressCheck check = CheckPooled(*lease_.connection);
+      const PolicyVerdict verdict = check.verdict;
+      RecordDecision(std::move(check));
+      if (verdict.denied) {
+        transport_.observer_.OnPolicyDenied(request_.origin, *verdict.denied);
         transport_.pool_.Retire(lease_.connection, CloseReason::kPolicy);
         {
           std::lock_guard<std::mutex> lock(mu_);
           connection_ = nullptr;
         }
-        return Finish(PolicyDenial(request_.origin, denied->first, denied->second));
+        return Finish(PolicyDenial(request_.origin, verdict, request_.caller));
       }
       return Send();
     }
@@ -160,7 +165,8 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     if (!drained->connection->StillOpenAndQuiet()) {
       return transport_.pool_.Retire(drained->connection, CloseReason::kStale);
     }
-    if (PolicyDenies(*drained->connection)) {  // the dial, checked itself, carries on
+    AddressCheck check = CheckPooled(*drained->connection);
+    if (check.verdict.denied) {  // the dial, checked itself, carries on
       return transport_.pool_.Retire(drained->connection, CloseReason::kPolicy);
     }
     bool take;
@@ -180,18 +186,36 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     const std::optional<DrainAwareChoice> choice = lease_.drain_choice;
     lease_ = *std::move(drained);
     lease_.drain_choice = choice;
+    RecordDecision(std::move(check));
     Send();
   }
 
   // What the policy this request started with says of a pooled connection, which may
-  // have been dialed under an earlier one: the address and the reason, if it denies it.
-  std::optional<std::pair<net::ip::address, DenyReason>> PolicyDenies(
-      const Connection& connection) const {
-    const std::optional<net::ip::address> address = connection.remote_ip();
-    if (!address) return std::nullopt;
-    const std::optional<DenyReason> reason = settings_.policy->Check(request_.origin.host, *address);
-    if (!reason) return std::nullopt;
-    return std::make_pair(*address, *reason);
+  // have been dialed under an earlier one: judged by the address it is connected to
+  // (the others its host resolved to at the dial are not kept).
+  AddressCheck CheckPooled(const Connection& connection) const {
+    AddressCheck check;
+    if (const std::optional<net::ip::address> address = connection.remote_ip()) {
+      check.addresses.push_back(*address);
+    }
+    check.verdict = settings_.policy->CheckAddresses(request_.origin.host, check.addresses);
+    return check;
+  }
+
+  // The policy's verdict on this fetch, from its caller's check and its connection's:
+  // counted, kept for dry runs, and reported with the response. Once per fetch: a retry
+  // on a fresh connection is the same fetch.
+  void RecordDecision(AddressCheck check) {
+    if (decided_) return;
+    decided_ = true;
+    PolicyDecision decision{absl::Now(), request_.caller, request_.origin,
+                            std::move(check.addresses),
+                            AddressPolicy::Combine(caller_verdict_, std::move(check.verdict))};
+    for (const std::string& rule : decision.verdict.would_deny) {
+      transport_.observer_.OnPolicyWouldDeny(request_.origin, rule);
+    }
+    would_deny_rules_ = decision.verdict.would_deny;
+    transport_.policy_history_.Add(std::move(decision));
   }
 
   void OnDial(const std::shared_ptr<Connection>& connection, absl::Status status) {
@@ -204,6 +228,8 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       race_wait_id = std::exchange(race_wait_id_, 0);
     }
     if (race_wait_id) transport_.pool_.CancelWait(race_wait_id);
+    // The addresses were checked (the dial got past the lookup): the policy has decided.
+    if (!surplus && connection->address_check()) RecordDecision(*connection->address_check());
     if (!status.ok()) {
       transport_.pool_.Retire(connection, CloseReason::kDialFailed);
       return surplus ? void() : Finish(std::move(status));
@@ -305,6 +331,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     if (!lease_.reused) details.dial = connection->dial_timing();
     details.time_to_first_byte = absl::Now() - send_start_;
     details.retried = retried_;
+    response.would_deny_rules = would_deny_rules_;
     auto state = std::make_shared<ResponseBody::State>();
     state->transport = &transport_;
     state->connection = connection;
@@ -332,6 +359,9 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
+  PolicyVerdict caller_verdict_;  // the caller stage, from Start
+  bool decided_ = false;          // RecordDecision ran
+  std::vector<std::string> would_deny_rules_;
 
   std::mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
@@ -372,8 +402,10 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
         if (aborted && !bytes.ok()) {
           // Cut short after Close: the connection closed under the read.
           state->transport->pool_.Retire(state->connection, CloseReason::kCancelled);
+          Settle(state->TakeSettled(),
+                 {absl::StrCat("closed:", ToString(CloseReason::kCancelled)), 0});
         } else {
-          state->transport->FinishResponse(state->connection);
+          state->transport->FinishResponse(state->connection, state->TakeSettled());
         }
         if (aborted) bytes = absl::CancelledError("the response body was closed during a read");
         done(std::move(bytes));
@@ -399,7 +431,12 @@ void ResponseBody::Close() {
     }
     state_->released = true;
   }
-  state_->transport->FinishResponse(state_->connection);
+  state_->transport->FinishResponse(state_->connection, state_->TakeSettled());
+}
+
+void ResponseBody::OnSettled(SettledCallback settled) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->settled = std::move(settled);
 }
 
 std::optional<size_t> Transport::Snapshot::OverrideIndex(absl::string_view host) const {
@@ -487,6 +524,7 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
   pool_.SetPolicy((*snapshot)->settings.policy);
   pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
   drain_budget_.SetLimit((*snapshot)->settings.drain_budget_bytes);
+  policy_history_.SetCapacity((*snapshot)->settings.policy_history_size);
   std::lock_guard<std::mutex> lock(mu_);
   current_ = *std::move(snapshot);
   return absl::OkStatus();
@@ -506,6 +544,7 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
                          << "\n";
              }),
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
+      policy_history_(snapshot->settings.policy_history_size),
       pool_(loops_.first().get_executor(), PoolLimitsOf(snapshot->settings),
             [this](const Origin& origin) { return MakeConnection(origin); },
             [this](std::shared_ptr<Connection> connection) { Warm(std::move(connection)); }) {
@@ -550,13 +589,17 @@ std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time d
   return exchange;
 }
 
-void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
+void Transport::FinishResponse(const std::shared_ptr<Connection>& connection,
+                               SettledCallback settled) {
   const std::optional<CloseReason> verdict = connection->ReuseVerdict();
   if (!verdict) {
     pool_.Return(connection);
-    return;
+    return Settle(settled, {"pooled", 0});
   }
-  if (*verdict != CloseReason::kUnreadBody) return pool_.Retire(connection, *verdict);
+  if (*verdict != CloseReason::kUnreadBody) {
+    pool_.Retire(connection, *verdict);
+    return Settle(settled, {absl::StrCat("closed:", ToString(*verdict)), 0});
+  }
 
   const Origin& origin = connection->origin();
   // The policy in force when the drain starts, not when the request did.
@@ -574,29 +617,39 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection) {
   }
   if (const auto* skip = std::get_if<DrainSkipReason>(&decision)) {
     observer_.OnDrainSkipped(origin, *skip);
-    return pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose
-                                        ? CloseReason::kConnectionClose
-                                        : CloseReason::kUnreadBody);
+    pool_.Retire(connection, *skip == DrainSkipReason::kConnectionClose
+                                 ? CloseReason::kConnectionClose
+                                 : CloseReason::kUnreadBody);
+    return Settle(settled, {absl::StrCat("drain_skipped:", ToString(*skip)), 0});
   }
   const Drain& drain = std::get<Drain>(decision);
   connection->DrainBody(drain, drain.budgeted ? &drain_budget_ : nullptr,
                         drain.budgeted ? reserve : 0,
-                        [this, connection](const DrainOutcome& outcome) {
-                          AfterDrain(connection, outcome);
+                        [this, connection, settled = std::move(settled)](
+                            const DrainOutcome& outcome) {
+                          AfterDrain(connection, outcome, settled);
                         });
 }
 
 void Transport::AfterDrain(const std::shared_ptr<Connection>& connection,
-                           const DrainOutcome& outcome) {
+                           const DrainOutcome& outcome, const SettledCallback& settled) {
   const Origin& origin = connection->origin();
   // Warm: an earlier response on this connection already grew TCP's window.
   observer_.OnOriginCost(origin, pool_.RecordDrain(origin, outcome.bytes, outcome.duration,
                                                    !outcome.abandoned,
                                                    connection->requests() > 1));
-  if (outcome.abandoned) return pool_.Retire(connection, CloseReason::kDrainAbandoned);
+  if (outcome.abandoned) {
+    pool_.Retire(connection, CloseReason::kDrainAbandoned);
+    return Settle(settled, {absl::StrCat("drain_abandoned:", ToString(*outcome.abandoned)),
+                            outcome.bytes});
+  }
   const std::optional<CloseReason> verdict = connection->ReuseVerdict();
-  if (verdict) return pool_.Retire(connection, *verdict);
-  pool_.Return(connection);
+  if (verdict) {
+    pool_.Retire(connection, *verdict);
+  } else {
+    pool_.Return(connection);
+  }
+  Settle(settled, {"drained", outcome.bytes});
 }
 
 }  // namespace egress::transport

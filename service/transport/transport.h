@@ -41,6 +41,15 @@ struct ConnectionDetails {
   bool retried = false;  // a dead pooled connection was replaced by a fresh one
 };
 
+// What became of a response's connection once its body was let go of, for the access
+// log: "pooled" (nothing was left to read), "drained", "drain_abandoned:<reason>",
+// "drain_skipped:<reason>" or "closed:<reason>" (the reasons as the metrics name them).
+struct BodySettlement {
+  std::string outcome;
+  uint64_t drained_bytes = 0;
+};
+using SettledCallback = std::function<void(const BodySettlement&)>;
+
 // The body of a response, read by its caller in pieces, like Go's resp.Body. What the
 // caller does not read is drained in the background (or the connection closed) per the
 // drain policy when the body is closed or destroyed. Thread-safe; one Read at a time.
@@ -58,6 +67,9 @@ class ResponseBody {
   // Lets go of the body; returns at once. Idempotent. What is left is drained or the
   // connection closed, per the drain policy.
   void Close();
+  // `settled` runs once, on an I/O thread, when the connection has been pooled, drained
+  // or closed after the body; set it before the body ends or is closed.
+  void OnSettled(SettledCallback settled);
 
  private:
   friend class Exchange;
@@ -149,8 +161,9 @@ class Transport {
   void Warm(std::shared_ptr<Connection> connection);
   // The end of an exchange whose body the caller is done with: back to the pool,
   // drained first, or closed.
-  void FinishResponse(const std::shared_ptr<Connection>& connection);
-  void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome);
+  void FinishResponse(const std::shared_ptr<Connection>& connection, SettledCallback settled);
+  void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome,
+                  const SettledCallback& settled);
 
   TransportObserver& observer_;
   mutable std::mutex mu_;

@@ -18,12 +18,18 @@ using ::testing::HasSubstr;
 class ErrorsTest : public EgressTest {
  protected:
   // Fetches, expects the code and a message containing `words`, then a healthy fetch.
+  // Fetches, expects the code, a message containing `words` and google.rpc.ErrorInfo
+  // with `reason`, then a healthy fetch.
   void ExpectFailure(const FetchRequest& request, grpc::StatusCode code,
-                     const std::string& words) {
+                     const std::string& words, const std::string& reason) {
     FetchResponse response;
     const grpc::Status status = Fetch(request, &response);
     EXPECT_EQ(status.error_code(), code) << status.error_message();
     EXPECT_THAT(status.error_message(), HasSubstr(words));
+    const auto info = ErrorInfoOf(status);
+    ASSERT_TRUE(info.has_value()) << "no ErrorInfo in " << status.error_message();
+    EXPECT_EQ(info->domain(), "egress.v1");
+    EXPECT_EQ(info->reason(), reason) << status.error_message();
     ExpectHealthy();
   }
 
@@ -43,15 +49,17 @@ class ErrorsTest : public EgressTest {
 
 TEST_F(ErrorsTest, MalformedUrlIsInvalidArgument) {
   StartEgress();
-  ExpectFailure(WithUrl("not a url"), grpc::StatusCode::INVALID_ARGUMENT, "not a valid absolute URL");
-  ExpectFailure(WithUrl("/relative/path"), grpc::StatusCode::INVALID_ARGUMENT, "URL");
-  ExpectFailure(WithUrl("http:///no-host"), grpc::StatusCode::INVALID_ARGUMENT, "has no host");
+  ExpectFailure(WithUrl("not a url"), grpc::StatusCode::INVALID_ARGUMENT, "not a valid absolute URL",
+                "INVALID_URL");
+  ExpectFailure(WithUrl("/relative/path"), grpc::StatusCode::INVALID_ARGUMENT, "URL", "INVALID_URL");
+  ExpectFailure(WithUrl("http:///no-host"), grpc::StatusCode::INVALID_ARGUMENT, "has no host",
+                "INVALID_URL");
 }
 
 TEST_F(ErrorsTest, SchemeOtherThanHttpIsInvalidArgument) {
   StartEgress();
   ExpectFailure(WithUrl("ftp://localhost/file"), grpc::StatusCode::INVALID_ARGUMENT,
-                "only http and https");
+                "only http and https", "INVALID_URL");
 }
 
 TEST_F(ErrorsTest, HeaderValueWithCrLfIsInvalidArgumentAndNothingIsSent) {
@@ -60,7 +68,8 @@ TEST_F(ErrorsTest, HeaderValueWithCrLfIsInvalidArgumentAndNothingIsSent) {
   auto* header = request.add_headers();
   header->set_name("X-Note");
   header->set_value("a\r\nX-Injected: 1");
-  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "forbidden character (CR)");
+  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "forbidden character (CR)",
+                "INVALID_HEADER");
   EXPECT_EQ(observer_.requests_new + observer_.requests_reused, 1);  // ExpectHealthy's only
 }
 
@@ -70,14 +79,15 @@ TEST_F(ErrorsTest, HeaderNameThatIsNotATokenIsInvalidArgument) {
   auto* header = request.add_headers();
   header->set_name("Bad Name");
   header->set_value("x");
-  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "not a valid HTTP token");
+  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "not a valid HTTP token",
+                "INVALID_HEADER");
 }
 
 TEST_F(ErrorsTest, MethodThatIsNotATokenIsInvalidArgument) {
   StartEgress();
   FetchRequest request = Request(nginx().HttpsUrl("/echo"));
   request.set_method("GE T");
-  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "method");
+  ExpectFailure(request, grpc::StatusCode::INVALID_ARGUMENT, "method", "INVALID_METHOD");
 }
 
 TEST_F(ErrorsTest, OversizedRequestBodyIsResourceExhausted) {
@@ -85,7 +95,8 @@ TEST_F(ErrorsTest, OversizedRequestBodyIsResourceExhausted) {
   FetchRequest request = Request(nginx().HttpsUrl("/echo"));
   request.set_method("POST");
   request.set_body(std::string(11, 'b'));
-  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "max_request_body_bytes");
+  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "max_request_body_bytes",
+                "REQUEST_TOO_LARGE");
 }
 
 // gRPC's own message limit (4 MiB by default) must not come before
@@ -105,7 +116,8 @@ TEST_F(ErrorsTest, RequestBodiesUpToTheLimitGoThroughAndOneByteMoreNamesTheLimit
   EXPECT_EQ(response.body(), absl::StrCat(limit, "\n"));  // nginx read all of it
 
   request.set_body(std::string(limit + 1, 'b'));
-  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "limits.max_request_body_bytes");
+  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "limits.max_request_body_bytes",
+                "REQUEST_TOO_LARGE");
 }
 
 // The gRPC message limit is fixed when egressd starts: a config that needs a larger one
@@ -124,20 +136,21 @@ TEST_F(ErrorsTest, RaisingTheRequestLimitsPastTheStartOnesTakesARestart) {
   FetchRequest request = Request(nginx().HttpUrl("/upload"));
   request.set_method("POST");
   request.set_body(std::string((1 << 20) + 1, 'b'));
-  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "limits.max_request_body_bytes");
+  ExpectFailure(request, grpc::StatusCode::RESOURCE_EXHAUSTED, "limits.max_request_body_bytes",
+                "REQUEST_TOO_LARGE");
 }
 
 TEST_F(ErrorsTest, UnknownHostIsUnavailable) {
   StartEgress();
   // Runs in a network namespace with only loopback: the lookup cannot leave the machine.
   ExpectFailure(WithUrl("https://nonexistent.invalid/"), grpc::StatusCode::UNAVAILABLE,
-                "resolving host \"nonexistent.invalid\"");
+                "resolving host \"nonexistent.invalid\"", "DNS_FAILED");
 }
 
 TEST_F(ErrorsTest, RefusedConnectionIsUnavailable) {
   StartEgress();
   ExpectFailure(WithUrl("http://127.0.0.1:" + std::to_string(FreePort()) + "/"),
-                grpc::StatusCode::UNAVAILABLE, "refused");
+                grpc::StatusCode::UNAVAILABLE, "refused", "CONNECT_FAILED");
 }
 
 TEST_F(ErrorsTest, UntrustedCertificateIsUnavailable) {
@@ -157,6 +170,10 @@ TEST_F(ErrorsTest, UntrustedCertificateIsUnavailable) {
   const grpc::Status status = stub->Fetch(&context, Request(nginx().HttpsUrl("/cl/1k")), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(status.error_message(), HasSubstr("certificate verification failed"));
+  const auto info = ErrorInfoOf(status);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->reason(), "TLS_CERTIFICATE_INVALID");
+  EXPECT_EQ(info->metadata().at("origin"), "https://localhost:" + std::to_string(nginx().https_port()));
   EXPECT_EQ(observer.opened, 0);
   ExpectHealthy();
 }
@@ -165,7 +182,8 @@ TEST_F(ErrorsTest, RequestTimeoutIsDeadlineExceeded) {
   StartEgress();
   FetchRequest request = Request(nginx().HttpsUrl("/slow-head"));
   request.mutable_timeout()->set_nanos(300'000'000);
-  ExpectFailure(request, grpc::StatusCode::DEADLINE_EXCEEDED, "deadline expired while waiting");
+  ExpectFailure(request, grpc::StatusCode::DEADLINE_EXCEEDED, "deadline expired while waiting",
+                "DEADLINE_EXCEEDED");
 }
 
 TEST_F(ErrorsTest, ResponseHeaderTimeoutIsDeadlineExceeded) {
@@ -173,7 +191,7 @@ TEST_F(ErrorsTest, ResponseHeaderTimeoutIsDeadlineExceeded) {
     c.mutable_transport()->mutable_response_header_timeout()->set_nanos(200'000'000);
   });
   ExpectFailure(Request(nginx().HttpsUrl("/slow-head")), grpc::StatusCode::DEADLINE_EXCEEDED,
-                "timed out after 200ms");
+                "timed out after 200ms", "UPSTREAM_TIMEOUT");
 }
 
 // nginx on idle_close_port closes connections idle for 1 s; egress finds that out before
@@ -191,6 +209,46 @@ TEST_F(ErrorsTest, ConnectionClosedWhileIdleIsReplacedBeforeSending) {
   EXPECT_EQ(observer_.retries, 0);
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), 1);
   EXPECT_EQ(nginx().NewConnections(LoggedUri("/cl/1k"), 2), 2);
+}
+
+// A caller can tell which rule refused it and for what, without parsing the message.
+TEST_F(ErrorsTest, PolicyDenialNamesTheRuleTheHostAndTheAddress) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_policy()->add_deny_cidrs("127.0.0.2/32"); });
+  FetchResponse response;
+  const grpc::Status status =
+      Fetch(WithUrl("http://127.0.0.2:" + std::to_string(nginx().http_port()) + "/"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  const auto info = ErrorInfoOf(status);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->reason(), "POLICY_DENIED");
+  EXPECT_EQ(info->metadata().at("rule"), "deny_cidrs:127.0.0.2/32");
+  EXPECT_EQ(info->metadata().at("host"), "127.0.0.2");
+  EXPECT_EQ(info->metadata().at("address"), "127.0.0.2");
+  EXPECT_FALSE(RetryDelayOf(status).has_value());  // the same request fails the same way
+
+  // A built-in denial names its range.
+  const grpc::Status builtin = Fetch(WithUrl("http://10.0.0.1/"), &response);
+  EXPECT_EQ(builtin.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(ErrorInfoOf(builtin).has_value());
+  EXPECT_EQ(ErrorInfoOf(builtin)->metadata().at("rule"), "builtin:private");
+  ExpectHealthy();
+}
+
+// A refusal for load says that a retry may help, and when.
+TEST_F(ErrorsTest, ConcurrencyLimitSaysWhenToRetry) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_concurrent_fetches(1); });
+  BackgroundFetch hanging(*stub_, Request(nginx().HttpsUrl("/slow-head")));
+  ASSERT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 1; }));
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(ErrorInfoOf(status).has_value());
+  EXPECT_EQ(ErrorInfoOf(status)->reason(), "CONCURRENCY_LIMIT");
+  EXPECT_EQ(ErrorInfoOf(status)->metadata().at("limit"), "limits.max_concurrent_fetches");
+  ASSERT_TRUE(RetryDelayOf(status).has_value());
+  EXPECT_GT(*RetryDelayOf(status), absl::ZeroDuration());
+  hanging.Cancel();
+  hanging.Wait();
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/time/time.h"
 #include "egress/v1/egress.grpc.pb.h"
+#include "google/rpc/error_details.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
@@ -80,6 +83,11 @@ class BackgroundFetch {
 
 // The descriptors this process has open.
 int OpenFileDescriptors();
+
+// The google.rpc.ErrorInfo in a status's details, if there is one.
+std::optional<google::rpc::ErrorInfo> ErrorInfoOf(const grpc::Status& status);
+// The google.rpc.RetryInfo's delay in a status's details, if there is one.
+std::optional<absl::Duration> RetryDelayOf(const grpc::Status& status);
 
 // EgressTest with an upstream that misbehaves on command, for the whole suite.
 class EgressFaultsTest : public EgressTest {

@@ -45,6 +45,7 @@ std::string Locations(const std::string& dir) {
     location = /slow-head { echo_sleep 3; echo "late"; }
     location = /slow-300ms { echo_sleep 0.3; echo "late"; }
     location = /echo { echo "ok"; }
+    location = /trace { echo "$http_traceparent|$http_tracestate"; }
     location = /upload { client_max_body_size 64m; echo_read_request_body; echo $content_length; }
     location = /redirect-internal { return 302 http://127.0.0.1:$server_port/cl/1k; }
     location = /redirect-relative { return 302 /cl/1k; }

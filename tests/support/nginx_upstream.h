@@ -20,6 +20,7 @@ namespace egress::testing {
 //   /chunked/mixed      chunks of 3, 1021 and 70001 bytes ("x", "y", "z")
 //   /stall              1024 "a", an 80 ms pause, 1024 "b"; chunked
 //   /slow-head          headers only after 3 s
+//   /trace              the request's traceparent and tracestate, as "parent|state"
 //   /echo               "ok\n" for any method
 //   /upload             reads a request body of up to 64 MiB, answers its Content-Length
 //   /redirect-internal  302 to http://127.0.0.1:<port>/cl/1k

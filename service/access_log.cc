@@ -1,0 +1,162 @@
+#include "service/access_log.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace egress {
+namespace {
+
+// How long the writer lets entries gather once it is busy: one write per batch, and no
+// wake-up per fetch.
+constexpr absl::Duration kBatchInterval = absl::Milliseconds(50);
+// How long a blocked sink may hold up egressd's exit.
+constexpr absl::Duration kFlushOnExit = absl::Seconds(1);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AccessLog>> AccessLog::Open(const std::string& destination,
+                                                           AccessLogObserver& observer) {
+  if (destination == "-") {
+    return std::unique_ptr<AccessLog>(new AccessLog(STDOUT_FILENO, false, observer));
+  }
+  const int fd = open(destination.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--access_log: cannot open \"", destination,
+                                                   "\": ", std::strerror(errno)));
+  }
+  return std::unique_ptr<AccessLog>(new AccessLog(fd, true, observer));
+}
+
+AccessLog::AccessLog(int fd, bool owned, AccessLogObserver& observer)
+    : fd_(fd), owned_(owned), observer_(observer), writer_([this] { Run(); }) {}
+
+AccessLog::~AccessLog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stop_writing_ = true;
+  wake_.notify_one();
+  writer_.join();
+  if (owned_) close(fd_);
+}
+
+std::string AccessLog::RedactQuery(const std::string& url) {
+  const size_t query = url.find('?');
+  if (query == std::string::npos) return url;
+  const size_t fragment = url.find('#', query);
+  return absl::StrCat(url.substr(0, query), "?REDACTED",
+                      fragment == std::string::npos ? "" : url.substr(fragment));
+}
+
+bool AccessLog::Sampled(double ratio) {
+  thread_local std::mt19937_64 random(std::random_device{}());
+  return std::uniform_real_distribution<double>(0.0, 1.0)(random) < ratio;
+}
+
+bool AccessLog::TakeToken(uint32_t per_second) {
+  const absl::Time now = absl::Now();
+  const double burst = per_second;
+  tokens_ = std::min(burst, tokens_ + absl::ToDoubleSeconds(now - refilled_) * per_second);
+  refilled_ = now;
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
+void AccessLog::Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings& settings) {
+  const bool always = entry.grpc_code() != "OK" || entry.policy_decision() != "allow";
+  if (!always && settings.sample_ratio < 1.0 && !Sampled(settings.sample_ratio)) return;
+  std::optional<AccessLogDrop> dropped;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (settings.max_lines_per_second > 0 && !TakeToken(settings.max_lines_per_second)) {
+      dropped = AccessLogDrop::kRateLimited;
+    } else if (queue_.size() >= settings.queue_lines) {
+      dropped = AccessLogDrop::kQueueFull;
+    } else {
+      queue_.push_back(std::move(entry));
+      wake = std::exchange(writer_idle_, false);
+    }
+  }
+  if (dropped) return observer_.OnAccessLogDropped(*dropped);
+  if (wake) wake_.notify_one();
+}
+
+void AccessLog::Run() {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (queue_.empty() && !stopping_) {
+      writer_idle_ = true;
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      // More entries come with the first while the writer is busy: let them gather.
+      if (!stopping_) wake_.wait_for(lock, absl::ToChronoMilliseconds(kBatchInterval),
+                                     [&] { return stopping_; });
+    }
+    if (queue_.empty()) return;  // stopping, and all written
+    std::deque<egress::v1::AccessLogEntry> batch;
+    batch.swap(queue_);
+    lock.unlock();
+
+    std::string text;
+    for (const auto& entry : batch) {
+      std::string line;
+      if (!google::protobuf::util::MessageToJsonString(entry, &line, options).ok()) continue;
+      absl::StrAppend(&text, line, "\n");
+    }
+    const bool written = WriteAll(text);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (written) {
+        observer_.OnAccessLogWritten();
+      } else {
+        observer_.OnAccessLogDropped(AccessLogDrop::kWriteError);
+      }
+    }
+    lock.lock();
+    if (!stopping_ && !queue_.empty()) {
+      wake_.wait_for(lock, absl::ToChronoMilliseconds(kBatchInterval), [&] { return stopping_; });
+    }
+  }
+}
+
+bool AccessLog::WriteAll(const std::string& text) {
+  absl::Time give_up = absl::InfiniteFuture();
+  size_t done = 0;
+  while (done < text.size()) {
+    if (stop_writing_ && give_up == absl::InfiniteFuture()) give_up = absl::Now() + kFlushOnExit;
+    if (absl::Now() >= give_up) return false;
+    // Waits until the sink takes bytes, a tenth of a second at a time (so that stopping
+    // is noticed); then writes at most PIPE_BUF, which a pipe with room takes without
+    // blocking.
+    pollfd ready{fd_, POLLOUT, 0};
+    const int polled = poll(&ready, 1, 100);
+    if (polled < 0 && errno != EINTR) return false;
+    if (polled <= 0) continue;
+    if (ready.revents & (POLLERR | POLLHUP | POLLNVAL)) return false;
+    const size_t chunk = std::min<size_t>(text.size() - done, PIPE_BUF);
+    const ssize_t wrote = write(fd_, text.data() + done, chunk);
+    if (wrote < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return false;
+    }
+    done += static_cast<size_t>(wrote);
+  }
+  return true;
+}
+
+}  // namespace egress

@@ -1,0 +1,67 @@
+#ifndef EGRESS_SERVICE_ACCESS_LOG_H_
+#define EGRESS_SERVICE_ACCESS_LOG_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "egress/v1/egress.pb.h"
+#include "service/config.h"
+#include "service/fetch_observer.h"
+
+namespace egress {
+
+// One JSON line per entry (egress.v1.AccessLogEntry), written to a file descriptor by a
+// thread of its own. Submit never blocks on the sink: entries wait in a bounded queue
+// and are serialized on the writer thread; what does not fit is dropped and counted.
+class AccessLog {
+ public:
+  // `destination`: "-" for standard output, else a file appended to.
+  static absl::StatusOr<std::unique_ptr<AccessLog>> Open(const std::string& destination,
+                                                         AccessLogObserver& observer);
+  // Writes what is queued (waiting at most a second for a blocked sink), then stops.
+  ~AccessLog();
+
+  // Queues `entry` unless sampling or the caps in `settings` leave it out.
+  void Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings& settings);
+
+  // The query string of `url` replaced by "REDACTED" (nothing else changes).
+  static std::string RedactQuery(const std::string& url);
+
+ private:
+  AccessLog(int fd, bool owned, AccessLogObserver& observer);
+  void Run();
+  // Writes all of `text`; false when the sink failed, or stayed blocked for a second
+  // after egressd began to stop.
+  bool WriteAll(const std::string& text);
+  // Whether a successful fetch is one of the sampled ones.
+  bool Sampled(double ratio);
+  // Whether the rate cap lets one more line through now (under mu_).
+  bool TakeToken(uint32_t per_second);
+
+  const int fd_;
+  const bool owned_;
+  AccessLogObserver& observer_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<egress::v1::AccessLogEntry> queue_;  // guarded by mu_
+  bool stopping_ = false;                          // guarded by mu_
+  // The writer waits for a first entry (guarded by mu_): only then does Submit wake it.
+  bool writer_idle_ = false;
+  std::atomic<bool> stop_writing_{false};  // WriteAll's copy of stopping_
+  double tokens_ = 0;                              // guarded by mu_: the rate cap's bucket
+  absl::Time refilled_ = absl::InfinitePast();     // guarded by mu_
+  std::thread writer_;
+};
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_ACCESS_LOG_H_
