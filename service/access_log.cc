@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
+#include "boost/url/parse.hpp"
+#include "boost/url/url.hpp"
+#include "service/proto_json.h"
 
 namespace egress {
 namespace {
@@ -28,9 +31,17 @@ constexpr absl::Duration kFlushOnExit = absl::Seconds(1);
 absl::StatusOr<std::unique_ptr<AccessLog>> AccessLog::Open(const std::string& destination,
                                                            AccessLogObserver& observer) {
   if (destination == "-") {
+    // A pipe or a terminal is opened again, non-blocking, so that a reader that stops
+    // reading can never hold a write (and egressd's exit); a file cannot block.
+    struct stat sink;
+    if (fstat(STDOUT_FILENO, &sink) == 0 && !S_ISREG(sink.st_mode)) {
+      const int fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) return std::unique_ptr<AccessLog>(new AccessLog(fd, true, observer));
+    }
     return std::unique_ptr<AccessLog>(new AccessLog(STDOUT_FILENO, false, observer));
   }
-  const int fd = open(destination.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int fd = open(destination.c_str(),
+                      O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0640);
   if (fd < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--access_log: cannot open \"", destination,
                                                    "\": ", std::strerror(errno)));
@@ -46,18 +57,23 @@ AccessLog::~AccessLog() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  stop_writing_ = true;
+  give_up_ = absl::Now() + kFlushOnExit;
+  stop_writing_ = true;  // after give_up_, which WriteAll reads once it sees this
   wake_.notify_one();
   writer_.join();
   if (owned_) close(fd_);
 }
 
-std::string AccessLog::RedactQuery(const std::string& url) {
-  const size_t query = url.find('?');
-  if (query == std::string::npos) return url;
-  const size_t fragment = url.find('#', query);
-  return absl::StrCat(url.substr(0, query), "?REDACTED",
-                      fragment == std::string::npos ? "" : url.substr(fragment));
+std::string AccessLog::LoggedUrl(const std::string& url, bool keep_query) {
+  auto parsed = boost::urls::parse_uri_reference(url);
+  if (!parsed) {  // not a URL (the fetch failed for it): its start, in case it is long
+    return url.size() <= kMaxLoggedBytes ? url : absl::StrCat(url.substr(0, kMaxLoggedBytes), "...");
+  }
+  boost::urls::url logged(*parsed);
+  if (logged.has_userinfo()) logged.set_userinfo("REDACTED");
+  if (logged.has_query() && !keep_query) logged.set_encoded_query("REDACTED");
+  logged.remove_fragment();  // never sent upstream
+  return std::string(logged.buffer());
 }
 
 bool AccessLog::Sampled(double ratio) {
@@ -96,9 +112,6 @@ void AccessLog::Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings
 }
 
 void AccessLog::Run() {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (queue_.empty() && !stopping_) {
@@ -115,9 +128,8 @@ void AccessLog::Run() {
 
     std::string text;
     for (const auto& entry : batch) {
-      std::string line;
-      if (!google::protobuf::util::MessageToJsonString(entry, &line, options).ok()) continue;
-      absl::StrAppend(&text, line, "\n");
+      AppendProtoJson(entry, &text);
+      text.push_back('\n');
     }
     const bool written = WriteAll(text);
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -135,14 +147,13 @@ void AccessLog::Run() {
 }
 
 bool AccessLog::WriteAll(const std::string& text) {
-  absl::Time give_up = absl::InfiniteFuture();
   size_t done = 0;
   while (done < text.size()) {
-    if (stop_writing_ && give_up == absl::InfiniteFuture()) give_up = absl::Now() + kFlushOnExit;
-    if (absl::Now() >= give_up) return false;
+    if (stop_writing_ && absl::Now() >= give_up_) return false;
     // Waits until the sink takes bytes, a tenth of a second at a time (so that stopping
-    // is noticed); then writes at most PIPE_BUF, which a pipe with room takes without
-    // blocking.
+    // is noticed); then writes at most PIPE_BUF, which a pipe with room takes whole (the
+    // descriptor does not block either, unless it is a standard output that could not be
+    // opened again).
     pollfd ready{fd_, POLLOUT, 0};
     const int polled = poll(&ready, 1, 100);
     if (polled < 0 && errno != EINTR) return false;

@@ -33,8 +33,13 @@ class AccessLog {
   // Queues `entry` unless sampling or the caps in `settings` leave it out.
   void Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings& settings);
 
-  // The query string of `url` replaced by "REDACTED" (nothing else changes).
-  static std::string RedactQuery(const std::string& url);
+  // `url` as the log shows it: a password or other userinfo as "REDACTED", and the query
+  // string too unless `keep_query` (both often carry credentials); no fragment. What is
+  // not a URL is cut to kMaxLoggedBytes.
+  static std::string LoggedUrl(const std::string& url, bool keep_query);
+  // The most of a caller's text (a URL that is not one, an error message quoting it) a
+  // line holds: the queue is bounded in lines, so each line must be bounded too.
+  static constexpr size_t kMaxLoggedBytes = 4096;
 
  private:
   AccessLog(int fd, bool owned, AccessLogObserver& observer);
@@ -57,6 +62,7 @@ class AccessLog {
   // The writer waits for a first entry (guarded by mu_): only then does Submit wake it.
   bool writer_idle_ = false;
   std::atomic<bool> stop_writing_{false};  // WriteAll's copy of stopping_
+  absl::Time give_up_;  // when writing stops once stopping (set before stop_writing_)
   double tokens_ = 0;                              // guarded by mu_: the rate cap's bucket
   absl::Time refilled_ = absl::InfinitePast();     // guarded by mu_
   std::thread writer_;

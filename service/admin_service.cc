@@ -69,7 +69,7 @@ std::string OneLine(absl::string_view text) {
 void LogCall(absl::string_view method, const grpc::CallbackServerContext& context,
              absl::string_view outcome) {
   const std::vector<std::string> names = CertificateNames(context);
-  std::cout << OneLine(absl::StrCat("egressd: admin ", method, " from ", context.peer(),
+  std::cerr << OneLine(absl::StrCat("egressd: admin ", method, " from ", context.peer(),
                                     " identity ", names.empty() ? "-" : absl::StrJoin(names, ","),
                                     ": ", outcome))
             << std::endl;

@@ -99,14 +99,14 @@ void ConfigReloader::LogProblem(const std::string& message) {
     if (message == last_problem_) return;
     last_problem_ = message;
   }
-  std::cout << "egressd: rejected config file " << path_
+  std::cerr << "egressd: rejected config file " << path_
             << " (the config in force stays): " << message << std::endl;
 }
 
 absl::Status ConfigReloader::Reload() {
   auto contents = ReadSettled();
   if (!contents.ok()) {
-    std::cout << "egressd: rejected config file " << path_
+    std::cerr << "egressd: rejected config file " << path_
               << " (the config in force stays): " << contents.status().message() << std::endl;
     return contents.status();
   }
@@ -126,7 +126,7 @@ absl::Status ConfigReloader::Apply(const std::string& contents) {
     applied_contents_ = contents;
     last_problem_.clear();
   }
-  std::cout << "egressd: applied config file " << path_ << std::endl;
+  std::cerr << "egressd: applied config file " << path_ << std::endl;
   return status;
 }
 

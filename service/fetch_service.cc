@@ -46,10 +46,16 @@ absl::Status WithMessage(const absl::Status& status, absl::string_view message) 
   return result;
 }
 
+// A request header's value: value_bytes carries what a proto3 string cannot (e.g.
+// Latin-1), and wins when set.
+const std::string& ValueOf(const egress::v1::Header& header) {
+  return header.value_bytes().empty() ? header.value() : header.value_bytes();
+}
+
 // The first value of a request header (case-insensitive name), or empty.
 std::string HeaderValue(const FetchRequest& request, absl::string_view name) {
   for (const auto& header : request.headers()) {
-    if (absl::EqualsIgnoreCase(header.name(), name)) return header.value();
+    if (absl::EqualsIgnoreCase(header.name(), name)) return ValueOf(header);
   }
   return "";
 }
@@ -119,8 +125,7 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
   headers.reserve(request.headers_size());
   size_t header_bytes = 0;
   for (const auto& header : request.headers()) {
-    // value_bytes carries what a proto3 string cannot (e.g. Latin-1); it wins when set.
-    const std::string& value = header.value_bytes().empty() ? header.value() : header.value_bytes();
+    const std::string& value = ValueOf(header);
     header_bytes += header.name().size() + value.size() + 4;  // ": " and CRLF
     headers.emplace_back(header.name(), value);
   }
@@ -403,7 +408,10 @@ class ExchangeReactor {
     trace_ = FetchSpan(context, request);
     url_ = request.url();
     if (service.access_log) StartLogLine(*service.access_log, context, request);
-    // Counted until OnDone; one over the limit is turned away before any work.
+    // Known before any refusal, so that the log says whom it refused.
+    caller_ = CallerIdentity(context, config_->callers);
+    if (log_line_) log_line_->entry.set_caller(caller_);
+    // Counted until OnDone; one over the limit is turned away with little work.
     const uint32_t limit = config_->limits.max_concurrent_fetches;
     const bool over_limit = service.fetches_in_flight.fetch_add(1) >= limit;
     if (service.stopped) {
@@ -419,8 +427,6 @@ class ExchangeReactor {
           "CONCURRENCY_LIMIT", {{"limit", "limits.max_concurrent_fetches"}},
           transport::kRetryAfterLoad));
     }
-    caller_ = CallerIdentity(context, config_->callers);
-    if (log_line_) log_line_->entry.set_caller(caller_);
     const uint32_t caller_limit = config_->limits.max_concurrent_fetches_per_caller;
     if (!service.caller_counts.TryAcquire(caller_, caller_limit)) {
       // Callers without an identity share one count.
@@ -510,7 +516,10 @@ class ExchangeReactor {
 
   void Send(transport::HttpRequest request) {
     if (follow_redirects_) request_ = request;  // the next hop is made from it
-    if (log_line_) log_line_->entry.set_origin(request.origin.Key());
+    if (log_line_) {
+      log_line_->entry.set_origin(request.origin.Key());
+      log_line_->entry.set_bytes_sent(request.body.size());
+    }
     sent_ = true;
     // The transport may answer before Fetch returns (a policy denial of an IP literal
     // needs no I/O), and finishing may drop the last other reference: hold one.
@@ -531,7 +540,11 @@ class ExchangeReactor {
   // Follows a redirect when the caller asked for it; every hop goes through the
   // transport, and so through the egress policy, again.
   void OnTransportResponse(absl::StatusOr<Response> response) {
-    if (response.ok()) NoteResponse(*response);
+    if (response.ok()) {
+      NoteResponse(*response);
+    } else {
+      NoteWouldDeny(transport::WouldDenyRulesOf(response.status()));
+    }
     const auto location = response.ok() ? RedirectLocation(*response) : std::nullopt;
     if (!follow_redirects_ || !location) return self()->OnResponse(std::move(response));
     response->body->Close();  // the redirect's own body drains
@@ -584,13 +597,13 @@ class ExchangeReactor {
     entry.set_rpc(Reactor::kRpcName);
     entry.set_peer(context.peer());
     entry.set_method(request.method().empty() ? "GET" : request.method());
-    entry.set_bytes_sent(request.body().size());
     entry.set_trace_id(trace_.trace_id);
     entry.set_span_id(trace_.span_id);
     entry.set_parent_span_id(trace_.parent_id);
   }
 
-  // What the access log says of a hop's response; the last hop's stays.
+  // What the access log says of a hop's response: the last hop's stays, and the
+  // report-only rules of every hop.
   void NoteResponse(const Response& response) {
     if (!log_line_) return;
     egress::v1::AccessLogEntry& entry = log_line_->entry;
@@ -600,12 +613,20 @@ class ExchangeReactor {
     entry.set_connection_reused(c.reused);
     entry.set_connection_id(c.connection_id);
     FillTiming(c, absl::ZeroDuration(), entry.mutable_timing());
-    for (const auto& rule : response.would_deny_rules) entry.add_would_deny_rules(rule);
+    NoteWouldDeny(response.would_deny_rules);
+  }
+
+  void NoteWouldDeny(const std::vector<std::string>& rules) {
+    if (!log_line_) return;
+    auto* logged = log_line_->entry.mutable_would_deny_rules();
+    for (const auto& rule : rules) {
+      if (std::find(logged->begin(), logged->end(), rule) == logged->end()) *logged->Add() = rule;
+    }
   }
 
   void FinishLogLine(const absl::Status& status, grpc::StatusCode code, absl::Duration total) {
     egress::v1::AccessLogEntry& entry = log_line_->entry;
-    entry.set_url(config_->access_log.log_query ? url_ : AccessLog::RedactQuery(url_));
+    entry.set_url(AccessLog::LoggedUrl(url_, config_->access_log.log_query));
     entry.set_grpc_code(std::string(GrpcCodeName(code)));
     entry.set_bytes_received(bytes_received_);
     entry.set_redirects(redirects_);
@@ -613,7 +634,7 @@ class ExchangeReactor {
     const auto reason = transport::ReasonOf(status);
     if (!status.ok()) {
       entry.set_error_reason(ReasonFor(status));
-      entry.set_error_message(std::string(status.message()));
+      entry.set_error_message(std::string(status.message().substr(0, AccessLog::kMaxLoggedBytes)));
     }
     if (reason && reason->reason == "POLICY_DENIED") {
       entry.set_policy_decision("deny");

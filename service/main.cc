@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   if (!config_path.empty()) {
     reloader.emplace(**server, config_path, config_text, absl::GetFlag(FLAGS_config_poll));
   }
-  std::cout << "egressd: serving Egress on " << absl::GetFlag(FLAGS_grpc_listen)
+  std::cerr << "egressd: serving Egress on " << absl::GetFlag(FLAGS_grpc_listen)
             << ", TransportAdmin on " << absl::GetFlag(FLAGS_admin_listen)
             << ", metrics on http://" << absl::GetFlag(FLAGS_metrics_listen)
             << "/metrics; config: " << egress::DescribeConfig(*config) << std::endl;
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
       if (reloader) reloader->Reload().IgnoreError();  // logged; the old config stays
       continue;
     }
-    std::cout << "egressd: signal " << signal << ", shutting down" << std::endl;
+    std::cerr << "egressd: signal " << signal << ", shutting down" << std::endl;
     break;
   }
   reloader.reset();

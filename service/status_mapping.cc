@@ -6,6 +6,7 @@
 #include "google/rpc/status.pb.h"
 #include "service/proto_time.h"
 #include "service/transport/error_reason.h"
+#include "service/utf8_text.h"
 
 namespace egress {
 namespace {
@@ -63,7 +64,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   info.set_domain(kDomain);
   info.set_reason(ReasonFor(status));
   if (reason) {
-    for (const auto& [key, value] : reason->metadata) (*info.mutable_metadata())[key] = value;
+    // Metadata may quote what a caller or upstream sent: proto3 strings must be UTF-8.
+    for (const auto& [key, value] : reason->metadata) {
+      (*info.mutable_metadata())[key] = EscapeNonUtf8(value);
+    }
   }
   google::rpc::Status details;
   details.set_code(code);

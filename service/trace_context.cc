@@ -84,7 +84,6 @@ TraceContext ChildSpan(absl::string_view traceparent, absl::string_view tracesta
   } else {
     span.trace_id = RandomHex(32);
     span.flags = "01";
-    span.new_trace = true;
   }
   return span;
 }

@@ -27,7 +27,6 @@ struct TraceContext {
   std::string parent_id;   // the caller's span; empty in a new trace
   std::string flags;
   std::string tracestate;  // the caller's, passed on unchanged; empty in a new trace
-  bool new_trace = false;
 
   // The traceparent to send upstream: this span as the parent.
   std::string ToTraceParent() const;

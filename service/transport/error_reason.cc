@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace egress::transport {
@@ -16,6 +18,8 @@ constexpr absl::string_view kPrefix = "egress.v1/";
 constexpr absl::string_view kReason = "egress.v1/reason";
 constexpr absl::string_view kMetadataPrefix = "egress.v1/metadata/";
 constexpr absl::string_view kRetryDelay = "egress.v1/retry_delay_ns";
+// Outside kPrefix: WithReason does not replace it.
+constexpr absl::string_view kWouldDeny = "egress.v1.policy/would_deny_rules";
 
 }  // namespace
 
@@ -60,6 +64,17 @@ std::optional<ErrorReason> ReasonOf(const absl::Status& status) {
     }
   });
   return result;
+}
+
+absl::Status WithWouldDenyRules(absl::Status status, const std::vector<std::string>& rules) {
+  if (!status.ok() && !rules.empty()) status.SetPayload(kWouldDeny, absl::Cord(absl::StrJoin(rules, "\n")));
+  return status;
+}
+
+std::vector<std::string> WouldDenyRulesOf(const absl::Status& status) {
+  const auto rules = status.GetPayload(kWouldDeny);
+  if (!rules) return {};
+  return absl::StrSplit(std::string(*rules), '\n');
 }
 
 }  // namespace egress::transport

@@ -39,6 +39,11 @@ absl::Status WithReason(absl::Status status, const ErrorReason& reason);
 // The reason attached to `status`, if any.
 std::optional<ErrorReason> ReasonOf(const absl::Status& status);
 
+// The report-only rules that would have denied a fetch that then failed, for the access
+// log (not for the caller: they stay out of ErrorInfo), and their reading back.
+absl::Status WithWouldDenyRules(absl::Status status, const std::vector<std::string>& rules);
+std::vector<std::string> WouldDenyRulesOf(const absl::Status& status);
+
 }  // namespace egress::transport
 
 #endif  // EGRESS_SERVICE_TRANSPORT_ERROR_REASON_H_

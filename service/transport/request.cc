@@ -42,20 +42,31 @@ std::string DescribeByte(char c) {
 // server takes more (nginx 8 KiB, Envoy 60 KiB for all headers), and an unbounded one is
 // a caller choosing how much egress writes.
 constexpr size_t kMaxFieldBytes = 65533;
+// A DNS name has at most 253 characters (RFC 1035); no host is longer.
+constexpr size_t kMaxHostBytes = 253;
+
+// A caller's text quoted in an error message: escaped, and cut after its first 200
+// bytes (an invalid URL may be megabytes, and the message travels in gRPC's trailers).
+std::string Quoted(absl::string_view text) {
+  constexpr size_t kMaxQuoted = 200;
+  if (text.size() <= kMaxQuoted) return absl::StrCat("\"", absl::CEscape(text), "\"");
+  return absl::StrCat("\"", absl::CEscape(text.substr(0, kMaxQuoted)), "\"... (",
+                      text.size(), " bytes)");
+}
 
 // RFC 9110 5.5: field values are visible characters, spaces and tabs (and obs-text).
 // CR and LF would let a caller smuggle extra headers or a second request.
 absl::Status ValidateHeader(const std::string& name, const std::string& value) {
   if (!IsToken(name)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "header name \"", absl::CEscape(name),
-        "\" is not a valid HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"));
+        "header name ", Quoted(name),
+        " is not a valid HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"));
   }
   for (char c : value) {
     const auto u = static_cast<unsigned char>(c);
     if ((u < 0x20 && c != '\t') || u == 0x7f) {
       return absl::InvalidArgumentError(
-          absl::StrCat("header \"", name, "\" has a forbidden character (",
+          absl::StrCat("header ", Quoted(name), " has a forbidden character (",
                        DescribeByte(c), ") in its value; CR, LF, NUL and other control "
                        "characters are not allowed"));
     }
@@ -102,7 +113,7 @@ absl::Status ValidateMethodAndFraming(const std::string& method, const HeaderLis
     }
     if (upgrade) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "header \"", name, ": ", value, "\" asks to switch protocols, which egress does "
+          "header ", Quoted(absl::StrCat(name, ": ", value)), " asks to switch protocols, which egress does "
           "not do (it carries HTTP/1.1 requests and responses only); leave it out"));
     }
   }
@@ -116,7 +127,7 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     origin.tls = true;
   } else if (scheme != "http") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "URL \"", raw, "\" has scheme \"", scheme, "\"; only http and https are supported"));
+        "URL ", Quoted(raw), " has scheme ", Quoted(scheme), "; only http and https are supported"));
   }
   if (url.host_type() == boost::urls::host_type::ipv6) {
     origin.host = url.host_ipv6_address().to_string();
@@ -124,7 +135,12 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     origin.host = absl::AsciiStrToLower(std::string(url.encoded_host()));
   }
   if (origin.host.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("URL \"", raw, "\" has no host"));
+    return absl::InvalidArgumentError(absl::StrCat("URL ", Quoted(raw), " has no host"));
+  }
+  if (origin.host.size() > kMaxHostBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("URL ", Quoted(raw), " has a host of ",
+                                                   origin.host.size(), " bytes; a host name has at most ",
+                                                   kMaxHostBytes));
   }
   if (url.has_port()) {
     // port_number() wraps numbers over 65535, so the digits are read here.
@@ -132,7 +148,7 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     uint32_t port = 0;
     if (!absl::SimpleAtoi(digits, &port) || port == 0 || port > 65535) {
       return absl::InvalidArgumentError(
-          absl::StrCat("URL \"", raw, "\" has an invalid port \"", digits, "\""));
+          absl::StrCat("URL ", Quoted(raw), " has an invalid port ", Quoted(digits)));
     }
     origin.port = static_cast<uint16_t>(port);
   } else {
@@ -168,8 +184,8 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   request.method = method.empty() ? "GET" : std::string(method);
   if (!IsToken(request.method)) {
     return WithReason(absl::InvalidArgumentError(absl::StrCat(
-                          "method \"", absl::CEscape(request.method),
-                          "\" is not a valid HTTP method token")),
+                          "method ", Quoted(request.method),
+                          " is not a valid HTTP method token")),
                       "INVALID_METHOD");
   }
 
@@ -177,7 +193,7 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   if (!parsed) {
     return WithReason(
         absl::InvalidArgumentError(absl::StrCat(
-            "URL \"", absl::CEscape(url), "\" is not a valid absolute URL (",
+            "URL ", Quoted(url), " is not a valid absolute URL (",
             parsed.error().message(), "); expected http(s)://host[:port]/path")),
         "INVALID_URL");
   }
@@ -190,8 +206,8 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   if (request.target.empty()) request.target = "/";
   if (request.target[0] != '/') {  // "http://host:8x/" parses as port 8, path "x/"
     return WithReason(absl::InvalidArgumentError(absl::StrCat(
-                          "URL \"", absl::CEscape(url),
-                          "\" is not a valid absolute URL: its path must start with \"/\" (is "
+                          "URL ", Quoted(url),
+                          " is not a valid absolute URL: its path must start with \"/\" (is "
                           "the port all digits?)")),
                       "INVALID_URL");
   }

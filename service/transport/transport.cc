@@ -8,6 +8,7 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
 #include "service/transport/dns/caching_resolver.h"
+#include "service/transport/error_reason.h"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -346,6 +347,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       finished_ = true;
       connection_ = nullptr;
     }
+    if (!result.ok()) result = WithWouldDenyRules(result.status(), would_deny_rules_);
     std::exchange(done_, nullptr)(std::move(result));
   }
 

@@ -67,8 +67,9 @@ class ResponseBody {
   // Lets go of the body; returns at once. Idempotent. What is left is drained or the
   // connection closed, per the drain policy.
   void Close();
-  // `settled` runs once, on an I/O thread, when the connection has been pooled, drained
-  // or closed after the body; set it before the body ends or is closed.
+  // `settled` runs once when the connection has been pooled, drained or closed after
+  // the body: on the thread that ends it (an I/O thread, or the one calling Close or
+  // destroying the body). Set it before the body ends or is closed.
   void OnSettled(SettledCallback settled);
 
  private:

@@ -48,6 +48,13 @@ std::string TestDir(const std::string& name) {
   return dir;
 }
 
+// Makes a FIFO at `path` and opens it for reading (the descriptor, or -1), so that a
+// writer can open it; nobody reads it.
+int OpenUnreadFifo(const std::string& path) {
+  if (mkfifo(path.c_str(), 0600) != 0) return -1;
+  return open(path.c_str(), O_RDONLY | O_NONBLOCK);
+}
+
 // Each line of the access log, parsed by a JSON parser that knows nothing of the schema.
 std::vector<Struct> ParseLines(const std::string& text) {
   std::vector<Struct> lines;
@@ -90,16 +97,19 @@ class AccessLogTest : public ::testing::Test {
   static void SetUpTestSuite() { nginx_ = NginxUpstream::Start(TestDir("nginx")).release(); }
   static void TearDownTestSuite() { delete nginx_; }
 
-  // egressd with `config` (text format) and --access_log=`sink`.
-  void Start(const std::string& name, const std::string& config, const std::string& sink) {
+  // egressd with `config` (text format, after a policy that allows 127.0.0.1 and denies
+  // 127.0.0.2, with `policy` inside it) and --access_log=`sink`, run as `binary`.
+  void Start(const std::string& name, const std::string& config, const std::string& sink,
+             const std::string& policy = "", const std::string& binary = "") {
     const std::string dir = TestDir(name);
     std::ofstream(dir + "/egress.textproto")
-        << "policy { allow_cidrs: \"127.0.0.1/32\" deny_cidrs: \"127.0.0.2/32\" }\n"
+        << "policy { allow_cidrs: \"127.0.0.1/32\" deny_cidrs: \"127.0.0.2/32\" " << policy
+        << " }\n"
         << config;
     log_ = dir + "/egressd.log";
-    egressd_ = std::make_unique<EgressdProcess>(Runfile("service/egressd"),
-                                                dir + "/egress.textproto", log_,
-                                                std::vector<std::string>{"--access_log=" + sink});
+    egressd_ = std::make_unique<EgressdProcess>(
+        binary.empty() ? Runfile("service/egressd") : binary, dir + "/egress.textproto", log_,
+        std::vector<std::string>{"--access_log=" + sink, "--config_poll=1h"});
     ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadWholeFile(log_).value_or("");
     stub_ = egress::v1::Egress::NewStub(
         grpc::CreateChannel(egressd_->grpc_target(), grpc::InsecureChannelCredentials()));
@@ -151,7 +161,8 @@ TEST_F(AccessLogTest, EveryFetchAndDenialGivesOneLineWithEveryFieldAsTheCallerAn
   const std::string traceparent = absl::StrCat("00-", kCallerTrace, "-", kCallerSpan, "-01");
 
   FetchResponse fetched;
-  FetchRequest request = Request(nginx_->HttpUrl("/cl/1k?token=secret"));
+  const std::string url = nginx_->HttpUrl("/cl/1k?token=secret");
+  FetchRequest request = Request(absl::StrCat("http://user:hunter2@", url.substr(7)));
   request.set_method("POST");
   request.set_body("12345");
   ASSERT_TRUE(Fetch(request, &fetched, traceparent).ok());
@@ -189,8 +200,10 @@ TEST_F(AccessLogTest, EveryFetchAndDenialGivesOneLineWithEveryFieldAsTheCallerAn
   const Struct& first = line_for("/cl/1k?");
   EXPECT_EQ(Text(first, "rpc"), "Fetch");
   EXPECT_EQ(Text(first, "method"), "POST");
-  EXPECT_EQ(Text(first, "url"), nginx_->HttpUrl("/cl/1k?REDACTED"));
+  EXPECT_EQ(Text(first, "url"),
+            absl::StrCat("http://REDACTED@", nginx_->HttpUrl("/cl/1k?REDACTED").substr(7)));
   EXPECT_THAT(Text(first, "url"), Not(HasSubstr("secret")));
+  EXPECT_THAT(Text(first, "url"), Not(HasSubstr("hunter2")));
   EXPECT_EQ(Text(first, "origin"), absl::StrCat("http://127.0.0.1:", nginx_->http_port()));
   EXPECT_EQ(Text(first, "remote_address"), fetched.connection().remote_address());
   EXPECT_EQ(Number(first, "status_code"), fetched.status_code());
@@ -265,12 +278,10 @@ TEST_F(AccessLogTest, TheUpstreamSeesTheCallersTraceWithEgressdsSpanAsTheParent)
             absl::StrCat("00-", kCallerTrace, "-", from_headers.span_id(), "-01|\n"));
 }
 
-// A FIFO that is open for reading and never read: the sink blocks once the pipe is full.
+// The sink blocks once the pipe (a FIFO open for reading, never read) is full.
 TEST_F(AccessLogTest, ABlockedSinkDropsCountedLinesWhileFetchesGoOn) {
-  const std::string dir = TestDir("blocked");
-  const std::string fifo = dir + "/access.fifo";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  const std::string fifo = TestDir("blocked") + "/access.fifo";
+  const int reader = OpenUnreadFifo(fifo);
   ASSERT_GE(reader, 0);
   Start("blocked", "access_log { queue_lines: 50 }\n", fifo);
 
@@ -335,6 +346,71 @@ TEST_F(AccessLogTest, LinesOverTheRateCapAreDroppedAndCounted) {
   EXPECT_LE(written, 20 + 20 * seconds + 1);
   EXPECT_EQ(written + capped, kFetches);
   EXPECT_EQ(ParseLines(ReadWholeFile(path).value_or("")).size(), written);
+}
+
+// A report-only rule that matched a fetch which then failed is still in its line.
+TEST_F(AccessLogTest, AWouldDenyIsLoggedForAFetchThatFailedAfterIt) {
+  const std::string path = TestDir("would-deny") + "/access.log";
+  Start("would-deny", "", path, "report_only { deny_cidrs: \"127.0.0.1/32\" }");
+  FetchResponse response;
+  const int closed_port = egressd_->grpc_port() + 1000;  // nothing listens there
+  ASSERT_EQ(Fetch(Request(absl::StrCat("http://127.0.0.1:", closed_port, "/")), &response)
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  const std::vector<Struct> lines = WaitForLines(path, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(Text(lines[0], "policy_decision"), "would_deny");
+  EXPECT_EQ(Text(lines[0], "policy_rule"), "deny_cidrs:127.0.0.1/32");
+  EXPECT_EQ(Text(lines[0], "error_reason"), "CONNECT_FAILED");
+}
+
+// A caller's megabyte is cut to a few KiB in its line and in its error message: the
+// queue is bounded in lines, so every line is bounded too.
+TEST_F(AccessLogTest, AHugeInvalidUrlMakesABoundedLineAndMessage) {
+  const std::string path = TestDir("huge-url") + "/access.log";
+  Start("huge-url", "", path);
+  FetchResponse response;
+  const grpc::Status status =
+      Fetch(Request("http://" + std::string(1 << 20, 'a') + "/%zz"), &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(status.error_message().size(), 1024u);
+  const std::vector<Struct> lines = WaitForLines(path, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_LE(Text(lines[0], "url").size(), 4096u + 3);
+  EXPECT_LE(Text(lines[0], "error_message").size(), 4096u);
+}
+
+// egressd's own messages go to standard error: a standard output nobody reads (the
+// access log's) holds up neither the admin service, which logs every call, nor the exit.
+TEST_F(AccessLogTest, AStandardOutputNobodyReadsStopsNeitherTheAdminServiceNorTheExit) {
+  const std::string dir = TestDir("blocked-stdout");
+  const std::string fifo = dir + "/stdout.fifo";
+  const int reader = OpenUnreadFifo(fifo);
+  ASSERT_GE(reader, 0);
+  const std::string wrapper = dir + "/egressd-to-fifo";
+  std::ofstream(wrapper) << "#!/bin/sh\nexec " << Runfile("service/egressd") << " \"$@\" > "
+                         << fifo << "\n";
+  chmod(wrapper.c_str(), 0755);
+  Start("blocked-stdout", "access_log { queue_lines: 50 }\n", "-", "", wrapper);
+
+  for (int i = 0; i < 600; ++i) {
+    FetchResponse response;
+    ASSERT_TRUE(Fetch(Request(nginx_->HttpUrl("/cl/1k")), &response).ok()) << i;
+  }
+  EXPECT_GT(Counter(Metrics(), "egress_access_log_dropped_total{reason=\"queue_full\"}"), 0);
+  auto admin = egress::v1::TransportAdmin::NewStub(
+      grpc::CreateChannel(egressd_->admin_target(), grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    egress::v1::PoolStats stats;
+    EXPECT_TRUE(admin->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
+  }
+  const auto stopping = std::chrono::steady_clock::now();
+  ASSERT_EQ(egressd_->process().Signal(SIGTERM), 0);
+  EXPECT_EQ(egressd_->process().Wait(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(5));
+  close(reader);
 }
 
 }  // namespace

@@ -518,10 +518,10 @@ TEST_F(AccessTest, EveryAdminCallIsLoggedWithThePeerIdentityAndTheFieldsChanged)
   Config config = server_->config().Get()->proto;
   config.mutable_drain()->set_max_bytes(1000);
   config.mutable_policy()->add_deny_hosts("blocked.test");
-  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
   EXPECT_TRUE(Update(*admin, config).ok());
   EXPECT_FALSE(Get(*intruder).ok());
-  const std::string log = ::testing::internal::GetCapturedStdout();
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_THAT(log, HasSubstr("egressd: admin UpdateConfig from ipv4:127.0.0.1:"));
   EXPECT_THAT(log, HasSubstr("identity spiffe://test/admin: applied; "
                              "modified: drain.max_bytes: 262144 -> 1000; "
@@ -537,9 +537,9 @@ TEST_F(AccessTest, AConfigValueCannotForgeAnAdminLogLine) {
   auto stub = AdminStub(grpc::InsecureChannelCredentials());
   Config config = server_->config().Get()->proto;
   config.mutable_policy()->add_allow_cidrs("x\negressd: admin UpdateConfig from forged: applied");
-  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(Update(*stub, config).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  const std::string log = ::testing::internal::GetCapturedStdout();
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_THAT(log, HasSubstr("rejected (INVALID_ARGUMENT"));
   EXPECT_THAT(log, HasSubstr("x\\x0aegressd: admin UpdateConfig from forged"));
   EXPECT_THAT(log, Not(HasSubstr("\negressd: admin UpdateConfig from forged")));

@@ -54,6 +54,9 @@ TEST_F(ErrorsTest, MalformedUrlIsInvalidArgument) {
   ExpectFailure(WithUrl("/relative/path"), grpc::StatusCode::INVALID_ARGUMENT, "URL", "INVALID_URL");
   ExpectFailure(WithUrl("http:///no-host"), grpc::StatusCode::INVALID_ARGUMENT, "has no host",
                 "INVALID_URL");
+  // No DNS name is longer than 253 characters: neither the pool nor the logs hold more.
+  ExpectFailure(WithUrl("http://" + std::string(254, 'a') + "/"),
+                grpc::StatusCode::INVALID_ARGUMENT, "a host name has at most 253", "INVALID_URL");
 }
 
 TEST_F(ErrorsTest, SchemeOtherThanHttpIsInvalidArgument) {

@@ -56,6 +56,16 @@ TEST(ErrorReasonTest, AnErrorWithoutAReasonGetsItsCodesKindAndNoRetryInfo) {
   EXPECT_EQ(info.reason(), "UPSTREAM_UNAVAILABLE");
 }
 
+// A caller's identity from binary metadata, quoted back: every client's protobuf parser
+// must still read the details.
+TEST(ErrorReasonTest, MetadataThatIsNotUtf8IsEscapedSoThatTheDetailsParse) {
+  const grpc::Status answer = ToGrpcStatus(transport::WithReason(
+      absl::PermissionDeniedError("no"), "POLICY_DENIED", {{"caller", "\xff\xfe"}}));
+  google::rpc::ErrorInfo info;
+  ASSERT_TRUE(DetailsOf(answer).details(0).UnpackTo(&info));
+  EXPECT_EQ(info.metadata().at("caller"), "\\xFF\\xFE");
+}
+
 TEST(ErrorReasonTest, OkStaysOkWithoutDetails) {
   EXPECT_TRUE(transport::WithReason(absl::OkStatus(), "X").ok());
   const grpc::Status answer = ToGrpcStatus(absl::OkStatus());

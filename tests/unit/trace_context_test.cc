@@ -47,7 +47,6 @@ TEST(TraceContextTest, ALaterVersionMayCarryMoreFields) {
 
 TEST(TraceContextTest, AChildSpanKeepsTheTraceAndTheSampledFlagWithANewSpanId) {
   const TraceContext span = ChildSpan(Parent("00", kTraceId, kParentId, "03"), "vendor=abc");
-  EXPECT_FALSE(span.new_trace);
   EXPECT_EQ(span.trace_id, kTraceId);
   EXPECT_EQ(span.parent_id, kParentId);
   EXPECT_EQ(span.flags, "01");  // the sampled bit only: 02 is not defined in version 00
@@ -61,7 +60,6 @@ TEST(TraceContextTest, AChildSpanKeepsTheTraceAndTheSampledFlagWithANewSpanId) {
 
 TEST(TraceContextTest, WithoutAValidParentANewSampledTraceStartsWithoutTheState) {
   const TraceContext span = ChildSpan("garbage", "vendor=abc");
-  EXPECT_TRUE(span.new_trace);
   EXPECT_EQ(span.flags, "01");
   EXPECT_EQ(span.tracestate, "");
   EXPECT_EQ(span.parent_id, "");

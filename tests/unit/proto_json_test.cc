@@ -1,0 +1,97 @@
+// AppendProtoJson writes what protobuf's own JSON printer writes (as JSON values: the
+// order of fields may differ), for every kind of field the access log holds.
+#include "service/proto_json.h"
+
+#include <string>
+
+#include "egress/v1/egress.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace egress {
+namespace {
+
+using egress::v1::AccessLogEntry;
+
+google::protobuf::Value Parsed(const std::string& json) {
+  google::protobuf::Value value;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &value).ok()) << json;
+  return value;
+}
+
+void ExpectSameAsProtobuf(const AccessLogEntry& entry) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string expected;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(entry, &expected, options).ok());
+  std::string ours;
+  AppendProtoJson(entry, &ours);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Parsed(ours), Parsed(expected)))
+      << "ours:     " << ours << "\nprotobuf: " << expected;
+}
+
+TEST(ProtoJsonTest, AnEmptyEntryHasEveryPrimitiveFieldAndNoUnsetMessage) {
+  ExpectSameAsProtobuf(AccessLogEntry());
+}
+
+TEST(ProtoJsonTest, EveryFieldSetComesOutAsProtobufWritesIt) {
+  AccessLogEntry entry;
+  const auto* descriptor = entry.GetDescriptor();
+  const auto* reflection = entry.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto* field = descriptor->field(i);
+    using google::protobuf::FieldDescriptor;
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING:
+        if (field->is_repeated()) {
+          reflection->AddString(&entry, field, "a");
+          reflection->AddString(&entry, field, "b\"c");
+        } else {
+          reflection->SetString(&entry, field, field->name() + " \"quoted\" \\ \x01 é\n");
+        }
+        break;
+      case FieldDescriptor::CPPTYPE_BOOL: reflection->SetBool(&entry, field, true); break;
+      case FieldDescriptor::CPPTYPE_INT32: reflection->SetInt32(&entry, field, -7); break;
+      case FieldDescriptor::CPPTYPE_UINT32: reflection->SetUInt32(&entry, field, 4000000000u); break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        reflection->SetUInt64(&entry, field, 18446744073709551615u);
+        break;
+      case FieldDescriptor::CPPTYPE_MESSAGE: break;  // below
+      default: FAIL() << "AccessLogEntry has a field of a kind this test does not set: "
+                      << field->name();
+    }
+  }
+  entry.mutable_time()->set_seconds(1764680000);
+  entry.mutable_time()->set_nanos(123000000);
+  auto* timing = entry.mutable_timing();
+  timing->mutable_dns()->set_nanos(1000);           // 6 digits
+  timing->mutable_connect()->set_nanos(1);          // 9 digits
+  timing->mutable_tls_handshake()->set_seconds(2);  // none
+  timing->mutable_time_to_first_byte()->set_nanos(5000000);  // 3 digits
+  timing->mutable_total()->set_seconds(1);
+  timing->mutable_total()->set_nanos(500000000);
+  ExpectSameAsProtobuf(entry);
+}
+
+TEST(ProtoJsonTest, TimestampsWithoutFractionsAndLongDurationsMatch) {
+  AccessLogEntry entry;
+  entry.mutable_time()->set_seconds(0);
+  entry.mutable_timing()->mutable_total()->set_seconds(86400 * 400);
+  entry.mutable_timing()->mutable_total()->set_nanos(999999999);
+  ExpectSameAsProtobuf(entry);
+}
+
+TEST(ProtoJsonTest, BytesThatAreNotUtf8AreEscapedSoThatTheLineStaysValidJson) {
+  AccessLogEntry entry;
+  entry.set_caller("caller-\xff\xfe");
+  std::string ours;
+  AppendProtoJson(entry, &ours);
+  EXPECT_EQ(Parsed(ours).struct_value().fields().at("caller").string_value(),
+            "caller-\\xFF\\xFE");
+}
+
+}  // namespace
+}  // namespace egress
