@@ -22,9 +22,10 @@ GATEWAY_PORT = 8081
 GATEWAY_TLS_PORT = 8082
 EGRESSD_GRPC = "127.0.0.1:50051"
 EGRESSD_METRICS = "127.0.0.1:9464"
-# The same egressd, its access log off or to a pipe nobody reads:
-# system: (gRPC, admin, metrics address)
-OTHER_EGRESSD = {"egressd-log-off": ("127.0.0.1:50071", "127.0.0.1:50072", "127.0.0.1:9471"),
+# Three more egressd, started alike and measured one after the other, their access log
+# to a file, off, or to a pipe nobody reads: system: (gRPC, admin, metrics address)
+OTHER_EGRESSD = {"egressd-log-on": ("127.0.0.1:50091", "127.0.0.1:50092", "127.0.0.1:9491"),
+                 "egressd-log-off": ("127.0.0.1:50071", "127.0.0.1:50072", "127.0.0.1:9471"),
                  "egressd-log-blocked": ("127.0.0.1:50081", "127.0.0.1:50082", "127.0.0.1:9481")}
 CEILING_GRPC = "127.0.0.1:50061"
 FETCH_PATH = "/egress.v1.Egress/Fetch"
@@ -44,10 +45,11 @@ SYSTEMS = [
     ("gateway-tls", "nginx gateway (h2c → HTTPS keep-alive upstream)"),
 ]
 
-# The access log on (to a file, as every other egressd row), off, and blocked, at one shape.
+# The access log on (to a file, as in every other egressd row), off, and blocked, at one
+# shape.
 ACCESS_LOG_SHAPE = ("16 connections", 16, 1)
 ACCESS_LOG_SYSTEMS = [
-    ("egressd", "egressd, access log on (to a file)"),
+    ("egressd-log-on", "egressd, access log on (to a file)"),
     ("egressd-log-off", "egressd, `--access_log=off`"),
     ("egressd-log-blocked", "egressd, access log to a pipe nobody reads"),
 ]
@@ -89,7 +91,8 @@ class Loopback:
         self.fifo_reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         self.others = {}
         for system, (grpc, admin, metrics) in OTHER_EGRESSD.items():
-            sink = "off" if system == "egressd-log-off" else fifo
+            sink = {"egressd-log-on": os.path.join(self.dir, f"{system}.log"),
+                    "egressd-log-off": "off"}.get(system, fifo)
             self.others[system] = wan.spawn(ns, [
                 tools.egressd, f"--config={config}", f"--grpc_listen={grpc}",
                 f"--admin_listen={admin}", f"--metrics_listen={metrics}", f"--access_log={sink}"],

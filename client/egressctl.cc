@@ -201,6 +201,12 @@ int DryRun(const egress::client::EgressClient& client, const std::string& path) 
   std::cout << "replayed " << answer->decisions_replayed() << " recent policy decisions\n";
   PrintChanges("newly denied", answer->newly_denied());
   PrintChanges("newly allowed", answer->newly_allowed());
+  for (const auto& [what, fetches] :
+       {std::pair{"denied", answer->newly_denied_fetches_omitted()},
+        std::pair{"allowed", answer->newly_allowed_fetches_omitted()}}) {
+    if (fetches > 0) std::cout << "(and " << fetches << " more fetches newly " << what << ")
+";
+  }
   return 0;
 }
 

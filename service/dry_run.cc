@@ -6,6 +6,13 @@
 #include "absl/container/flat_hash_map.h"
 
 namespace egress {
+namespace {
+
+// Entries per list at most: 100,000 decisions of distinct callers and hosts would make
+// an answer larger than a gRPC client takes (4 MiB by default).
+constexpr int kMaxChanges = 1000;
+
+}  // namespace
 
 egress::v1::DryRunConfigResponse DryRun(const std::vector<transport::PolicyDecision>& decisions,
                                         const transport::AddressPolicy& proposed) {
@@ -21,6 +28,15 @@ egress::v1::DryRunConfigResponse DryRun(const std::vector<transport::PolicyDecis
     if (denied == decision.verdict.denied.has_value()) continue;
     Key key{denied, decision.caller, decision.origin.Key(), now.rule, decision.verdict.rule};
     egress::v1::PolicyChange*& change = changes[key];
+    if (!change &&
+        (denied ? answer.newly_denied_size() : answer.newly_allowed_size()) >= kMaxChanges) {
+      if (denied) {
+        answer.set_newly_denied_fetches_omitted(answer.newly_denied_fetches_omitted() + 1);
+      } else {
+        answer.set_newly_allowed_fetches_omitted(answer.newly_allowed_fetches_omitted() + 1);
+      }
+      continue;
+    }
     if (!change) {
       change = denied ? answer.add_newly_denied() : answer.add_newly_allowed();
       change->set_caller(decision.caller);

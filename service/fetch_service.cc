@@ -640,6 +640,8 @@ class ExchangeReactor {
       entry.set_policy_decision("deny");
       for (const auto& [key, value] : reason->metadata) {
         if (key == "rule") entry.set_policy_rule(value);
+        // The address denied: it was resolved, but never connected to.
+        if (key == "address" && entry.remote_address().empty()) entry.set_remote_address(value);
       }
     } else if (entry.would_deny_rules_size() > 0) {
       entry.set_policy_decision("would_deny");

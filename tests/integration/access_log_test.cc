@@ -235,6 +235,7 @@ TEST_F(AccessLogTest, EveryFetchAndDenialGivesOneLineWithEveryFieldAsTheCallerAn
   EXPECT_EQ(Text(denial, "error_reason"), "POLICY_DENIED");
   EXPECT_EQ(Text(denial, "policy_decision"), "deny");
   EXPECT_EQ(Text(denial, "policy_rule"), "deny_cidrs:127.0.0.2/32");
+  EXPECT_EQ(Text(denial, "remote_address"), "127.0.0.2");  // checked, not connected to
   EXPECT_EQ(Number(denial, "status_code"), 0);
   EXPECT_EQ(Text(denial, "drain"), "none");
 
