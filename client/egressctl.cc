@@ -204,8 +204,7 @@ int DryRun(const egress::client::EgressClient& client, const std::string& path) 
   for (const auto& [what, fetches] :
        {std::pair{"denied", answer->newly_denied_fetches_omitted()},
         std::pair{"allowed", answer->newly_allowed_fetches_omitted()}}) {
-    if (fetches > 0) std::cout << "(and " << fetches << " more fetches newly " << what << ")
-";
+    if (fetches > 0) std::cout << "(and " << fetches << " more fetches newly " << what << ")\n";
   }
   return 0;
 }

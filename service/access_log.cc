@@ -26,6 +26,13 @@ constexpr absl::Duration kBatchInterval = absl::Milliseconds(50);
 // How long a blocked sink may hold up egressd's exit.
 constexpr absl::Duration kFlushOnExit = absl::Seconds(1);
 
+// Whether a write to `fd` can wait for a reader: not on a file, nor with O_NONBLOCK.
+bool MayBlock(int fd) {
+  struct stat sink;
+  if (fstat(fd, &sink) == 0 && S_ISREG(sink.st_mode)) return false;
+  return (fcntl(fd, F_GETFL) & O_NONBLOCK) == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AccessLog>> AccessLog::Open(const std::string& destination,
@@ -50,7 +57,11 @@ absl::StatusOr<std::unique_ptr<AccessLog>> AccessLog::Open(const std::string& de
 }
 
 AccessLog::AccessLog(int fd, bool owned, AccessLogObserver& observer)
-    : fd_(fd), owned_(owned), observer_(observer), writer_([this] { Run(); }) {}
+    : fd_(fd),
+      owned_(owned),
+      blocking_(MayBlock(fd)),
+      observer_(observer),
+      writer_([this] { Run(); }) {}
 
 AccessLog::~AccessLog() {
   {
@@ -107,7 +118,7 @@ void AccessLog::Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings
       wake = std::exchange(writer_idle_, false);
     }
   }
-  if (dropped) return observer_.OnAccessLogDropped(*dropped);
+  if (dropped) return observer_.OnAccessLogDropped(*dropped, 1);
   if (wake) wake_.notify_one();
 }
 
@@ -131,13 +142,10 @@ void AccessLog::Run() {
       AppendProtoJson(entry, &text);
       text.push_back('\n');
     }
-    const bool written = WriteAll(text);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (written) {
-        observer_.OnAccessLogWritten();
-      } else {
-        observer_.OnAccessLogDropped(AccessLogDrop::kWriteError);
-      }
+    if (WriteAll(text)) {
+      observer_.OnAccessLogWritten(batch.size());
+    } else {
+      observer_.OnAccessLogDropped(AccessLogDrop::kWriteError, batch.size());
     }
     lock.lock();
     if (!stopping_ && !queue_.empty()) {
@@ -151,15 +159,16 @@ bool AccessLog::WriteAll(const std::string& text) {
   while (done < text.size()) {
     if (stop_writing_ && absl::Now() >= give_up_) return false;
     // Waits until the sink takes bytes, a tenth of a second at a time (so that stopping
-    // is noticed); then writes at most PIPE_BUF, which a pipe with room takes whole (the
-    // descriptor does not block either, unless it is a standard output that could not be
-    // opened again).
+    // is noticed). A descriptor that blocks (a standard output that could not be opened
+    // again) is given at most PIPE_BUF, which a pipe with room takes whole; one that does
+    // not takes what it can.
     pollfd ready{fd_, POLLOUT, 0};
     const int polled = poll(&ready, 1, 100);
     if (polled < 0 && errno != EINTR) return false;
     if (polled <= 0) continue;
     if (ready.revents & (POLLERR | POLLHUP | POLLNVAL)) return false;
-    const size_t chunk = std::min<size_t>(text.size() - done, PIPE_BUF);
+    const size_t chunk = blocking_ ? std::min<size_t>(text.size() - done, PIPE_BUF)
+                                   : text.size() - done;
     const ssize_t wrote = write(fd_, text.data() + done, chunk);
     if (wrote < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;

@@ -54,6 +54,7 @@ class AccessLog {
 
   const int fd_;
   const bool owned_;
+  const bool blocking_;  // writes to fd_ may block (see WriteAll)
   AccessLogObserver& observer_;
   std::mutex mu_;
   std::condition_variable wake_;

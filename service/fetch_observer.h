@@ -54,8 +54,8 @@ inline absl::string_view ToString(AccessLogDrop reason) {
 class AccessLogObserver {
  public:
   virtual ~AccessLogObserver() = default;
-  virtual void OnAccessLogWritten() = 0;
-  virtual void OnAccessLogDropped(AccessLogDrop reason) = 0;
+  virtual void OnAccessLogWritten(uint64_t lines) = 0;
+  virtual void OnAccessLogDropped(AccessLogDrop reason, uint64_t lines) = 0;
 };
 
 }  // namespace egress

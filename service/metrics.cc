@@ -295,14 +295,14 @@ void Metrics::OnConnectAttempt(transport::ConnectAttemptResult result) {
   ++connect_attempts_[static_cast<size_t>(result)];
 }
 
-void Metrics::OnAccessLogWritten() {
+void Metrics::OnAccessLogWritten(uint64_t lines) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++access_log_written_;
+  access_log_written_ += lines;
 }
 
-void Metrics::OnAccessLogDropped(AccessLogDrop reason) {
+void Metrics::OnAccessLogDropped(AccessLogDrop reason, uint64_t lines) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++access_log_dropped_[static_cast<size_t>(reason)];
+  access_log_dropped_[static_cast<size_t>(reason)] += lines;
 }
 
 void Metrics::CollectAccessLog(std::vector<MetricFamily>& families) const {

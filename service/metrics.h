@@ -79,8 +79,8 @@ class Metrics final : public transport::TransportObserver,
   void OnBufferedBodyBytes(uint64_t in_use) override;
 
   // AccessLogObserver
-  void OnAccessLogWritten() override;
-  void OnAccessLogDropped(AccessLogDrop reason) override;
+  void OnAccessLogWritten(uint64_t lines) override;
+  void OnAccessLogDropped(AccessLogDrop reason, uint64_t lines) override;
 
   // prometheus::Collectable
   std::vector<prometheus::MetricFamily> Collect() const override;

@@ -1,11 +1,14 @@
 #include "service/proto_json.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "google/protobuf/descriptor.h"
+#include "google/protobuf/duration.pb.h"
+#include "google/protobuf/timestamp.pb.h"
 #include "service/utf8_text.h"
 
 namespace egress {
@@ -15,11 +18,19 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
+bool NeedsEscape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
+
 void AppendString(absl::string_view text, std::string* out) {
   // A JSON parser may refuse invalid UTF-8 (a caller's identity from binary metadata).
   std::string escaped;
   if (!IsUtf8(text)) text = escaped = EscapeNonUtf8(text);
   out->push_back('"');
+  // Most strings need no escape: appended whole.
+  if (std::none_of(text.begin(), text.end(), NeedsEscape)) {
+    out->append(text.data(), text.size());
+    out->push_back('"');
+    return;
+  }
   for (const char c : text) {
     switch (c) {
       case '"': out->append("\\\""); break;
@@ -38,40 +49,44 @@ void AppendString(absl::string_view text, std::string* out) {
   out->push_back('"');
 }
 
-// Seconds and nanoseconds as the JSON mapping writes them: 0, 3, 6 or 9 digits after
-// the point, as few as hold the nanoseconds.
-std::string Fraction(int32_t nanos) {
-  if (nanos == 0) return "";
-  if (nanos % 1'000'000 == 0) return absl::StrFormat(".%03d", nanos / 1'000'000);
-  if (nanos % 1'000 == 0) return absl::StrFormat(".%06d", nanos / 1'000);
-  return absl::StrFormat(".%09d", nanos);
+// Nanoseconds after the point as the JSON mapping writes them: 0, 3, 6 or 9 digits, as
+// few as hold them.
+void AppendFraction(int32_t nanos, std::string* out) {
+  if (nanos == 0) return;
+  int digits = 9;
+  for (; digits > 3 && nanos % 1000 == 0; digits -= 3) nanos /= 1000;
+  char text[10] = {'.'};
+  for (int i = digits; i > 0; --i, nanos /= 10) text[i] = static_cast<char>('0' + nanos % 10);
+  out->append(text, digits + 1);
 }
 
-// A google.protobuf.Duration or Timestamp (their fields: seconds = 1, nanos = 2).
-void AppendTime(const Message& message, bool timestamp, std::string* out) {
-  const auto* descriptor = message.GetDescriptor();
-  const Reflection* reflection = message.GetReflection();
-  const int64_t seconds = reflection->GetInt64(message, descriptor->FindFieldByNumber(1));
-  const int32_t nanos = reflection->GetInt32(message, descriptor->FindFieldByNumber(2));
-  if (timestamp) {
-    const std::string whole = absl::FormatTime("%Y-%m-%dT%H:%M:%S", absl::FromUnixSeconds(seconds),
-                                               absl::UTCTimeZone());
-    return absl::StrAppend(out, "\"", whole, Fraction(nanos), "Z\"");
-  }
-  const bool negative = seconds < 0 || nanos < 0;
-  absl::StrAppend(out, "\"", negative ? "-" : "", negative ? -seconds : seconds,
-                  Fraction(negative ? -nanos : nanos), "s\"");
+void AppendDuration(const google::protobuf::Duration& d, std::string* out) {
+  const bool negative = d.seconds() < 0 || d.nanos() < 0;
+  absl::StrAppend(out, "\"", negative ? "-" : "", negative ? -d.seconds() : d.seconds());
+  AppendFraction(negative ? -d.nanos() : d.nanos(), out);
+  out->append("s\"");
+}
+
+void AppendTimestamp(const google::protobuf::Timestamp& t, std::string* out) {
+  absl::StrAppend(out, "\"", absl::FormatTime("%Y-%m-%dT%H:%M:%S",
+                                              absl::FromUnixSeconds(t.seconds()),
+                                              absl::UTCTimeZone()));
+  AppendFraction(t.nanos(), out);
+  out->append("Z\"");
 }
 
 void AppendValue(const Message& message, const FieldDescriptor* field, int index,
                  std::string* out);
 
 void AppendMessage(const Message& message, std::string* out) {
-  const std::string& type = message.GetDescriptor()->full_name();
-  if (type == "google.protobuf.Duration" || type == "google.protobuf.Timestamp") {
-    return AppendTime(message, type == "google.protobuf.Timestamp", out);
-  }
   const auto* descriptor = message.GetDescriptor();
+  // The well-known types are the generated classes (one descriptor each).
+  if (descriptor == google::protobuf::Duration::descriptor()) {
+    return AppendDuration(static_cast<const google::protobuf::Duration&>(message), out);
+  }
+  if (descriptor == google::protobuf::Timestamp::descriptor()) {
+    return AppendTimestamp(static_cast<const google::protobuf::Timestamp&>(message), out);
+  }
   const Reflection* reflection = message.GetReflection();
   out->push_back('{');
   for (int i = 0; i < descriptor->field_count(); ++i) {
@@ -82,8 +97,7 @@ void AppendMessage(const Message& message, std::string* out) {
       continue;
     }
     if (out->back() != '{') out->push_back(',');
-    AppendString(field->name(), out);
-    out->push_back(':');
+    absl::StrAppend(out, "\"", field->name(), "\":");  // a name needs no escape
     if (!field->is_repeated()) {
       AppendValue(message, field, -1, out);
       continue;
