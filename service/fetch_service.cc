@@ -613,6 +613,7 @@ class ExchangeReactor {
     entry.set_connection_reused(c.reused);
     entry.set_connection_id(c.connection_id);
     FillTiming(c, absl::ZeroDuration(), entry.mutable_timing());
+    allow_rule_ = response.policy_rule;
     NoteWouldDeny(response.would_deny_rules);
   }
 
@@ -649,6 +650,7 @@ class ExchangeReactor {
     } else {
       // Nothing was asked of the policy when the fetch failed before it was sent.
       entry.set_policy_decision(sent_ ? "allow" : "none");
+      entry.set_policy_rule(allow_rule_);
     }
   }
 
@@ -685,6 +687,7 @@ class ExchangeReactor {
   std::string url_;                 // the current hop's URL
   bool sent_ = false;               // the transport has been asked
   uint64_t bytes_received_ = 0;     // body bytes given to the caller
+  std::string allow_rule_;          // the last hop's, for the access log
   std::shared_ptr<AccessLogLine> log_line_;  // null when egressd writes no access log
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone
   std::mutex mu_;

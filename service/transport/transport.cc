@@ -216,6 +216,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       transport_.observer_.OnPolicyWouldDeny(request_.origin, rule);
     }
     would_deny_rules_ = decision.verdict.would_deny;
+    policy_rule_ = decision.verdict.rule;
     transport_.policy_history_.Add(std::move(decision));
   }
 
@@ -333,6 +334,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     details.time_to_first_byte = absl::Now() - send_start_;
     details.retried = retried_;
     response.would_deny_rules = would_deny_rules_;
+    response.policy_rule = policy_rule_;
     auto state = std::make_shared<ResponseBody::State>();
     state->transport = &transport_;
     state->connection = connection;
@@ -364,6 +366,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   PolicyVerdict caller_verdict_;  // the caller stage, from Start
   bool decided_ = false;          // RecordDecision ran
   std::vector<std::string> would_deny_rules_;
+  std::string policy_rule_;  // the rule that let the fetch through
 
   std::mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

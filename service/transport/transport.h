@@ -89,6 +89,9 @@ struct Response {
   // as PolicyVerdict names them; for the access log's "would deny". A reused connection
   // is judged by the address it is connected to.
   std::vector<std::string> would_deny_rules;
+  // The rule that let the fetch through, named the same way ("allow_cidrs:10.0.0.0/8",
+  // "default_allow", ...), for the access log.
+  std::string policy_rule;
 };
 
 // A request under way; Cancel aborts it (its callback gets CANCELLED) unless its

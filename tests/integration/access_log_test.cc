@@ -213,6 +213,7 @@ TEST_F(AccessLogTest, EveryFetchAndDenialGivesOneLineWithEveryFieldAsTheCallerAn
   EXPECT_EQ(Number(first, "connection_id"), fetched.connection().connection_id());
   EXPECT_EQ(Text(first, "drain"), "pooled");
   EXPECT_EQ(Text(first, "policy_decision"), "allow");
+  EXPECT_EQ(Text(first, "policy_rule"), "allow_cidrs:127.0.0.1/32");
   EXPECT_EQ(Text(first, "trace_id"), kCallerTrace);
   EXPECT_EQ(Text(first, "trace_id"), fetched.trace_id());
   EXPECT_EQ(Text(first, "span_id"), fetched.span_id());
