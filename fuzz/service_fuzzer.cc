@@ -72,7 +72,8 @@ World& TheWorld() {
     if (!transport.ok()) Fail(transport.status().ToString());
     w->transport = *std::move(transport);
     w->config = std::make_unique<egress::ConfigStore>(*std::move(config));
-    w->service = std::make_unique<egress::FetchService>(*w->transport, *w->config, w->observer);
+    w->service = std::make_unique<egress::FetchService>(*w->transport, *w->config, w->observer,
+                                                        /*access_log=*/nullptr);
     grpc::ServerBuilder builder;
     builder.RegisterService(w->service.get());
     w->server = builder.BuildAndStart();

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 
-bazel build //proto:egress_cc_proto >/dev/null 2>&1  # generated egress.pb.{h,cc}
+bazel build //proto:egress_cc_proto //proto:google_rpc_cc_proto >/dev/null 2>&1  # generated *.pb.{h,cc}
 genfiles="$(bazel info bazel-bin 2>/dev/null)/proto"
 out="${FUZZ_OUT:-/tmp/egress-fuzz}"
 mkdir -p "$out"
@@ -23,12 +23,14 @@ libs=(-lboost_url $(pkg-config --libs protobuf $absl absl_raw_hash_set))
 net_libs=(-lboost_url -lssl -lcrypto -lcares $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
 service_libs=($(pkg-config --libs grpc++ protobuf) "${net_libs[@]}")
 transport=(service/transport/request.cc service/transport/address_policy.cc
-           service/transport/response_parser.cc)
+           service/transport/response_parser.cc service/transport/error_reason.cc)
 # The whole transport, and the gRPC front end over it, for the network targets.
 all_transport=(service/transport/*.cc service/transport/dns/*.cc)
 service=(service/fetch_service.cc service/config.cc service/body_budget.cc
          service/caller_counts.cc service/utf8_text.cc service/status_mapping.cc
+         service/access_log.cc service/proto_json.cc service/trace_context.cc
          "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
+         "$genfiles/google/rpc/status.pb.cc" "$genfiles/google/rpc/error_details.pb.cc"
          tests/support/fault_server.cc)
 
 object() { echo "$out/obj/$(echo "${1#"$genfiles"/}" | tr / _).o"; }
