@@ -6,8 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/admin_server.h"
-#include "tests/support/egress_fixture.h"
+#include "tests/support/admin_fixture.h"
 
 namespace egress::testing {
 namespace {
@@ -16,21 +15,8 @@ using egress::v1::Config;
 using ::testing::HasSubstr;
 using transport::DrainSkipReason;
 
-class AdminTest : public EgressTest {
+class AdminTest : public EgressAdminTest {
  protected:
-  void StartAdmin(const std::string& token = "") {
-    auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", token, {}});
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    admin_ = *std::move(admin);
-    admin_stub_ = egress::v1::TransportAdmin::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", admin_->port()), grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    admin_.reset();
-    EgressTest::TearDown();
-  }
-
   absl::StatusOr<Config> Update(const Config& config) {
     egress::v1::UpdateConfigRequest request;
     *request.mutable_config() = config;
@@ -48,8 +34,6 @@ class AdminTest : public EgressTest {
     return config;
   }
 
-  std::unique_ptr<AdminServer> admin_;
-  std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_stub_;
 };
 
 TEST_F(AdminTest, GetConfigShowsTheConfigInForceWithDefaultsFilledIn) {

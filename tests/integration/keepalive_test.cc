@@ -9,8 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "service/admin_server.h"
-#include "tests/support/egress_fixture.h"
+#include "tests/support/admin_fixture.h"
 #include "tests/support/keep_alive_server.h"
 
 namespace egress::testing {
@@ -20,7 +19,7 @@ using egress::v1::FetchResponse;
 using std::chrono::milliseconds;
 using transport::CloseReason;
 
-class KeepAliveTest : public EgressTest {
+class KeepAliveTest : public EgressAdminTest {
  protected:
   // A POST (not idempotent: never retried on another connection) of `url`.
   grpc::Status Post(const std::string& url, FetchResponse* response = nullptr) {
@@ -38,19 +37,6 @@ class KeepAliveTest : public EgressTest {
 
   static std::string Origin(const std::string& url) { return url.substr(0, url.find('/', 8)); }
 
-  void StartAdmin() {
-    auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", "", {}});
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    admin_ = *std::move(admin);
-    admin_stub_ = egress::v1::TransportAdmin::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", admin_->port()), grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    admin_.reset();
-    EgressTest::TearDown();
-  }
-
   // Waits (up to 5 s) until `origin` has `idle` idle connections; returns how many it has.
   int WaitForIdle(const std::string& origin, int idle) {
     for (int i = 0; i < 250 && PoolStatsFor(origin).idle != idle; ++i) {
@@ -59,8 +45,6 @@ class KeepAliveTest : public EgressTest {
     return PoolStatsFor(origin).idle;
   }
 
-  std::unique_ptr<AdminServer> admin_;
-  std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_stub_;
 };
 
 // The server closes a connection idle for exactly 1 s; its FIN takes 50 ms to arrive (a

@@ -13,9 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "service/admin_server.h"
 #include "service/metrics.h"
-#include "tests/support/egress_fixture.h"
+#include "tests/support/admin_fixture.h"
 
 namespace egress::testing {
 namespace {
@@ -27,21 +26,8 @@ using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 using transport::DenyReason;
 
-class PolicyRolloutTest : public EgressTest {
+class PolicyRolloutTest : public EgressAdminTest {
  protected:
-  void StartAdmin() {
-    auto admin = AdminServer::Start(*server_, {"127.0.0.1:0", "", {}});
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    admin_ = *std::move(admin);
-    admin_stub_ = egress::v1::TransportAdmin::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", admin_->port()), grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    admin_.reset();
-    EgressTest::TearDown();
-  }
-
   // Callers are named by x-egress-caller, trusted from the test's own address.
   static void NameCallers(Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");
@@ -94,8 +80,6 @@ class PolicyRolloutTest : public EgressTest {
     return absl::StrCat("http://127.0.0.", last_byte, ":", nginx().http_port(), path);
   }
 
-  std::unique_ptr<AdminServer> admin_;
-  std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_stub_;
 };
 
 TEST_F(PolicyRolloutTest, ReportOnlyRulesDenyNothingAndCountWhatTheyWouldHaveDenied) {
