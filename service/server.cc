@@ -1,5 +1,7 @@
 #include "service/server.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -13,6 +15,10 @@ namespace {
 // Room in a FetchRequest message for everything but its body and headers: the URL,
 // method and the other fields.
 constexpr uint64_t kRequestEnvelopeBytes = 1 << 20;
+
+// How long Shutdown keeps gRPC's calls open after the last fetch: ample for a call gRPC
+// had just accepted to be refused by the fetch service, even under a sanitizer.
+constexpr absl::Duration kRefusalTime = absl::Milliseconds(250);
 
 // The request message gRPC must take so that a body and headers within the limits reach
 // FetchService, which then names the limit a larger one breaks. gRPC's own default
@@ -101,7 +107,11 @@ void EgressServer::Shutdown(absl::Duration grace) {
   while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  // A call gRPC accepted just before has not reached the fetch service yet: give it the
+  // time to be refused (UNAVAILABLE, which a caller retries elsewhere) rather than
+  // cancelled at once (CANCELLED, which it does not). gRPC stops accepting calls now.
+  const absl::Duration refusal_time = std::min(kRefusalTime, grace);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + refusal_time));
 }
 
 EgressServer::~EgressServer() {
