@@ -14,6 +14,12 @@ packages=(
   prometheus
   clang libclang-rt-14-dev
   golang-go gnuplot-nox nghttp2-client
+  # The Go client (client/go): Debian's grpc-go and its protobuf-go, with the 1.5 API
+  # of github.com/golang/protobuf (grpc-go marshals through it; the 1.3 API, which apt
+  # picks otherwise, predates the messages protoc-gen-go 1.28 generates), and the two
+  # protoc plugins.
+  golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
+  protoc-gen-go protoc-gen-go-grpc
   python3-grpcio
   "$@"
 )

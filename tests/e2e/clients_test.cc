@@ -1,5 +1,5 @@
 // End to end: the egressd binary in its own process and a real nginx upstream, called
-// from every client we ship: the C++ EgressClient, egressctl, Python and Node. Each
+// from every client we ship: the C++ EgressClient, egressctl, Python, Node and Go. Each
 // checks status, headers, body bytes, connection reuse on a repeated call, that a bad
 // request arrives as INVALID_ARGUMENT, and that a policy denial shows its
 // google.rpc.ErrorInfo: reason POLICY_DENIED, the rule and the host.
@@ -452,6 +452,48 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
   EXPECT_EQ(status, 0) << example;
   EXPECT_NE(example.find("fetch 2: HTTP 200"), std::string::npos) << example;
   EXPECT_NE(example.find("reused true"), std::string::npos) << example;
+}
+
+// The environment of an offline Go build in the GOPATH client/go/generate.sh made in
+// `gopath`: Debian's Go sources, no module mode, no proxy, a cache in the test's dir.
+std::string GoEnv(const std::string& gopath, const std::string& dir) {
+  return absl::StrCat("GO111MODULE=off GOPATH=", gopath, ":/usr/share/gocode GOPROXY=off GOFLAGS= ",
+                      "GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 GOCACHE=", dir, "/go-cache ",
+                      "HOME=", dir, " ");
+}
+
+TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
+  int status = -1;
+  const std::string gopath = dir_ + "/gopath";
+  const std::string generated =
+      RunShell(absl::StrCat(Runfile("client/go/generate.sh"), " ", gopath, " 2>&1"), &status);
+  ASSERT_EQ(status, 0) << generated;
+  const std::string go = GoEnv(gopath, dir_) + "go ";
+  const std::string output = RunShell(
+      absl::StrCat("cd ", gopath, " && ", go, "run ", Runfile("tests/e2e/check_go.go"), " ",
+                   Target(), " ", Url(), " ", LargeUrl(), " '", kDeniedUrl, "'"),
+      &status);
+  ASSERT_EQ(status, 0) << output;
+  ExpectFetchesAndErrors(JsonLines(output));
+
+  // client/go's own tests, the live ones against this egressd.
+  const std::string tests = RunShell(
+      absl::StrCat("cd ", gopath, " && EGRESS_TARGET=", Target(), " EGRESS_TEST_URL=", Url(),
+                   " EGRESS_TEST_DENIED_URL='", kDeniedUrl, "' ", go, "test -v egress 2>&1"),
+      &status);
+  EXPECT_EQ(status, 0) << tests;
+  EXPECT_EQ(tests.find("--- SKIP"), std::string::npos) << tests;
+  EXPECT_NE(tests.find("--- PASS: TestLiveAStreamClosedEarlyLeavesAReusableConnection"),
+            std::string::npos) << tests;
+
+  // The README's example, as printed there.
+  const std::string example = RunShell(
+      absl::StrCat("cd ", gopath, " && ", go, "run egress/example ", Url(), " ", Target(), " 2>&1"),
+      &status);
+  EXPECT_EQ(status, 0) << example;
+  EXPECT_NE(example.find("fetch 2: HTTP 200, 4096 bytes"), std::string::npos) << example;
+  EXPECT_NE(example.find("reused true"), std::string::npos) << example;
+  EXPECT_NE(example.find("stream: HTTP 200, first 16 bytes"), std::string::npos) << example;
 }
 
 // "attachment; filename=\"caf\xE9.txt\"" as nginx sends it (an ISO-8859-1 byte), and as
