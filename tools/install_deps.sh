@@ -20,6 +20,12 @@ packages=(
   # protoc plugins.
   golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
   protoc-gen-go protoc-gen-go-grpc
+  # The Java client (client/java), built with javac from Debian's jars: grpc-java with
+  # its Netty transport and what grpc-core loads (Guava, PerfMark, Gson), and
+  # javax.annotation.Generated for the stubs grpc_java_plugin writes.
+  default-jdk-headless libgrpc-java protobuf-compiler-grpc-java-plugin libprotobuf-java
+  libnetty-java libperfmark-java libguava-java libgoogle-gson-java
+  libgeronimo-annotation-1.3-spec-java
   python3-grpcio
   "$@"
 )

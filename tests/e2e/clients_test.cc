@@ -1,6 +1,6 @@
 // End to end: the egressd binary in its own process and a real nginx upstream, called
-// from every client we ship: the C++ EgressClient, egressctl, Python, Node and Go. Each
-// checks status, headers, body bytes, connection reuse on a repeated call, that a bad
+// from every client we ship: the C++ EgressClient, egressctl, Python, Node, Go and Java.
+// Each checks status, headers, body bytes, connection reuse on a repeated call, that a bad
 // request arrives as INVALID_ARGUMENT, and that a policy denial shows its
 // google.rpc.ErrorInfo: reason POLICY_DENIED, the rule and the host.
 #include <cstdlib>
@@ -490,6 +490,40 @@ TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
   const std::string example = RunShell(
       absl::StrCat("cd ", gopath, " && ", go, "run egress/example ", Url(), " ", Target(), " 2>&1"),
       &status);
+  EXPECT_EQ(status, 0) << example;
+  EXPECT_NE(example.find("fetch 2: HTTP 200, 4096 bytes"), std::string::npos) << example;
+  EXPECT_NE(example.find("reused true"), std::string::npos) << example;
+  EXPECT_NE(example.find("stream: HTTP 200, first 16 bytes"), std::string::npos) << example;
+}
+
+TEST_F(ClientsTest, JavaClientFetchesReusesAndMapsErrors) {
+  int status = -1;
+  const std::string build = dir_ + "/java";
+  const std::string built =
+      RunShell(absl::StrCat(Runfile("client/java/build.sh"), " ", build, " 2>&1"), &status);
+  ASSERT_EQ(status, 0) << built;
+  const std::string java = absl::StrCat("java -cp \"$(cat ", build, "/classpath)\" ");
+  const std::string output =
+      RunShell(absl::StrCat(java, Runfile("tests/e2e/CheckJava.java"), " ", Target(), " ", Url(),
+                            " ", LargeUrl(), " '", kDeniedUrl, "'"),
+               &status);
+  ASSERT_EQ(status, 0) << output;
+  ExpectFetchesAndErrors(JsonLines(output));
+
+  // client/java's own tests, the live ones against this egressd.
+  const std::string tests = RunShell(
+      absl::StrCat("EGRESS_TARGET=", Target(), " EGRESS_TEST_URL=", Url(),
+                   " EGRESS_TEST_DENIED_URL='", kDeniedUrl, "' ", java,
+                   "egress.client.EgressClientTest 2>&1"),
+      &status);
+  EXPECT_EQ(status, 0) << tests;
+  EXPECT_EQ(tests.find("SKIP "), std::string::npos) << tests;
+  EXPECT_NE(tests.find("PASS testLiveAStreamClosedEarlyLeavesAReusableConnection\n"),
+            std::string::npos) << tests;
+
+  // The README's example, as printed there.
+  const std::string example =
+      RunShell(absl::StrCat(java, "Example ", Url(), " ", Target(), " 2>&1"), &status);
   EXPECT_EQ(status, 0) << example;
   EXPECT_NE(example.find("fetch 2: HTTP 200, 4096 bytes"), std::string::npos) << example;
   EXPECT_NE(example.find("reused true"), std::string::npos) << example;

@@ -1,0 +1,154 @@
+package egress.client;
+
+import egress.v1.EgressGrpc;
+import egress.v1.EgressOuterClass.FetchRequest;
+import egress.v1.EgressOuterClass.FetchResponse;
+import io.grpc.Context;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.MetadataUtils;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A caller of egressd's Egress service: blocking {@link #fetch}, {@link #fetchAsync}
+ * and {@link #fetchStream}. Every call has a deadline: the options' timeout, else the
+ * client's default (30 s unless set); a tighter deadline of the current
+ * {@code io.grpc.Context} applies too. An HTTP error status (404, 503) is a
+ * {@link Response}; anything that prevented an HTTP answer is an {@link EgressException}.
+ * Thread-safe; one client (one channel) per process is the intended use.
+ *
+ * <pre>
+ * try (EgressClient egress = EgressClient.create("127.0.0.1:50051")) {
+ *   Response r = egress.fetch("https://api.example.com/v1/items", FetchOptions.defaults().headOnly());
+ *   System.out.println(r.statusCode() + " " + r.header("Content-Type") + " " + r.reused());
+ * } catch (EgressException e) {
+ *   System.err.println(e.code() + " " + e.reason() + " " + e.metadata());
+ * }
+ * </pre>
+ */
+public final class EgressClient implements AutoCloseable {
+  /** Options of a client. */
+  public static final class Builder {
+    private final String target;
+    private ManagedChannel channel;
+    private Duration timeout = Duration.ofSeconds(30);
+    private final Metadata metadata = new Metadata();
+
+    private Builder(String target) { this.target = target; }
+
+    /** The deadline of a call whose options set no timeout. */
+    public Builder timeout(Duration timeout) {
+      this.timeout = timeout;
+      return this;
+    }
+
+    /** Metadata sent on every call, e.g. ("x-egress-caller", "billing") when egressd
+     *  names callers by policy.caller_header. */
+    public Builder metadata(String key, String value) {
+      metadata.put(Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER), value);
+      return this;
+    }
+
+    /** A channel of the caller's own (TLS, a load balancing policy, in-process); the
+     *  client closes it. Without it the client makes a plaintext Netty channel to the
+     *  target. */
+    public Builder channel(ManagedChannel channel) {
+      this.channel = channel;
+      return this;
+    }
+
+    public EgressClient build() {
+      ManagedChannel ch = channel != null ? channel
+          : NettyChannelBuilder.forTarget(target)
+                .usePlaintext()
+                // Responses of any size: egressd bounds bodies itself (max_body_bytes, at
+                // most limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse
+                // a FULL body under egressd's default of 8 MiB.
+                .maxInboundMessageSize(Integer.MAX_VALUE)
+                .build();
+      return new EgressClient(ch, timeout, metadata);
+    }
+  }
+
+  private final ManagedChannel channel;
+  private final Duration timeout;
+  private final EgressGrpc.EgressBlockingStub blocking;
+  private final EgressGrpc.EgressStub async;
+
+  private EgressClient(ManagedChannel channel, Duration timeout, Metadata metadata) {
+    this.channel = channel;
+    this.timeout = timeout;
+    this.blocking = EgressGrpc.newBlockingStub(channel)
+        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata));
+    this.async = EgressGrpc.newStub(channel)
+        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata));
+  }
+
+  /** target: host:port, or any gRPC target such as dns:///egressd:50051. */
+  public static Builder newBuilder(String target) { return new Builder(target); }
+
+  public static EgressClient create(String target) { return newBuilder(target).build(); }
+
+  private long deadlineNanos(FetchOptions options) {
+    return (options.timeout != null ? options.timeout : timeout).toNanos();
+  }
+
+  public Response fetch(String url) { return fetch(url, FetchOptions.defaults()); }
+
+  /** One request through egressd; blocks until the answer. */
+  public Response fetch(String url, FetchOptions options) {
+    try {
+      return new Response(blocking.withDeadlineAfter(deadlineNanos(options), TimeUnit.NANOSECONDS)
+                              .fetch(options.toRequest(url)));
+    } catch (RuntimeException e) {
+      throw EgressException.of(e);
+    }
+  }
+
+  /** fetch without blocking: the future fails with an EgressException; cancelling it
+   *  cancels the call. */
+  public CompletableFuture<Response> fetchAsync(String url, FetchOptions options) {
+    CompletableFuture<Response> future = new CompletableFuture<>();
+    Context.CancellableContext context = Context.current().withCancellation();
+    FetchRequest request = options.toRequest(url);
+    context.run(() -> async.withDeadlineAfter(deadlineNanos(options), TimeUnit.NANOSECONDS)
+        .fetch(request, new StreamObserver<FetchResponse>() {
+          @Override public void onNext(FetchResponse response) {
+            future.complete(new Response(response));
+          }
+          @Override public void onError(Throwable error) {
+            future.completeExceptionally(EgressException.of(error));
+          }
+          @Override public void onCompleted() {}
+        }));
+    // Ends the call if the caller cancelled; after an answer it is a no-op.
+    future.whenComplete((response, error) -> context.cancel(null));
+    return future;
+  }
+
+  /**
+   * Starts a streamed request and returns once egressd has sent the head; the body is
+   * the stream's bytes. Closing it before the end cancels the call, and egressd drains
+   * the rest of the body so the upstream connection can be reused. The deadline bounds
+   * the whole stream, body included. Always close it (try-with-resources).
+   */
+  public FetchStream fetchStream(String url, FetchOptions options) {
+    return FetchStream.open(blocking.withDeadlineAfter(deadlineNanos(options), TimeUnit.NANOSECONDS),
+                            options.toRequest(url));
+  }
+
+  /** Closes the channel; calls in flight fail CANCELLED. */
+  @Override
+  public void close() {
+    channel.shutdownNow();
+    try {
+      channel.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
