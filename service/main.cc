@@ -27,6 +27,12 @@ ABSL_FLAG(std::string, grpc_tls_cert, "", "PEM certificate: serve Egress over TL
 ABSL_FLAG(std::string, grpc_tls_key, "", "PEM private key for --grpc_tls_cert");
 ABSL_FLAG(std::string, grpc_tls_client_ca, "",
           "PEM CA for callers' certificates: require mTLS and identify callers by them");
+ABSL_FLAG(absl::Duration, grpc_max_connection_age, absl::Minutes(5),
+          "a caller's gRPC connection gets GOAWAY after this long (+/-10 % jitter), so that "
+          "clients reconnect and spread over replicas that joined since; 0 never");
+ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, absl::Seconds(30),
+          "how long calls under way may take to finish on a connection past "
+          "--grpc_max_connection_age before it is closed");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
@@ -140,8 +146,11 @@ int main(int argc, char** argv) {
        absl::GetFlag(FLAGS_grpc_tls_client_ca)},
       "--grpc_tls");
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  auto server = egress::EgressServer::Start(*config, absl::GetFlag(FLAGS_grpc_listen), *metrics,
-                                           *metrics, *credentials, access_log.get());
+  auto server = egress::EgressServer::Start(
+      *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
+      access_log.get(),
+      {absl::GetFlag(FLAGS_grpc_max_connection_age),
+       absl::GetFlag(FLAGS_grpc_max_connection_age_grace)});
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(

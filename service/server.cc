@@ -1,6 +1,8 @@
 #include "service/server.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -30,12 +32,25 @@ uint64_t MaxRequestMessageBytes(const FetchLimits& limits) {
          kRequestEnvelopeBytes;
 }
 
+// A duration as the milliseconds of a gRPC channel argument (an int).
+int ChannelArgMillis(absl::Duration d) {
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d), INT_MAX));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
     transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
-    std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log) {
+    std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log,
+    const ConnectionAge& connection_age) {
+  if (connection_age.max_age < absl::ZeroDuration() ||
+      connection_age.grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the gRPC connection age (", absl::FormatDuration(connection_age.max_age),
+        ") and its grace (", absl::FormatDuration(connection_age.grace),
+        ") must not be negative; a max age of 0 means unlimited"));
+  }
   std::unique_ptr<EgressServer> server(new EgressServer());
   auto transport = transport::Transport::Create(config.transport, transport_observer);
   if (!transport.ok()) return transport.status();
@@ -50,6 +65,12 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   grpc::ServerBuilder builder;
   server->max_request_message_bytes_ = MaxRequestMessageBytes(config.limits);
   builder.SetMaxReceiveMessageSize(static_cast<int>(server->max_request_message_bytes_));
+  if (connection_age.max_age > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               std::max(1, ChannelArgMillis(connection_age.max_age)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               ChannelArgMillis(connection_age.grace));
+  }
   builder.AddListeningPort(grpc_listen, credentials, &server->grpc_port_);
   builder.RegisterService(server->fetch_service_.get());
   server->server_ = builder.BuildAndStart();

@@ -8,6 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "service/config.h"
@@ -17,17 +18,30 @@
 
 namespace egress {
 
+// How long a caller's gRPC connection to the Egress listener lives. At `max_age` (gRPC
+// adds up to 10 % jitter) egressd sends GOAWAY: the client opens a new connection for
+// its next calls, and a load balancer in front of several replicas (kube-proxy
+// balances connections, not calls) spreads callers over replicas that joined since.
+// Calls under way get `grace` to finish before the old connection is closed. Zero
+// max_age: connections live as long as the client keeps them. egressd's
+// --grpc_max_connection_age and --grpc_max_connection_age_grace.
+struct ConnectionAge {
+  absl::Duration max_age = absl::Minutes(5);
+  absl::Duration grace = absl::Seconds(30);
+};
+
 // egressd without its flags: the transport and the gRPC server around it (Egress,
 // health, reflection). main.cc and the integration tests both start it this way.
 class EgressServer {
  public:
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
   // fetch gives a line to `access_log`, when there is one; it must outlive the server.
+  // INVALID_ARGUMENT for a negative connection age or grace.
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
       std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials(),
-      AccessLog* access_log = nullptr);
+      AccessLog* access_log = nullptr, const ConnectionAge& connection_age = {});
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }

@@ -1,0 +1,135 @@
+// egressd bounds the age of its callers' gRPC connections (--grpc_max_connection_age,
+// --grpc_max_connection_age_grace): at the age it sends GOAWAY, so that clients
+// reconnect and spread over replicas that joined since; a call under way gets the grace
+// to finish.
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "egress/v1/egress.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "service/config.h"
+#include "service/server.h"
+#include "tests/support/counting_observer.h"
+#include "tests/support/fault_server.h"
+
+namespace egress::testing {
+namespace {
+
+// Stretched by EGRESS_TEST_TIME_SCALE (the sanitizer configs run several times slower).
+absl::Duration Scaled(absl::Duration d) {
+  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
+  return d * (scale ? std::max(1, std::atoi(scale)) : 1);
+}
+
+class GrpcConnectionAgeTest : public ::testing::Test {
+ protected:
+  void Start(const ConnectionAge& age) {
+    egress::v1::Config proto;
+    proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");  // the test upstream
+    auto config = BuildConfig(proto);
+    ASSERT_TRUE(config.ok()) << config.status();
+    auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
+                                      grpc::InsecureServerCredentials(), nullptr, age);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = egress::v1::Egress::NewStub(channel_);
+  }
+
+  // A call that needs no upstream: egressd answers INVALID_ARGUMENT over the channel.
+  grpc::StatusCode BadUrlFetch() {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    egress::v1::FetchRequest request;
+    request.set_url("not a url");
+    egress::v1::FetchResponse response;
+    return stub_->Fetch(&context, request, &response).error_code();
+  }
+
+  // Waits up to `limit` for the channel to leave READY (GOAWAY); false if it stayed.
+  bool LeavesReady(absl::Duration limit) {
+    return channel_->WaitForStateChange(GRPC_CHANNEL_READY, absl::ToChronoTime(absl::Now() + limit));
+  }
+
+  CountingObserver observer_;
+  FaultServer upstream_;
+  std::unique_ptr<EgressServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<egress::v1::Egress::Stub> stub_;
+};
+
+TEST_F(GrpcConnectionAgeTest, AnIdleConnectionGetsGoawayAtItsMaxAgeAndTheNextCallReconnects) {
+  Start({Scaled(absl::Milliseconds(500)), Scaled(absl::Milliseconds(500))});
+  const absl::Time start = absl::Now();
+  ASSERT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+  ASSERT_TRUE(LeavesReady(Scaled(absl::Seconds(5))));
+  const absl::Duration lived = absl::Now() - start;
+  EXPECT_GE(lived, Scaled(absl::Milliseconds(450))) << "500 ms less gRPC's 10 % jitter";
+  EXPECT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+}
+
+TEST_F(GrpcConnectionAgeTest, AMaxAgeOfZeroKeepsTheConnection) {
+  Start({absl::ZeroDuration(), absl::ZeroDuration()});
+  ASSERT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(LeavesReady(Scaled(absl::Milliseconds(1500))));
+}
+
+TEST_F(GrpcConnectionAgeTest, AStreamUnderWayAtTheMaxAgeKeepsGoingThroughTheGrace) {
+  Start({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  egress::v1::FetchRequest request;
+  request.set_url(upstream_.Url("/slow-body"));  // the head, then a body byte a second
+  auto reader = stub_->FetchStream(&context, request);
+  egress::v1::FetchChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  ASSERT_TRUE(chunk.has_head());
+  std::string body;
+  while (body.size() < 2 && reader->Read(&chunk)) body += chunk.body();
+  // Two seconds in, well past the max age: GOAWAY has come, and the stream goes on.
+  EXPECT_EQ(body, "bb") << "the stream was cut: " << reader->Finish().error_message();
+  context.TryCancel();
+  reader->Finish();
+}
+
+TEST_F(GrpcConnectionAgeTest, AStreamStillUnderWayAtTheEndOfTheGraceIsCut) {
+  Start({Scaled(absl::Milliseconds(300)), Scaled(absl::Milliseconds(700))});
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  egress::v1::FetchRequest request;
+  request.set_url(upstream_.Url("/slow-body"));  // 100 bytes over 100 s
+  const absl::Time start = absl::Now();
+  auto reader = stub_->FetchStream(&context, request);
+  egress::v1::FetchChunk chunk;
+  while (reader->Read(&chunk)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_FALSE(status.ok());
+  EXPECT_LT(absl::Now() - start, Scaled(absl::Seconds(5))) << status.error_message();
+}
+
+TEST_F(GrpcConnectionAgeTest, ANegativeAgeIsRefused) {
+  auto config = BuildConfig(egress::v1::Config());
+  ASSERT_TRUE(config.ok());
+  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
+                                    grpc::InsecureServerCredentials(), nullptr,
+                                    {absl::Seconds(-1), absl::Seconds(30)});
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
+}
+
+TEST(ConnectionAgeDefaults, AreFiveMinutesWithThirtySecondsOfGrace) {
+  EXPECT_EQ(ConnectionAge().max_age, absl::Minutes(5));
+  EXPECT_EQ(ConnectionAge().grace, absl::Seconds(30));
+}
+
+}  // namespace
+}  // namespace egress::testing
