@@ -7,6 +7,7 @@ import (
 	"io/ioutil"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -302,6 +303,14 @@ func live(t *testing.T) (*Client, string) {
 	return client, url
 }
 
+// EGRESS_TEST_TIME_SCALE, which the sanitizer configs set: their egressd runs slower.
+func timeScale() time.Duration {
+	if n, err := strconv.Atoi(os.Getenv("EGRESS_TEST_TIME_SCALE")); err == nil && n > 1 {
+		return time.Duration(n)
+	}
+	return 1
+}
+
 func TestLiveTheSecondFetchReusesTheConnection(t *testing.T) {
 	client, url := live(t)
 	first, err := client.Fetch(context.Background(), url)
@@ -337,7 +346,7 @@ func TestLiveAStreamClosedEarlyLeavesAReusableConnection(t *testing.T) {
 	// The drain ends within its time cap (50 ms by default); after it the connection is
 	// the newest idle one, which egressd's pool hands out first. Fetching before that
 	// would take (and drain, and return on top) another connection.
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond * timeScale())
 	resp, err := client.Fetch(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
