@@ -203,11 +203,11 @@ class Loopback:
             result["log_dropped"] = self.log_lines_dropped(metrics) - dropped
         return result
 
-    def pool_of_idle_connections(self, connections):
-        """Makes `connections` fetches at once of a path the upstream answers after 1 s,
-        so that egressd opens that many connections, which then wait idle in its pool.
-        Returns how many are idle."""
-        frame = self._grpc_frame("/slow")
+    def pool_of_idle_connections(self, connections, tls=False):
+        """Makes `connections` fetches at once of a path the upstream answers after 1 s
+        (over HTTPS if tls), so that egressd opens that many connections, which then wait
+        idle in its pool. Returns how many are idle, of all origins."""
+        frame = self._grpc_frame("/slow", tls)
         self.wan.run(self.ns, ["h2load", f"-n{connections}", "-c10",
                                f"-m{connections // 10}", "-d", frame,
                                "-H", "content-type: application/grpc", "-H", "te: trailers",
@@ -337,6 +337,7 @@ UPSTREAM_HTTP = """
     ssl_certificate {pki}/server.pem;
     ssl_certificate_key {pki}/server.key;
     root {www};
+    location = /slow { echo_sleep 1; echo "slow"; }
   }
 """
 

@@ -53,8 +53,11 @@ def main():
         # The loopback parts use the client namespace alone.
         loopback = Loopback(wan, wan.CLIENT, tools, work)
         memory = {"idle": rss_mib(loopback.egressd.pid)}
-        idle = loopback.pool_of_idle_connections(plan.idle_connections)
-        memory["pool"] = (idle, rss_mib(loopback.egressd.pid))
+        for kind, tls in (("plain", False), ("tls", True)):
+            idle = loopback.pool_of_idle_connections(plan.idle_connections, tls)
+            burst = rss_mib(loopback.egressd.pid)
+            time.sleep(plan.memory_release_wait_s)
+            memory[kind] = (idle, burst, rss_mib(loopback.egressd.pid))
         overhead = {}
         for repetition in range(plan.repetitions):
             runs = [(shape, system) for shape in SHAPES for system, _ in SYSTEMS]
@@ -132,6 +135,8 @@ class Plan:
         self.throughput_seconds = 1 if smoke else 5
         self.h2load_seconds = 1 if smoke else 5
         self.idle_connections = 100 if smoke else 1000
+        # Long enough for egressd's memory releaser (every 10 s) to look after a burst.
+        self.memory_release_wait_s = 1 if smoke else 11
 
 
 class Tools:
@@ -519,19 +524,32 @@ class Report:
         return lines
 
     def memory_markdown(self):
-        idle_connections, pool_rss = self.memory["pool"]
+        plain_idle, plain_burst, plain_rss = self.memory["plain"]
+        tls_idle, tls_burst, tls_rss = self.memory["tls"]
+        tls_connections = tls_idle - plain_idle
+        per_connection = (
+            f"{(plain_rss - self.memory['idle']) * 1024 / plain_idle:.1f} KiB per plain "
+            f"connection, {(tls_rss - plain_rss) * 1024 / tls_connections:.1f} KiB per "
+            "TLS connection")
         return [
             "",
             "### Memory",
             "",
-            "egressd's resident set (`VmRSS`), in the loopback run above.",
+            "egressd's resident set (`VmRSS`), in the loopback run above: right after a burst of",
+            "concurrent fetches that leaves as many connections idle in the pool, and "
+            f"{self.plan.memory_release_wait_s} s later,",
+            "once its memory releaser has looked (`--memory_release_interval`, 10 s).",
             "",
-            "| egressd | RSS MiB |",
-            "|---|---|",
-            f"| idle, just started | {self.memory['idle']:.1f} |",
-            f"| {idle_connections:,} idle pooled connections (its gauge), after as many "
-            f"concurrent fetches | {pool_rss:.1f} |",
-            f"| under load, 64 connections (largest sample) | {self.memory['load']:.1f} |",
+            "| egressd | RSS MiB after the burst | RSS MiB after the release |",
+            "|---|---|---|",
+            f"| idle, just started | {self.memory['idle']:.1f} | |",
+            f"| + {plain_idle:,} idle pooled plain-HTTP connections (its gauge) | "
+            f"{plain_burst:.1f} | {plain_rss:.1f} |",
+            f"| + {tls_connections:,} idle pooled TLS connections | "
+            f"{tls_burst:.1f} | {tls_rss:.1f} |",
+            f"| under load, 64 connections (largest sample) | {self.memory['load']:.1f} | |",
+            "",
+            f"After the release: {per_connection}.",
         ]
 
     def plot(self, png, work):

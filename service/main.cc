@@ -17,6 +17,7 @@
 #include "service/admin_server.h"
 #include "service/config.h"
 #include "service/config_reloader.h"
+#include "service/memory_releaser.h"
 #include "service/metrics.h"
 #include "service/process_metrics.h"
 #include "service/server_credentials.h"
@@ -64,6 +65,9 @@ ABSL_FLAG(absl::Duration, config_poll, absl::Seconds(1),
           "how often the --config file is checked for changes");
 ABSL_FLAG(bool, check_config, false,
           "validate the --config file, print the config in force and exit (0 valid, 2 not)");
+ABSL_FLAG(absl::Duration, memory_release_interval, absl::Seconds(10),
+          "how often egressd looks whether to give unused heap back to the system (after a "
+          "burst of fetches glibc keeps it otherwise); 0 never");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "how long in-flight fetches may take to finish after SIGTERM or SIGINT");
 
@@ -132,6 +136,12 @@ int main(int argc, char** argv) {
   // The exposer holds collectables weakly: this one lives as long as main.
   auto process_metrics = std::make_shared<egress::ProcessMetrics>();
   exposer->RegisterCollectable(process_metrics);
+  std::shared_ptr<egress::MemoryReleaser> memory_releaser;
+  if (const absl::Duration every = absl::GetFlag(FLAGS_memory_release_interval);
+      every > absl::ZeroDuration()) {
+    memory_releaser = std::make_shared<egress::MemoryReleaser>(every);
+    exposer->RegisterCollectable(memory_releaser);
+  }
 
   // Before the server, which logs into it until its last fetch is over.
   std::unique_ptr<egress::AccessLog> access_log;
