@@ -63,15 +63,20 @@ type Client struct {
 	md      metadata.MD
 }
 
-// New dials target (host:port, or any gRPC target such as dns:///egressd:50051). It
-// does not wait for a connection: a call made while egressd is unreachable fails
-// UNAVAILABLE.
+// New dials target: host:port, or any gRPC target, e.g. dns:///egressd.egress.svc:50051
+// for every replica behind a headless Service. Calls go round robin over all the
+// addresses the target resolves to; egressd's --grpc_max_connection_age makes the
+// client re-resolve and reconnect, so it finds replicas that joined. New does not wait
+// for a connection: a call made while egressd is unreachable fails UNAVAILABLE.
 func New(target string, opts Options) (*Client, error) {
 	dial := []grpc.DialOption{
 		// Responses of any size: egressd bounds bodies itself (max_body_bytes, at most
 		// limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL
 		// body under egressd's default of 8 MiB.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31 - 1)),
+		// Calls spread over every address the target resolves to (e.g. each replica
+		// behind a headless Service, dns:///egressd.egress.svc:50051), not one.
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"round_robin": {}}]}`),
 	}
 	if opts.TLS == nil {
 		dial = append(dial, grpc.WithInsecure())

@@ -46,8 +46,11 @@ func (e *Error) Error() string {
 // GRPCStatus makes status.Code(err) and status.FromError(err) see the gRPC status.
 func (e *Error) GRPCStatus() *status.Status { return e.status }
 
-// Unwrap gives context.DeadlineExceeded or context.Canceled when the caller's context
-// ended the call, so errors.Is(err, context.DeadlineExceeded) holds.
+// Unwrap gives the context's error (context.Canceled, context.DeadlineExceeded) when
+// the call's context had ended by the time the call returned, so that
+// errors.Is(err, context.Canceled) holds for a caller that cancelled. At a deadline,
+// egressd's own DEADLINE_EXCEEDED can arrive a moment before the context's timer fires:
+// test Code == codes.DeadlineExceeded for that.
 func (e *Error) Unwrap() error { return e.cause }
 
 // codeName is the code as the gRPC spec spells it (codes.Code's String is CamelCase).

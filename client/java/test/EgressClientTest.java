@@ -13,6 +13,10 @@ import google.rpc.ErrorDetails.RetryInfo;
 import google.rpc.StatusOuterClass;
 import io.grpc.Context;
 import io.grpc.Deadline;
+import io.grpc.EquivalentAddressGroup;
+import io.grpc.NameResolver;
+import io.grpc.NameResolverProvider;
+import io.grpc.NameResolverRegistry;
 import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.ServerCall;
@@ -22,11 +26,16 @@ import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
@@ -241,6 +250,47 @@ public final class EgressClientTest {
       stream.read();
       check(false, "read after close");
     } catch (IOException expected) {
+    }
+  }
+
+  /** Resolves replicas:///anything to the addresses given. */
+  static final class Replicas extends NameResolverProvider {
+    final List<EquivalentAddressGroup> addresses = new ArrayList<>();
+    @Override protected boolean isAvailable() { return true; }
+    @Override protected int priority() { return 5; }
+    @Override public String getDefaultScheme() { return "replicas"; }
+    @Override public NameResolver newNameResolver(URI target, NameResolver.Args args) {
+      if (!"replicas".equals(target.getScheme())) return null;
+      return new NameResolver() {
+        @Override public String getServiceAuthority() { return "egressd"; }
+        @Override public void start(Listener2 listener) {
+          listener.onResult(ResolutionResult.newBuilder().setAddresses(addresses).build());
+        }
+        @Override public void shutdown() {}
+      };
+    }
+  }
+
+  public void testCallsGoRoundRobinOverEveryAddressOfTheTarget() throws Exception {
+    FakeEgress[] fakes = {new FakeEgress(), new FakeEgress()};
+    Replicas replicas = new Replicas();
+    List<Server> servers = new ArrayList<>();
+    try {
+      for (FakeEgress f : fakes) {
+        Server s = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+            .addService(f).build().start();
+        servers.add(s);
+        replicas.addresses.add(new EquivalentAddressGroup(s.getListenSockets().get(0)));
+      }
+      NameResolverRegistry.getDefaultRegistry().register(replicas);
+      client = EgressClient.create("replicas:///egressd");
+      for (int i = 0; i < 10; ++i) client.fetch("http://up/");
+      check(!fakes[0].deadlineMillis.isEmpty() && !fakes[1].deadlineMillis.isEmpty(),
+            "calls: " + fakes[0].deadlineMillis.size() + " on the first replica, "
+            + fakes[1].deadlineMillis.size() + " on the second");
+    } finally {
+      NameResolverRegistry.getDefaultRegistry().deregister(replicas);
+      for (Server s : servers) s.shutdownNow();
     }
   }
 

@@ -69,6 +69,9 @@ public final class EgressClient implements AutoCloseable {
                 // most limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse
                 // a FULL body under egressd's default of 8 MiB.
                 .maxInboundMessageSize(Integer.MAX_VALUE)
+                // Calls spread over every address the target resolves to (e.g. each
+                // replica behind a headless Service), not one.
+                .defaultLoadBalancingPolicy("round_robin")
                 .build();
       return new EgressClient(ch, timeout, metadata);
     }
@@ -88,7 +91,10 @@ public final class EgressClient implements AutoCloseable {
         .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata));
   }
 
-  /** target: host:port, or any gRPC target such as dns:///egressd:50051. */
+  /** target: host:port, or any gRPC target, e.g. dns:///egressd.egress.svc:50051 for
+   *  every replica behind a headless Service. Calls go round robin over all the addresses
+   *  the target resolves to; egressd's --grpc_max_connection_age makes the client
+   *  re-resolve and reconnect, so it finds replicas that joined. */
   public static Builder newBuilder(String target) { return new Builder(target); }
 
   public static EgressClient create(String target) { return newBuilder(target).build(); }
