@@ -109,6 +109,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Reads up to max_bytes of the body (at least one unless the body has ended).
   void ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done);
+  // Whether the response's body has been read to its end; in ReadBody's callback (on the
+  // connection's executor), where it tells a last read from one that needs another.
+  bool BodyEnded() const { return parser_ && parser_->is_done(); }
 
   // Bounds a ReadBody under way: if it has not finished `limit` from now, the connection
   // closes and the read fails. For a body the caller let go of mid-read.

@@ -399,8 +399,10 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
           std::lock_guard<std::mutex> lock(state->mu);
           state->reading = false;
           aborted = state->closed;
-          // The body ended, failed, or was let go of while this read was under way.
-          release = aborted || !bytes.ok() || bytes->empty();
+          // The body ended (with these bytes: the caller's next Read ends at once, and
+          // the connection is reused meanwhile), failed, or was let go of while this
+          // read was under way.
+          release = aborted || !bytes.ok() || bytes->empty() || state->connection->BodyEnded();
           state->released = state->released || release;
         }
         if (!release) return done(std::move(bytes));

@@ -150,6 +150,34 @@ TEST_F(TransportTest, ReadsABodyToItsEndAndPoolsTheConnection) {
   EXPECT_EQ(observer_.pool_waits, 1);
 }
 
+// The read that takes a body's last bytes hands its connection back: the pool has it
+// before the caller asks for more, and the caller's next Read ends without any I/O.
+TEST_F(TransportTest, TheReadThatEndsTheBodyPoolsTheConnectionAtOnce) {
+  auto response = Get("/cl/1k");
+  ASSERT_TRUE(response.ok()) << response.status();
+  std::string body;
+  int idle_at_last_bytes = -1;
+  while (body.size() < 1024) {  // usually one read; the bytes may come in pieces
+    std::promise<absl::StatusOr<std::string>> piece;
+    response->body->Read(16 * 1024, [&](absl::StatusOr<std::string> bytes) {
+      idle_at_last_bytes = transport_->PoolStats().front().idle;
+      piece.set_value(std::move(bytes));
+    });
+    auto bytes = piece.get_future().get();
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    ASSERT_FALSE(bytes->empty()) << "the body ended after " << body.size() << " bytes";
+    body += *bytes;
+  }
+  EXPECT_EQ(body, NginxUpstream::FileContent("1k"));
+  EXPECT_EQ(idle_at_last_bytes, 1);
+  bool ended_inline = false;
+  response->body->Read(16 * 1024, [&](absl::StatusOr<std::string> end) {
+    ended_inline = end.ok() && end->empty();
+  });
+  EXPECT_TRUE(ended_inline);
+  EXPECT_EQ(observer_.drains_started, 0);
+}
+
 TEST_F(TransportTest, ConcurrentFetchesFromManyThreadsAllSucceed) {
   constexpr int kThreads = 8, kPerThread = 25;
   std::vector<std::thread> threads;
