@@ -28,12 +28,13 @@ ABSL_FLAG(std::string, grpc_tls_cert, "", "PEM certificate: serve Egress over TL
 ABSL_FLAG(std::string, grpc_tls_key, "", "PEM private key for --grpc_tls_cert");
 ABSL_FLAG(std::string, grpc_tls_client_ca, "",
           "PEM CA for callers' certificates: require mTLS and identify callers by them");
-ABSL_FLAG(absl::Duration, grpc_max_connection_age, absl::Minutes(5),
+ABSL_FLAG(absl::Duration, grpc_max_connection_age, egress::ConnectionAge().max_age,
           "a caller's gRPC connection gets GOAWAY after this long (+/-10 % jitter), so that "
           "clients reconnect and spread over replicas that joined since; 0 never");
-ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, absl::Seconds(30),
+ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge().grace,
           "how long calls under way may take to finish on a connection past "
-          "--grpc_max_connection_age before it is closed");
+          "--grpc_max_connection_age before it is closed (the default is "
+          "limits.max_timeout's, so no fetch is cut short before its deadline)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");

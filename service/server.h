@@ -27,7 +27,9 @@ namespace egress {
 // --grpc_max_connection_age and --grpc_max_connection_age_grace.
 struct ConnectionAge {
   absl::Duration max_age = absl::Minutes(5);
-  absl::Duration grace = absl::Seconds(30);
+  // As long as limits.max_timeout's default: a fetch under way at the age is not cut
+  // short before its own deadline.
+  absl::Duration grace = absl::Minutes(5);
 };
 
 // egressd without its flags: the transport and the gRPC server around it (Egress,

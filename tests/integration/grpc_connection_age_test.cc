@@ -126,9 +126,13 @@ TEST_F(GrpcConnectionAgeTest, ANegativeAgeIsRefused) {
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
 }
 
-TEST(ConnectionAgeDefaults, AreFiveMinutesWithThirtySecondsOfGrace) {
+// The grace is the longest a fetch may take by default (limits.max_timeout): a fetch
+// under way when its connection reaches the age is not cut short.
+TEST(ConnectionAgeDefaults, AreFiveMinutesWithTheDefaultMaxTimeoutOfGrace) {
   EXPECT_EQ(ConnectionAge().max_age, absl::Minutes(5));
-  EXPECT_EQ(ConnectionAge().grace, absl::Seconds(30));
+  auto config = BuildConfig(egress::v1::Config());
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(ConnectionAge().grace, config->limits.max_timeout);
 }
 
 }  // namespace
