@@ -47,14 +47,30 @@ absl::StatusOr<std::string> ReadPem(const std::string& what, const std::string& 
   return pem.str();
 }
 
-// A channel to `target`, over TLS when `tls` asks for it.
+// True when `args` has an argument named `key`.
+bool HasArg(const grpc::ChannelArguments& args, absl::string_view key) {
+  const grpc_channel_args c_args = args.c_channel_args();
+  for (size_t i = 0; i < c_args.num_args; ++i) {
+    if (key == c_args.args[i].key) return true;
+  }
+  return false;
+}
+
+// A channel to `target`, over TLS when `tls` asks for it, with the caller's `args` and,
+// when `balance` and they choose no policy, round_robin.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const TlsOptions& tls) {
+                                                           const TlsOptions& tls,
+                                                           grpc::ChannelArguments args,
+                                                           bool balance) {
   // Responses of any size: egressd bounds bodies itself (at most
   // limits.max_body_bytes_ceiling), and gRPC's default of 4 MiB would refuse a FULL body
   // under egressd's default of 8 MiB.
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
+  if (!HasArg(args, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH)) args.SetMaxReceiveMessageSize(-1);
+  // gRPC's own default, pick_first, sends every call to the first address that answers:
+  // one replica of many, however many the target resolves to.
+  if (balance && !HasArg(args, GRPC_ARG_SERVICE_CONFIG) && !HasArg(args, GRPC_ARG_LB_POLICY_NAME)) {
+    args.SetServiceConfigJSON(kDefaultServiceConfig);
+  }
   if (!tls.on()) {
     return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   }
@@ -106,8 +122,9 @@ std::optional<absl::Duration> RetryDelayOf(const absl::Status& status) {
 }
 
 EgressClient::EgressClient(ClientOptions options) : options_(std::move(options)) {
-  auto egress = MakeChannel(options_.target, options_.tls);
-  auto admin = MakeChannel(options_.admin_target, options_.admin_tls);
+  auto egress = MakeChannel(options_.target, options_.tls, options_.channel_args, /*balance=*/true);
+  auto admin = MakeChannel(options_.admin_target, options_.admin_tls, grpc::ChannelArguments(),
+                           /*balance=*/false);
   if (!egress.ok()) {
     setup_ = egress.status();
   } else if (!admin.ok()) {
@@ -127,21 +144,25 @@ absl::StatusOr<std::unique_ptr<EgressClient>> EgressClient::Create(ClientOptions
   return client;
 }
 
-std::unique_ptr<grpc::ClientContext> EgressClient::Context(absl::Duration timeout) const {
-  auto context = std::make_unique<grpc::ClientContext>();
+absl::Time EgressClient::Deadline(absl::Duration timeout) const {
   const absl::Duration budget = timeout > absl::ZeroDuration() ? timeout : options_.default_timeout;
-  context->set_deadline(absl::ToChronoTime(absl::Now() + budget));
+  return absl::Now() + budget;
+}
+
+std::unique_ptr<grpc::ClientContext> EgressClient::Context(absl::Time deadline) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(deadline));
   return context;
 }
 
-std::unique_ptr<grpc::ClientContext> EgressClient::FetchContext(absl::Duration timeout) const {
-  auto context = Context(timeout);
+std::unique_ptr<grpc::ClientContext> EgressClient::FetchContext(absl::Time deadline) const {
+  auto context = Context(deadline);
   for (const auto& [key, value] : options_.metadata) context->AddMetadata(key, value);
   return context;
 }
 
 std::unique_ptr<grpc::ClientContext> EgressClient::AdminContext() const {
-  auto context = Context(absl::ZeroDuration());
+  auto context = Context(Deadline(absl::ZeroDuration()));
   if (!options_.admin_token.empty()) {
     context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.admin_token));
   }
@@ -178,38 +199,82 @@ v1::FetchRequest EgressClient::MakeRequest(absl::string_view url, const FetchOpt
   return request;
 }
 
+namespace {
+
+// What a stopping egressd does to a fetch sent before its GOAWAY reached the channel:
+// refuses it (UNAVAILABLE, reason SHUTTING_DOWN: nothing went upstream), or, for one that
+// arrives once gRPC's shutdown has begun, cancels it (CANCELLED, which the caller did not
+// ask for; then it may have gone upstream, so only a request safe to repeat goes again).
+bool IsShutdownRefusal(const absl::Status& status, absl::string_view method) {
+  if (status.code() == absl::StatusCode::kCancelled) {
+    return method.empty() || method == "GET" || method == "HEAD" || method == "OPTIONS" ||
+           method == "TRACE";
+  }
+  if (status.code() != absl::StatusCode::kUnavailable) return false;
+  const auto info = ErrorInfoOf(status);
+  return info && info->reason() == "SHUTTING_DOWN";
+}
+
+}  // namespace
+
 absl::StatusOr<v1::FetchResponse> EgressClient::Fetch(absl::string_view url,
                                                       const FetchOptions& options) const {
   if (!setup_.ok()) return setup_;
-  auto context = FetchContext(options.timeout);
-  v1::FetchResponse response;
-  const grpc::Status status = egress_->Fetch(context.get(), MakeRequest(url, options), &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  const v1::FetchRequest request = MakeRequest(url, options);
+  const absl::Time deadline = Deadline(options.timeout);
+  for (int attempt = 0;; ++attempt) {
+    auto context = FetchContext(deadline);
+    v1::FetchResponse response;
+    const grpc::Status status = egress_->Fetch(context.get(), request, &response);
+    if (status.ok()) return response;
+    absl::Status failure = FromGrpcStatus(status);
+    if (!RetryRefusal(failure, options.method, attempt, deadline)) return failure;
+  }
 }
 
 absl::StatusOr<v1::FetchResponse> EgressClient::FetchStream(
     absl::string_view url, const FetchOptions& options,
     const std::function<bool(absl::string_view chunk)>& on_body) const {
   if (!setup_.ok()) return setup_;
-  auto context = FetchContext(options.timeout);
-  auto reader = egress_->FetchStream(context.get(), MakeRequest(url, options));
-  v1::FetchResponse head;
-  v1::FetchChunk chunk;
-  bool stopped = false;
-  while (!stopped && reader->Read(&chunk)) {
-    if (chunk.has_head()) {
-      head = chunk.head();
-    } else if (!on_body(chunk.body())) {
-      stopped = true;
-      context->TryCancel();  // egressd drains what is left
+  const v1::FetchRequest request = MakeRequest(url, options);
+  const absl::Time deadline = Deadline(options.timeout);
+  for (int attempt = 0;; ++attempt) {
+    auto context = FetchContext(deadline);
+    auto reader = egress_->FetchStream(context.get(), request);
+    v1::FetchResponse head;
+    v1::FetchChunk chunk;
+    bool stopped = false;
+    bool read_any = false;
+    while (!stopped && reader->Read(&chunk)) {
+      read_any = true;
+      if (chunk.has_head()) {
+        head = chunk.head();
+      } else if (!on_body(chunk.body())) {
+        stopped = true;
+        context->TryCancel();  // egressd drains what is left
+      }
+    }
+    const grpc::Status status = reader->Finish();
+    if (status.ok() || (stopped && status.error_code() == grpc::StatusCode::CANCELLED)) {
+      return head;
+    }
+    absl::Status failure = FromGrpcStatus(status);
+    // A refusal comes before any chunk; after one, nothing is sent again.
+    if (read_any || stopped || !RetryRefusal(failure, options.method, attempt, deadline)) {
+      return failure;
     }
   }
-  const grpc::Status status = reader->Finish();
-  if (!status.ok() && !(stopped && status.error_code() == grpc::StatusCode::CANCELLED)) {
-    return FromGrpcStatus(status);
-  }
-  return head;
+}
+
+bool EgressClient::RetryRefusal(const absl::Status& failure, absl::string_view method,
+                                int attempt, absl::Time deadline) const {
+  if (attempt >= options_.shutdown_retries || !IsShutdownRefusal(failure, method)) return false;
+  // The first retry goes at once (round_robin hands it to the next replica); later ones
+  // give the refusing replica's GOAWAY a moment to reach the channel.
+  const absl::Duration pause = absl::Milliseconds(10) * attempt;
+  if (absl::Now() + pause >= deadline) return false;
+  absl::SleepFor(pause);
+  return true;
 }
 
 absl::StatusOr<v1::Config> EgressClient::GetConfig() const {

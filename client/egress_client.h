@@ -47,7 +47,28 @@ struct ClientOptions {
   // Metadata sent on every Fetch and FetchStream, e.g. {"x-egress-caller", "billing"}
   // when egressd names callers by policy.caller_header. Keys in lower case.
   std::vector<std::pair<std::string, std::string>> metadata;
+  // gRPC channel arguments of the Egress channel (`target`), e.g.
+  // GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS. Unless they set a service config
+  // (SetServiceConfigJSON) or a load-balancing policy (SetLoadBalancingPolicyName), the
+  // channel takes kDefaultServiceConfig: calls go round robin over every address the
+  // target resolves to, skipping a replica whose health is NOT_SERVING ("dns:///egressd-headless.egress.svc.cluster.local:50051", a
+  // headless Service, is one address per ready replica). The admin channel takes
+  // neither: its calls go to one egressd, the first address of `admin_target`.
+  grpc::ChannelArguments channel_args;
+  // How many times a fetch that a stopping egressd turned away is sent again, within its
+  // deadline; round_robin gives each try to the next replica. 0: never. Turned away:
+  // refused (UNAVAILABLE, reason SHUTTING_DOWN: nothing was sent upstream), or, for a
+  // GET, HEAD, OPTIONS or TRACE (safe to repeat), cancelled by egressd (CANCELLED; gRPC
+  // cancels the calls that reach a server after its shutdown began).
+  int shutdown_retries = 3;
 };
+
+// The service config every client of egressd defaults to: round_robin over every
+// address of the target, and gRPC's client-side health checking, which takes a replica
+// out of the rotation as soon as its health turns NOT_SERVING (egressd's first step at
+// SIGTERM), before its GOAWAY.
+inline constexpr char kDefaultServiceConfig[] =
+    R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}})";
 
 // What to do with a response body.
 enum class BodyMode {
@@ -86,8 +107,9 @@ std::optional<absl::Duration> RetryDelayOf(const absl::Status& status);
 // TransportAdmin calls. Every call has a deadline (the request's timeout, else the
 // client's default) and returns egressd's error as an absl::Status: INVALID_ARGUMENT for
 // a bad URL or header, PERMISSION_DENIED for the egress policy, UNAVAILABLE when the
-// upstream cannot be reached, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED for limits.
-// Thread-safe: calls may run concurrently from many threads.
+// upstream cannot be reached, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED for limits. A fetch
+// that a stopping egressd turned away is sent again (ClientOptions::shutdown_retries),
+// within the same deadline. Thread-safe: calls may run concurrently from many threads.
 class EgressClient {
  public:
   // A TLS file that cannot be read fails every call with that error (INVALID_ARGUMENT
@@ -120,10 +142,16 @@ class EgressClient {
                                               const FetchOptions& options);
 
  private:
-  // A context whose deadline is `timeout`, or the default when it is zero.
-  std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
+  // The deadline of a call of `timeout`, or of the default when it is zero.
+  absl::Time Deadline(absl::Duration timeout) const;
+  std::unique_ptr<grpc::ClientContext> Context(absl::Time deadline) const;
   // Context() with the metadata of a Fetch, or of an admin call.
-  std::unique_ptr<grpc::ClientContext> FetchContext(absl::Duration timeout) const;
+  std::unique_ptr<grpc::ClientContext> FetchContext(absl::Time deadline) const;
+  // Whether to send a fetch of `method` again after `failure` on try `attempt` (0 the
+  // first): a stopping egressd's refusal, within shutdown_retries and the deadline;
+  // pauses before the retry.
+  bool RetryRefusal(const absl::Status& failure, absl::string_view method, int attempt,
+                    absl::Time deadline) const;
   std::unique_ptr<grpc::ClientContext> AdminContext() const;
 
   ClientOptions options_;

@@ -89,11 +89,15 @@ class EgressError extends Error {
 // roots egressd's certificate must chain to; none: the system's), certFile and keyFile
 // (mTLS), serverName (the name egressd's certificate carries when it is not the target's
 // host) }, every field optional.
-function channel(tls) {
+// extra: the caller's channel options; balance: round_robin unless they choose a policy.
+function channel(tls, extra = {}, balance = false) {
   // Responses of any size: egressd bounds bodies itself (at most
   // limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body
   // under egressd's default of 8 MiB.
-  const unlimited = { 'grpc.max_receive_message_length': -1 };
+  const unlimited = { 'grpc.max_receive_message_length': -1, ...extra };
+  if (balance && !('grpc.service_config' in extra) && !('grpc.lb_policy_name' in extra)) {
+    unlimited['grpc.service_config'] = DEFAULT_SERVICE_CONFIG;
+  }
   if (!tls) return { credentials: grpc.credentials.createInsecure(), options: unlimited };
   if (!tls.certFile !== !tls.keyFile) throw new Error('tls: certFile and keyFile go together');
   const read = (file) => (file ? fs.readFileSync(file) : null);
@@ -102,6 +106,24 @@ function channel(tls) {
     options: tls.serverName
       ? { ...unlimited, 'grpc.ssl_target_name_override': tls.serverName } : unlimited,
   };
+}
+
+// The service config every client of egressd defaults to: calls round robin over every
+// address the target resolves to (gRPC's own default, pick_first, sends them all to one).
+// Its healthCheckConfig (the C-core clients' health checking) is one grpc-js ignores:
+// here a stopping replica's refusals are retried instead (see fetch).
+const DEFAULT_SERVICE_CONFIG =
+  '{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}}';
+
+// Whether a stopping egressd turned a fetch of `method` away before its GOAWAY reached the
+// channel: refused it (UNAVAILABLE, reason SHUTTING_DOWN: nothing was sent upstream), or
+// its HTTP/2 stream (REFUSED_STREAM: the server never saw it; grpc-js retries that once
+// itself), or, for a request safe to repeat (GET, HEAD, OPTIONS, TRACE), cancelled it
+// (CANCELLED: gRPC cancels calls that reach a server after its shutdown began).
+function turnedAway(error, method) {
+  if (error.code === 'CANCELLED') return ['', 'GET', 'HEAD', 'OPTIONS', 'TRACE'].includes(method);
+  return error.code === 'UNAVAILABLE' &&
+    (error.reason === 'SHUTTING_DOWN' || error.details === 'Stream refused by server');
 }
 
 function toMetadata(pairs) {
@@ -113,12 +135,19 @@ function toMetadata(pairs) {
 // tls, adminTls: TLS to the Egress and the admin listener (see channel()); adminToken:
 // sent as "authorization: Bearer ..." on admin calls only (egressd's --admin_token_file);
 // metadata: [key, value] pairs sent on every fetch, e.g. the caller identity in egressd's
-// policy.caller_header.
+// policy.caller_header. channelOptions: gRPC channel options of the Egress channel;
+// unless they set 'grpc.service_config', calls go round robin (DEFAULT_SERVICE_CONFIG) over every
+// address `target` resolves to: 'dns:///egressd-headless.egress.svc.cluster.local:50051'
+// (a headless Service) is one address per ready replica. The admin channel calls one
+// egressd. shutdownRetries: how many times a fetch that a stopping egressd turned away is
+// sent again, to the next replica, within the same timeout (see turnedAway).
 class EgressClient {
   constructor({ target = '127.0.0.1:50051', adminTarget = '127.0.0.1:50052',
-                timeoutMs = 30000, tls, adminTls, adminToken, metadata = [] } = {}) {
-    const egress = channel(tls);
+                timeoutMs = 30000, tls, adminTls, adminToken, metadata = [],
+                channelOptions = {}, shutdownRetries = 3 } = {}) {
+    const egress = channel(tls, channelOptions, true);
     const admin = channel(adminTls);
+    this.shutdownRetries = shutdownRetries;
     this.egress = new v1.Egress(target, egress.credentials, egress.options);
     this.admin = new v1.TransportAdmin(adminTarget, admin.credentials, admin.options);
     this.timeoutMs = timeoutMs;
@@ -140,7 +169,24 @@ class EgressClient {
         : prefix !== undefined ? 'BODY_MODE_PREFIX' : 'BODY_MODE_FULL',
       max_body_bytes: prefix !== undefined ? prefix : maxBodyBytes,
     };
-    const raw = await this.call(this.egress, 'Fetch', request, timeoutMs, this.metadata);
+    const deadline = Date.now() + (timeoutMs || this.timeoutMs);
+    let raw;
+    for (let attempt = 0; ; ++attempt) {
+      try {
+        raw = await this.call(this.egress, 'Fetch', request, Math.max(deadline - Date.now(), 1),
+                              this.metadata);
+        break;
+      } catch (error) {
+        // The first retry goes at once (round_robin hands it to the next replica); later
+        // ones give the refusing egressd's GOAWAY a moment to arrive.
+        const pause = 10 * attempt;
+        if (!turnedAway(error, method) || attempt >= this.shutdownRetries ||
+            Date.now() + pause >= deadline) {
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
     const received = raw.headers.map((h) => [h.name, h.value]);
     return {
       statusCode: raw.status_code,

@@ -19,6 +19,7 @@ Against an egressd that serves TLS and guards its admin service with mTLS and a 
 """
 
 import dataclasses
+import time
 
 import grpc
 from egress.v1 import egress_pb2, egress_pb2_grpc
@@ -121,19 +122,40 @@ def _read(path):
 # egressd's 8 MiB default.
 _UNLIMITED_RECEIVE = [("grpc.max_receive_message_length", -1)]
 
+# The service config every client of egressd defaults to: calls round robin over every
+# address the target resolves to (gRPC's own default, pick_first, sends them all to one),
+# and client-side health checking, which takes a replica out of the rotation as soon as
+# its health turns NOT_SERVING (egressd's first step at SIGTERM), before its GOAWAY.
+DEFAULT_SERVICE_CONFIG = ('{"loadBalancingConfig":[{"round_robin":{}}],'
+                          '"healthCheckConfig":{"serviceName":""}}')
 
-def _channel(target, tls):
+
+def _channel(target, tls, extra=(), balance=False):
+    options = list(extra)
+    names = {name for name, _ in options}
+    if "grpc.max_receive_message_length" not in names:
+        options += _UNLIMITED_RECEIVE
+    if balance and not names & {"grpc.service_config", "grpc.lb_policy_name"}:
+        options.append(("grpc.service_config", DEFAULT_SERVICE_CONFIG))
     if tls is None:
-        return grpc.insecure_channel(target, _UNLIMITED_RECEIVE)
+        return grpc.insecure_channel(target, options)
     if (tls.cert_file is None) != (tls.key_file is None):
         raise ValueError("Tls: cert_file and key_file go together")
     credentials = grpc.ssl_channel_credentials(
         root_certificates=_read(tls.ca_file), private_key=_read(tls.key_file),
         certificate_chain=_read(tls.cert_file))
-    options = list(_UNLIMITED_RECEIVE)
     if tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))
     return grpc.secure_channel(target, credentials, options)
+
+
+def _turned_away(error, method):
+    """Whether a stopping egressd turned the fetch away before its GOAWAY reached the
+    channel: refused it, or (a call that arrived once gRPC's shutdown had begun) cancelled
+    it, which only a request safe to repeat survives."""
+    if error.code == grpc.StatusCode.CANCELLED:
+        return method in ("", "GET", "HEAD", "OPTIONS", "TRACE")
+    return error.code == grpc.StatusCode.UNAVAILABLE and error.reason == "SHUTTING_DOWN"
 
 
 class EgressClient:
@@ -141,12 +163,25 @@ class EgressClient:
     tls, admin_tls: Tls for the Egress and the admin listener (None: plaintext);
     admin_token: sent as "authorization: Bearer ..." on admin calls only (egressd's
     --admin_token_file); metadata: (key, value) pairs sent on every fetch, e.g. the
-    caller identity in egressd's policy.caller_header."""
+    caller identity in egressd's policy.caller_header.
+    options: gRPC channel options of the Egress channel, (name, value) pairs; unless they
+    set "grpc.service_config" or "grpc.lb_policy_name", calls go round robin
+    (DEFAULT_SERVICE_CONFIG) over every address `target` resolves to, skipping a replica
+    whose health is NOT_SERVING: "dns:///egressd-headless.egress.svc.cluster.local:50051"
+    (a headless Service) is one address per ready replica. The admin channel calls one
+    egressd (the first address of admin_target).
+    shutdown_retries: how many times a fetch that a stopping egressd turned away is sent
+    again, to the next replica, within the same timeout: refused (UNAVAILABLE, reason
+    SHUTTING_DOWN: nothing was sent upstream) or, for a GET, HEAD, OPTIONS or TRACE (safe
+    to repeat), cancelled (CANCELLED: gRPC cancels calls that reach a server after its
+    shutdown began)."""
 
     def __init__(self, target="127.0.0.1:50051", admin_target="127.0.0.1:50052",
-                 timeout=30.0, *, tls=None, admin_tls=None, admin_token=None, metadata=()):
-        self._channel = _channel(target, tls)
+                 timeout=30.0, *, tls=None, admin_tls=None, admin_token=None, metadata=(),
+                 options=(), shutdown_retries=3):
+        self._channel = _channel(target, tls, options, balance=True)
         self._admin_channel = _channel(admin_target, admin_tls)
+        self._shutdown_retries = shutdown_retries
         self._egress = egress_pb2_grpc.EgressStub(self._channel)
         self._admin = egress_pb2_grpc.TransportAdminStub(self._admin_channel)
         self._timeout = timeout
@@ -181,7 +216,20 @@ class EgressClient:
         else:
             request.body_mode = egress_pb2.BODY_MODE_FULL
             request.max_body_bytes = max_body_bytes
-        raw = self._call(self._egress.Fetch, request, timeout, self._metadata)
+        deadline = time.monotonic() + (timeout or self._timeout)
+        for attempt in range(self._shutdown_retries + 1):
+            try:
+                raw = self._call(self._egress.Fetch, request,
+                                 max(deadline - time.monotonic(), 0.001), self._metadata)
+                break
+            except EgressError as error:
+                # The first retry goes at once (round_robin hands it to the next replica);
+                # later ones give the refusing egressd's GOAWAY a moment to arrive.
+                pause = 0.01 * attempt
+                if (not _turned_away(error, method) or attempt == self._shutdown_retries
+                        or time.monotonic() + pause >= deadline):
+                    raise
+                time.sleep(pause)
         return Response(
             status_code=raw.status_code,
             headers=[(h.name, h.value) for h in raw.headers],
