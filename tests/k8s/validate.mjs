@@ -101,8 +101,17 @@ function checkEgressd(objects) {
   const container = pod.containers.find((c) => c.name === 'egressd');
   const grace = container.args.find((a) => a.startsWith('--shutdown_grace='));
   const graceSeconds = grace ? parseInt(grace.split('=')[1], 10) : 10;
-  if (!(pod.terminationGracePeriodSeconds > graceSeconds)) {
-    problem('Deployment egressd', `terminationGracePeriodSeconds must exceed --shutdown_grace (${graceSeconds} s)`);
+  // preStop's wait (the pod leaves the endpoints while egressd still serves) comes first.
+  const preStop = container.lifecycle?.preStop?.exec?.command || [];
+  const preStopSeconds = preStop[0] === 'sleep' ? parseInt(preStop[1], 10) : 0;
+  if (!(preStopSeconds > 0)) problem('egressd container', 'no preStop sleep before SIGTERM');
+  if (!(pod.terminationGracePeriodSeconds > preStopSeconds + graceSeconds)) {
+    problem('Deployment egressd', `terminationGracePeriodSeconds must exceed preStop (${preStopSeconds} s) + --shutdown_grace (${graceSeconds} s)`);
+  }
+  // Readiness asks egressd's health as a whole, which turns NOT_SERVING at SIGTERM.
+  const readiness = container.readinessProbe?.grpc;
+  if (readiness && (readiness.port !== 50051 || (readiness.service || '') !== '')) {
+    problem('egressd container', 'readinessProbe must ask the gRPC port\'s overall health (service "")');
   }
   if (pod.securityContext?.runAsNonRoot !== true) problem('Deployment egressd', 'not runAsNonRoot');
   const security = container.securityContext || {};
@@ -121,6 +130,13 @@ function checkEgressd(objects) {
   const service = find('Service', 'egressd');
   if (!service || service.spec.ports.some((p) => p.port === 50052 || p.targetPort === 50052)) {
     problem('Service egressd', 'must expose the gRPC port and not the admin port');
+  }
+  // Client-side balancing: one DNS address per ready pod, on the gRPC port only.
+  const headless = find('Service', 'egressd-headless');
+  if (!headless || headless.spec.clusterIP !== 'None' || headless.spec.publishNotReadyAddresses ||
+      canonical(headless.spec.selector) !== canonical(deployment.spec.selector.matchLabels) ||
+      headless.spec.ports.length !== 1 || headless.spec.ports[0].port !== 50051) {
+    problem('Service egressd-headless', 'must be headless (clusterIP: None), select the egressd pods, ready ones only, and expose the gRPC port alone');
   }
   const dashboard = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
   if (!dashboard) problem('egressd', 'no Grafana dashboard ConfigMap labelled grafana_dashboard: "1"');
