@@ -18,8 +18,8 @@ namespace {
 // method and the other fields.
 constexpr uint64_t kRequestEnvelopeBytes = 1 << 20;
 
-// How long Shutdown keeps gRPC's calls open after the last fetch: ample for a call gRPC
-// had just accepted to be refused by the fetch service, even under a sanitizer.
+// How long Shutdown goes on refusing fetches after the last one, and then keeps gRPC's
+// calls open: ample for a call on its way to be refused, even under a sanitizer.
 constexpr absl::Duration kRefusalTime = absl::Milliseconds(250);
 
 // The request message gRPC must take so that a body and headers within the limits reach
@@ -125,14 +125,19 @@ void EgressServer::Shutdown(absl::Duration grace) {
   server_->GetHealthCheckService()->Shutdown();
   fetch_service_->StopAccepting();
   const absl::Time deadline = absl::Now() + grace;
-  while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  // A call gRPC accepted just before has not reached the fetch service yet: give it the
-  // time to be refused (UNAVAILABLE, which a caller retries elsewhere) rather than
-  // cancelled at once (CANCELLED, which it does not). gRPC stops accepting calls now.
-  const absl::Duration refusal_time = std::min(kRefusalTime, grace);
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + refusal_time));
+  const auto wait_for_fetches = [&] {
+    while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  };
+  wait_for_fetches();
+  // Once gRPC shuts down, a call still on its way is CANCELLED, which callers do not
+  // retry. Refusing a moment longer (UNAVAILABLE, SHUTTING_DOWN: retried elsewhere) lets
+  // callers that keep sending learn that first, and health-checking ones leave.
+  absl::SleepFor(std::min(kRefusalTime, std::max(deadline - absl::Now(), absl::ZeroDuration())));
+  wait_for_fetches();
+  // The same moment for a call gRPC had accepted but not yet handed to the fetch service.
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + std::min(kRefusalTime, grace)));
 }
 
 EgressServer::~EgressServer() {

@@ -67,8 +67,9 @@ class EgressServer {
   // passes it on to the Prometheus metrics' origin label slots).
   void OnMaxOriginLabels(std::function<void(size_t)> apply);
   // Turns health NOT_SERVING and refuses new fetches, lets those in flight finish (for up
-  // to `grace`), then stops the gRPC server: calls it had just accepted are refused too,
-  // and whatever is left after a moment (health Watch calls) is cancelled.
+  // to `grace`), goes on refusing for a moment (250 ms within the grace), then stops the
+  // gRPC server: calls it had just accepted are refused too, and whatever is left after
+  // another moment (health Watch calls) is cancelled.
   void Shutdown(absl::Duration grace);
   void Wait() { server_->Wait(); }
 
