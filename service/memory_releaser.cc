@@ -1,9 +1,8 @@
 #include "service/memory_releaser.h"
 
 #include <malloc.h>
-#include <unistd.h>
 
-#include <fstream>
+#include <algorithm>
 
 #include "prometheus/client_metric.h"
 
@@ -21,14 +20,6 @@ prometheus::MetricFamily OneSample(const char* name, const char* help,
   return {name, help, type, {metric}};
 }
 
-// The process's resident set, 0 when /proc cannot say.
-size_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
 }  // namespace
 
 MemoryReleaser::MemoryReleaser(absl::Duration interval)
@@ -40,22 +31,22 @@ MemoryReleaser::~MemoryReleaser() {
 }
 
 void MemoryReleaser::Run(absl::Duration interval) {
-  // What a trim left resident: trimming again before the process grew past it would walk
-  // the same free chunks (some 8 ms with 1,000 pooled TLS connections) for nothing.
-  size_t resident_after_trim = 0;
+  // Free chunks in every arena (fordblks), trimmed or not: a trim leaves them free but
+  // gives their pages back. The least seen since the last trim tells what became free
+  // after it (a burst's memory, pooled connections closed since), which is worth a trim;
+  // what was already trimmed is not worth walking again (some 8 ms with 1,000 pooled TLS
+  // connections).
+  size_t least_free_since_trim = 0;
   while (!stop_.WaitForNotificationWithTimeout(interval)) {
-    // Free chunks in every arena (fordblks), trimmed or not; mmapped blocks went back
-    // when they were freed.
     const size_t free_bytes = mallinfo2().fordblks;
     free_bytes_ = free_bytes;
-    if (free_bytes <= kMinFreeBytes || ResidentBytes() <= resident_after_trim + kMinFreeBytes) {
-      continue;
-    }
+    least_free_since_trim = std::min(least_free_since_trim, free_bytes);
+    if (free_bytes - least_free_since_trim <= kMinFreeBytes) continue;
     const absl::Time start = absl::Now();
     malloc_trim(0);
     release_nanoseconds_ += absl::ToInt64Nanoseconds(absl::Now() - start);
     ++releases_;
-    resident_after_trim = ResidentBytes();
+    least_free_since_trim = free_bytes;
   }
 }
 
@@ -64,7 +55,7 @@ std::vector<prometheus::MetricFamily> MemoryReleaser::Collect() const {
   return {
       OneSample("egress_memory_releases_total",
                 "Times the heap's unused pages were given back to the system (malloc_trim: when "
-                "more than 8 MiB was unused and the process had grown as much since the last).",
+                "more than 8 MiB had become unused since the last time).",
                 MetricType::Counter, static_cast<double>(releases_)),
       OneSample("egress_memory_release_seconds_total",
                 "Time spent giving the heap's unused pages back to the system.",

@@ -17,8 +17,8 @@ namespace egress {
 // After a burst (1,000 concurrent fetches) glibc keeps what the fetches freed, some
 // 57 MiB, in its arenas between blocks that live on (the pooled connections), where no
 // free() returns it and only malloc_trim does. A thread of its own looks every
-// `interval`; when the arenas hold more than kMinFreeBytes unused and the process has
-// grown by as much since the last trim, it trims them.
+// `interval`; when more than kMinFreeBytes of the arenas have become unused since its
+// last trim, it trims them.
 // Exports egress_memory_releases_total and egress_memory_release_seconds_total (what
 // the trims cost) and egress_heap_free_bytes (unused heap at the last look).
 class MemoryReleaser final : public prometheus::Collectable {

@@ -181,7 +181,7 @@ class EgressClient:
                  options=(), shutdown_retries=3):
         self._channel = _channel(target, tls, options, balance=True)
         self._admin_channel = _channel(admin_target, admin_tls)
-        self._shutdown_retries = shutdown_retries
+        self._shutdown_retries = max(0, shutdown_retries)
         self._egress = egress_pb2_grpc.EgressStub(self._channel)
         self._admin = egress_pb2_grpc.TransportAdminStub(self._admin_channel)
         self._timeout = timeout
