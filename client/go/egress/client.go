@@ -28,7 +28,11 @@ import (
 	"egress/egressv1"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	// Registers grpc-go's client-side health checking, which the default service
+	// config's healthCheckConfig turns on (without this import grpc-go ignores it).
+	_ "google.golang.org/grpc/health"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -50,9 +54,24 @@ type Options struct {
 	// Metadata sent on every call, e.g. {"x-egress-caller": "billing"} when egressd
 	// names callers by policy.caller_header. Keys in lower case.
 	Metadata map[string]string
-	// More dial options, appended to the client's own.
+	// More dial options, appended to the client's own. A grpc.WithDefaultServiceConfig
+	// among them replaces DefaultServiceConfig (e.g. for pick_first).
 	DialOptions []grpc.DialOption
+	// How many times a Fetch that a stopping egressd turned away is sent again, to the
+	// next replica, within the same deadline: refused (UNAVAILABLE, reason
+	// SHUTTING_DOWN: nothing was sent upstream) or, for a GET, HEAD, OPTIONS or TRACE
+	// (safe to repeat), cancelled (CANCELLED while the caller's context is not: gRPC
+	// cancels calls that reach a server after its shutdown began). 0 means 3; negative,
+	// none.
+	ShutdownRetries int
 }
+
+// DefaultServiceConfig is the service config every client of egressd defaults to:
+// calls round robin over every address the target resolves to (gRPC's own default,
+// pick_first, sends them all to one), and client-side health checking, which takes a
+// replica out of the rotation as soon as its health turns NOT_SERVING (egressd's first
+// step at SIGTERM), before its GOAWAY.
+const DefaultServiceConfig = `{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}}`
 
 // Client calls egressd's Egress service. Safe for concurrent use; one Client (one
 // gRPC channel) per process is the intended use.
@@ -61,11 +80,14 @@ type Client struct {
 	stub    egressv1.EgressClient
 	timeout time.Duration
 	md      metadata.MD
+	retries int // Options.ShutdownRetries, resolved
 }
 
-// New dials target: host:port, or any gRPC target, e.g. dns:///egressd.egress.svc:50051
-// for every replica behind a headless Service. Calls go round robin over all the
-// addresses the target resolves to; egressd's --grpc_max_connection_age makes the
+// New dials target: host:port, or any gRPC target, e.g.
+// dns:///egressd-headless.NAMESPACE.svc.cluster.local:50051 for every ready replica
+// behind the headless Service egressd-headless (k8s/base/service.yaml). Calls go round
+// robin over all the addresses the target resolves to (DefaultServiceConfig), skipping a
+// replica whose health is NOT_SERVING; egressd's --grpc_max_connection_age makes the
 // client re-resolve and reconnect, so it finds replicas that joined. New does not wait
 // for a connection: a call made while egressd is unreachable fails UNAVAILABLE.
 func New(target string, opts Options) (*Client, error) {
@@ -75,8 +97,9 @@ func New(target string, opts Options) (*Client, error) {
 		// body under egressd's default of 8 MiB.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31 - 1)),
 		// Calls spread over every address the target resolves to (e.g. each replica
-		// behind a headless Service, dns:///egressd.egress.svc:50051), not one.
-		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"round_robin": {}}]}`),
+		// behind the headless Service,
+		// dns:///egressd-headless.NAMESPACE.svc.cluster.local:50051), not one.
+		grpc.WithDefaultServiceConfig(DefaultServiceConfig),
 	}
 	if opts.TLS == nil {
 		dial = append(dial, grpc.WithInsecure())
@@ -95,8 +118,14 @@ func New(target string, opts Options) (*Client, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	retries := opts.ShutdownRetries
+	if retries == 0 {
+		retries = 3
+	} else if retries < 0 {
+		retries = 0
+	}
 	return &Client{conn: conn, stub: egressv1.NewEgressClient(conn), timeout: timeout,
-		md: metadata.New(opts.Metadata)}, nil
+		md: metadata.New(opts.Metadata), retries: retries}, nil
 }
 
 func tlsConfig(t *TLS) (*tls.Config, error) {
@@ -235,11 +264,60 @@ func (c *Client) Fetch(ctx context.Context, url string, opts ...FetchOption) (*R
 	f := configure(url, opts)
 	ctx, cancel := c.callContext(ctx, f)
 	defer cancel()
-	raw, err := c.stub.Fetch(ctx, f.request)
-	if err != nil {
-		return nil, errorOf(ctx, err)
+	for attempt := 0; ; attempt++ {
+		raw, err := c.stub.Fetch(ctx, f.request)
+		if err == nil {
+			return responseOf(raw), nil
+		}
+		e := errorOf(ctx, err)
+		if !c.retryRefusal(ctx, e, f.request.GetMethod(), attempt) {
+			return nil, e
+		}
 	}
-	return responseOf(raw), nil
+}
+
+// turnedAway: whether a stopping egressd turned a fetch of method away before its
+// GOAWAY reached the channel (see Options.ShutdownRetries).
+func turnedAway(ctx context.Context, err error, method string) bool {
+	var e *Error
+	if !errors.As(err, &e) || ctx.Err() != nil {
+		return false // the caller's own cancellation or deadline is not a refusal
+	}
+	switch e.Code {
+	case codes.Canceled:
+		switch method {
+		case "", "GET", "HEAD", "OPTIONS", "TRACE":
+			return true
+		}
+		return false
+	case codes.Unavailable:
+		return e.Reason == "SHUTTING_DOWN"
+	}
+	return false
+}
+
+// retryRefusal: whether to send a fetch again after err, pausing first when needed.
+func (c *Client) retryRefusal(ctx context.Context, err error, method string, attempt int) bool {
+	if attempt >= c.retries || !turnedAway(ctx, err, method) {
+		return false
+	}
+	// The first retry goes at once (round_robin hands it to the next replica); later
+	// ones give the refusing replica's GOAWAY a moment to reach the channel.
+	pause := 10 * time.Millisecond * time.Duration(attempt)
+	if deadline, ok := ctx.Deadline(); ok && time.Now().Add(pause).After(deadline) {
+		return false
+	}
+	if pause == 0 {
+		return true
+	}
+	timer := time.NewTimer(pause)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Header is one response header as egressd received it.

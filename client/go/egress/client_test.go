@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
@@ -31,6 +33,26 @@ type fakeEgress struct {
 	deadlines chan time.Duration // time left until each call's deadline
 	md        chan metadata.MD
 	ended     chan error // why each FetchStream's context ended
+
+	mu       sync.Mutex
+	attempts map[string]int // Fetch calls per URL
+}
+
+// attempt counts a Fetch of url: how many there were before this one.
+func (f *fakeEgress) attempt(url string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.attempts == nil {
+		f.attempts = map[string]int{}
+	}
+	f.attempts[url]++
+	return f.attempts[url] - 1
+}
+
+func (f *fakeEgress) attemptsOf(url string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts[url]
 }
 
 func (f *fakeEgress) record(ctx context.Context) {
@@ -45,7 +67,26 @@ func (f *fakeEgress) record(ctx context.Context) {
 
 func (f *fakeEgress) Fetch(ctx context.Context, req *egressv1.FetchRequest) (*egressv1.FetchResponse, error) {
 	f.record(ctx)
+	earlier := f.attempt(req.GetUrl())
 	switch req.GetUrl() {
+	case "http://refused-once/": // a stopping egressd's refusal, then an answer
+		if earlier == 0 {
+			s, _ := status.New(codes.Unavailable, "egressd is shutting down").WithDetails(
+				&errdetails.ErrorInfo{Reason: "SHUTTING_DOWN", Domain: "egress.v1"})
+			return nil, s.Err()
+		}
+	case "http://refused/": // refused every time
+		s, _ := status.New(codes.Unavailable, "egressd is shutting down").WithDetails(
+			&errdetails.ErrorInfo{Reason: "SHUTTING_DOWN", Domain: "egress.v1"})
+		return nil, s.Err()
+	case "http://unavailable/": // UNAVAILABLE for another reason (an upstream's reset)
+		s, _ := status.New(codes.Unavailable, "connection reset").WithDetails(
+			&errdetails.ErrorInfo{Reason: "UPSTREAM_RESET", Domain: "egress.v1"})
+		return nil, s.Err()
+	case "http://cancelled-once/": // what gRPC gives a call reaching a server shutting down
+		if earlier == 0 {
+			return nil, status.Error(codes.Canceled, "")
+		}
 	case "http://denied/":
 		s, _ := status.New(codes.PermissionDenied, "egress policy denies host denied").WithDetails(
 			&errdetails.ErrorInfo{Reason: "POLICY_DENIED", Domain: "egress.v1",
@@ -300,10 +341,16 @@ func TestCallsGoRoundRobinOverEveryAddressOfTheTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	for i := 0; i < 10; i++ {
+	// Until both have had calls (2 s at most): the first calls may come while only one
+	// of the two connections is ready (each becomes so after its health check).
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 		if _, err := client.Fetch(context.Background(), "http://up/"); err != nil {
 			t.Fatal(err)
 		}
+		if len(a.deadlines) > 0 && len(b.deadlines) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if len(a.deadlines) == 0 || len(b.deadlines) == 0 {
 		t.Errorf("calls: %d on the first replica, %d on the second", len(a.deadlines), len(b.deadlines))
@@ -408,5 +455,143 @@ func TestLiveAPolicyDenialNamesItsReason(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != codes.PermissionDenied || e.Reason != "POLICY_DENIED" ||
 		e.Domain != "egress.v1" || e.Metadata["rule"] == "" {
 		t.Errorf("got %v (%+v)", err, e)
+	}
+}
+
+func TestAFetchAStoppingEgressdRefusedGoesAgain(t *testing.T) {
+	client, fake := startFake(t, Options{})
+	resp, err := client.Fetch(context.Background(), "http://refused-once/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || fake.attemptsOf("http://refused-once/") != 2 {
+		t.Fatalf("status %d after %d attempts, want 200 after 2", resp.StatusCode,
+			fake.attemptsOf("http://refused-once/"))
+	}
+	// A GET cancelled by the server (not by the caller) goes again too.
+	if _, err := client.Fetch(context.Background(), "http://cancelled-once/"); err != nil {
+		t.Fatal(err)
+	}
+	if n := fake.attemptsOf("http://cancelled-once/"); n != 2 {
+		t.Fatalf("a cancelled GET: %d attempts, want 2", n)
+	}
+}
+
+func TestShutdownRetriesBoundTheAttempts(t *testing.T) {
+	client, fake := startFake(t, Options{})
+	_, err := client.Fetch(context.Background(), "http://refused/")
+	var e *Error
+	if !errors.As(err, &e) || e.Code != codes.Unavailable || e.Reason != "SHUTTING_DOWN" {
+		t.Fatalf("got %v, want UNAVAILABLE [SHUTTING_DOWN]", err)
+	}
+	if n := fake.attemptsOf("http://refused/"); n != 4 {
+		t.Fatalf("%d attempts, want 1 + the default 3 retries", n)
+	}
+	none, fakeNone := startFake(t, Options{ShutdownRetries: -1})
+	if _, err := none.Fetch(context.Background(), "http://refused/"); err == nil {
+		t.Fatal("a refusal without retries succeeded")
+	}
+	if n := fakeNone.attemptsOf("http://refused/"); n != 1 {
+		t.Fatalf("ShutdownRetries -1: %d attempts, want 1", n)
+	}
+}
+
+func TestWhatIsNotARefusalIsNotSentAgain(t *testing.T) {
+	client, fake := startFake(t, Options{})
+	// A POST that egressd cancelled may have gone upstream: not repeated.
+	_, err := client.Fetch(context.Background(), "http://cancelled-once/", Method("POST"))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != codes.Canceled {
+		t.Fatalf("a cancelled POST: got %v, want CANCELLED", err)
+	}
+	if n := fake.attemptsOf("http://cancelled-once/"); n != 1 {
+		t.Fatalf("a cancelled POST: %d attempts, want 1", n)
+	}
+	// UNAVAILABLE for another reason than SHUTTING_DOWN.
+	if _, err := client.Fetch(context.Background(), "http://unavailable/"); err == nil {
+		t.Fatal("an upstream reset succeeded")
+	}
+	if n := fake.attemptsOf("http://unavailable/"); n != 1 {
+		t.Fatalf("UNAVAILABLE [UPSTREAM_RESET]: %d attempts, want 1", n)
+	}
+	// The caller's own cancellation.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if _, err := client.Fetch(ctx, "http://slow/"); err == nil {
+		t.Fatal("a cancelled fetch succeeded")
+	}
+	if n := fake.attemptsOf("http://slow/"); n != 1 {
+		t.Fatalf("the caller's cancellation: %d attempts, want 1", n)
+	}
+}
+
+// fixedHealth answers every health check and watch with one status.
+type fixedHealth struct {
+	status  healthpb.HealthCheckResponse_ServingStatus
+	watched chan struct{} // gets one value per Watch
+}
+
+func (h fixedHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	return &healthpb.HealthCheckResponse{Status: h.status}, nil
+}
+
+func (h fixedHealth) Watch(_ *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	if err := stream.Send(&healthpb.HealthCheckResponse{Status: h.status}); err != nil {
+		return err
+	}
+	select {
+	case h.watched <- struct{}{}:
+	default:
+	}
+	<-stream.Context().Done()
+	return nil
+}
+
+func TestAReplicaWhoseHealthIsNotServingGetsNoCalls(t *testing.T) {
+	// Two fakes with grpc.health.v1: the second one NOT_SERVING, as egressd is from
+	// SIGTERM on. The default service config's healthCheckConfig keeps it out of the
+	// rotation: grpc-go honours it only because client.go imports grpc/health (this file
+	// does not: its health servers are its own, over the generated grpc_health_v1).
+	serve := func(serving healthpb.HealthCheckResponse_ServingStatus) (string, *fakeEgress, chan struct{}) {
+		listener, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake := &fakeEgress{deadlines: make(chan time.Duration, 100), md: make(chan metadata.MD, 100),
+			ended: make(chan error, 10)}
+		server := grpc.NewServer()
+		egressv1.RegisterEgressServer(server, fake)
+		watched := make(chan struct{}, 10)
+		healthpb.RegisterHealthServer(server, fixedHealth{serving, watched})
+		go server.Serve(listener)
+		t.Cleanup(server.Stop)
+		return listener.Addr().String(), fake, watched
+	}
+	first, a, _ := serve(healthpb.HealthCheckResponse_SERVING)
+	second, b, watched := serve(healthpb.HealthCheckResponse_NOT_SERVING)
+	replicas := manual.NewBuilderWithScheme("healthy")
+	replicas.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: first}, {Addr: second}}})
+	client, err := New("healthy:///egressd", Options{DialOptions: []grpc.DialOption{grpc.WithResolvers(replicas)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Fetch(context.Background(), "http://up/"); err != nil {
+		t.Fatal(err)
+	}
+	select { // the client asked the second one's health (and heard NOT_SERVING)
+	case <-watched:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client never watched the health of the second replica")
+	}
+	time.Sleep(50 * time.Millisecond) // time to connect to it, were it taken in
+	for i := 1; i < 10; i++ {
+		if _, err := client.Fetch(context.Background(), "http://up/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(a.deadlines) != 10 || len(b.deadlines) != 0 {
+		t.Errorf("calls: %d on the serving replica, %d on the NOT_SERVING one", len(a.deadlines),
+			len(b.deadlines))
 	}
 }

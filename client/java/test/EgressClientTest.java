@@ -65,6 +65,26 @@ public final class EgressClientTest {
     final BlockingQueue<Long> deadlineMillis = new LinkedBlockingQueue<>();
     final BlockingQueue<String> callers = new LinkedBlockingQueue<>();
     final BlockingQueue<String> streamEnds = new LinkedBlockingQueue<>();
+    /** Fetch calls per URL. */
+    final java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicInteger>
+        attempts = new java.util.concurrent.ConcurrentHashMap<>();
+
+    int attemptsOf(String url) {
+      java.util.concurrent.atomic.AtomicInteger n = attempts.get(url);
+      return n == null ? 0 : n.get();
+    }
+
+    /** A stopping egressd's refusal: UNAVAILABLE with ErrorInfo reason `reason`. */
+    static io.grpc.StatusRuntimeException unavailable(String reason) {
+      StatusOuterClass.Status details = StatusOuterClass.Status.newBuilder()
+          .setCode(Status.Code.UNAVAILABLE.value()).setMessage("egressd is shutting down")
+          .addDetails(Any.pack(ErrorInfo.newBuilder().setReason(reason).setDomain("egress.v1").build()))
+          .build();
+      Metadata trailers = new Metadata();
+      trailers.put(Metadata.Key.of("grpc-status-details-bin", Metadata.BINARY_BYTE_MARSHALLER),
+                   details.toByteArray());
+      return Status.UNAVAILABLE.withDescription("egressd is shutting down").asRuntimeException(trailers);
+    }
     static final Metadata.Key<String> CALLER =
         Metadata.Key.of("x-egress-caller", Metadata.ASCII_STRING_MARSHALLER);
     static final Context.Key<String> CALLER_CONTEXT = Context.key("caller");
@@ -79,6 +99,30 @@ public final class EgressClientTest {
     @Override
     public void fetch(FetchRequest request, StreamObserver<FetchResponse> response) {
       record();
+      int earlier = attempts.computeIfAbsent(request.getUrl(),
+          u -> new java.util.concurrent.atomic.AtomicInteger()).getAndIncrement();
+      switch (request.getUrl()) {
+        case "http://refused-once/":  // a stopping egressd's refusal, then an answer
+          if (earlier == 0) {
+            response.onError(unavailable("SHUTTING_DOWN"));
+            return;
+          }
+          break;
+        case "http://refused/":  // refused every time
+          response.onError(unavailable("SHUTTING_DOWN"));
+          return;
+        case "http://unavailable/":  // UNAVAILABLE for another reason
+          response.onError(unavailable("UPSTREAM_RESET"));
+          return;
+        case "http://cancelled-once/":  // what gRPC gives a call reaching a server shutting down
+          if (earlier == 0) {
+            response.onError(Status.CANCELLED.asRuntimeException());
+            return;
+          }
+          break;
+        default:
+          break;
+      }
       if (request.getUrl().equals("http://denied/")) {
         StatusOuterClass.Status details = StatusOuterClass.Status.newBuilder()
             .setCode(Status.Code.PERMISSION_DENIED.value())
@@ -219,6 +263,67 @@ public final class EgressClientTest {
     CompletableFuture<Response> slow = client.fetchAsync("http://slow/", FetchOptions.defaults());
     slow.cancel(true);
     check(slow.isCancelled(), "not cancelled");
+  }
+
+  public void testAFetchAStoppingEgressdRefusedGoesAgain() throws Exception {
+    startFake(fakeOptions());
+    check(client.fetch("http://refused-once/").statusCode() == 200, "status");
+    check(fake.attemptsOf("http://refused-once/") == 2, "attempts " + fake.attemptsOf("http://refused-once/"));
+    // A GET cancelled by the server (not by the caller) goes again too.
+    check(client.fetch("http://cancelled-once/").statusCode() == 200, "status");
+    check(fake.attemptsOf("http://cancelled-once/") == 2, "a cancelled GET: attempts "
+          + fake.attemptsOf("http://cancelled-once/"));
+    // fetchAsync retries the same way.
+    fake.attempts.clear();
+    check(client.fetchAsync("http://refused-once/", FetchOptions.defaults()).get(5, TimeUnit.SECONDS)
+          .statusCode() == 200, "async status");
+    check(fake.attemptsOf("http://refused-once/") == 2, "async attempts "
+          + fake.attemptsOf("http://refused-once/"));
+  }
+
+  public void testShutdownRetriesBoundTheAttempts() throws Exception {
+    startFake(fakeOptions());
+    try {
+      client.fetch("http://refused/");
+      check(false, "no error");
+    } catch (EgressException e) {
+      check(e.code() == Status.Code.UNAVAILABLE && "SHUTTING_DOWN".equals(e.reason()), e.getMessage());
+    }
+    check(fake.attemptsOf("http://refused/") == 4, "attempts " + fake.attemptsOf("http://refused/")
+          + ", want 1 + the default 3 retries");
+    client.close();
+    server.shutdownNow();
+    startFake(fakeOptions().shutdownRetries(0));
+    try {
+      client.fetch("http://refused/");
+      check(false, "no error");
+    } catch (EgressException e) {
+      check(e.code() == Status.Code.UNAVAILABLE, e.getMessage());
+    }
+    check(fake.attemptsOf("http://refused/") == 1, "shutdownRetries(0): attempts "
+          + fake.attemptsOf("http://refused/"));
+  }
+
+  public void testWhatIsNotARefusalIsNotSentAgain() throws Exception {
+    startFake(fakeOptions());
+    // A POST that egressd cancelled may have gone upstream: not repeated.
+    try {
+      client.fetch("http://cancelled-once/", FetchOptions.defaults().method("POST"));
+      check(false, "a cancelled POST succeeded");
+    } catch (EgressException e) {
+      check(e.code() == Status.Code.CANCELLED, e.getMessage());
+    }
+    check(fake.attemptsOf("http://cancelled-once/") == 1, "a cancelled POST: attempts "
+          + fake.attemptsOf("http://cancelled-once/"));
+    // UNAVAILABLE for another reason than SHUTTING_DOWN.
+    try {
+      client.fetch("http://unavailable/");
+      check(false, "an upstream reset succeeded");
+    } catch (EgressException e) {
+      check(e.code() == Status.Code.UNAVAILABLE, e.getMessage());
+    }
+    check(fake.attemptsOf("http://unavailable/") == 1, "UPSTREAM_RESET: attempts "
+          + fake.attemptsOf("http://unavailable/"));
   }
 
   public void testMetadataGoesWithEveryCall() throws Exception {

@@ -4,12 +4,15 @@ import egress.v1.EgressGrpc;
 import egress.v1.EgressOuterClass.FetchRequest;
 import egress.v1.EgressOuterClass.FetchResponse;
 import io.grpc.Context;
+import io.grpc.Deadline;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
+import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -37,6 +40,7 @@ public final class EgressClient implements AutoCloseable {
     private ManagedChannel channel;
     private Duration timeout = Duration.ofSeconds(30);
     private final Metadata metadata = new Metadata();
+    private int shutdownRetries = 3;
 
     private Builder(String target) { this.target = target; }
 
@@ -50,6 +54,17 @@ public final class EgressClient implements AutoCloseable {
      *  names callers by policy.caller_header. */
     public Builder metadata(String key, String value) {
       metadata.put(Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER), value);
+      return this;
+    }
+
+    /** How many times a fetch (blocking or async) that a stopping egressd turned away is
+     *  sent again, to the next replica, within the same deadline: refused (UNAVAILABLE,
+     *  reason SHUTTING_DOWN: nothing was sent upstream) or, for a GET, HEAD, OPTIONS or
+     *  TRACE (safe to repeat), cancelled (CANCELLED while the caller's io.grpc.Context is
+     *  not: gRPC cancels calls that reach a server after its shutdown began). Default 3;
+     *  0: none. */
+    public Builder shutdownRetries(int retries) {
+      this.shutdownRetries = Math.max(retries, 0);
       return this;
     }
 
@@ -70,10 +85,13 @@ public final class EgressClient implements AutoCloseable {
                 // a FULL body under egressd's default of 8 MiB.
                 .maxInboundMessageSize(Integer.MAX_VALUE)
                 // Calls spread over every address the target resolves to (e.g. each
-                // replica behind a headless Service), not one.
+                // replica behind the headless Service egressd-headless), not one. No
+                // client-side health checking (the other clients' healthCheckConfig):
+                // grpc-java has it in grpc-services, which Debian does not ship; a
+                // stopping replica's refusals are retried instead (shutdownRetries).
                 .defaultLoadBalancingPolicy("round_robin")
                 .build();
-      return new EgressClient(ch, timeout, metadata);
+      return new EgressClient(ch, timeout, metadata, shutdownRetries);
     }
   }
 
@@ -81,18 +99,22 @@ public final class EgressClient implements AutoCloseable {
   private final Duration timeout;
   private final EgressGrpc.EgressBlockingStub blocking;
   private final EgressGrpc.EgressStub async;
+  private final int shutdownRetries;
 
-  private EgressClient(ManagedChannel channel, Duration timeout, Metadata metadata) {
+  private EgressClient(ManagedChannel channel, Duration timeout, Metadata metadata,
+                       int shutdownRetries) {
     this.channel = channel;
     this.timeout = timeout;
+    this.shutdownRetries = shutdownRetries;
     this.blocking = EgressGrpc.newBlockingStub(channel)
         .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata));
     this.async = EgressGrpc.newStub(channel)
         .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata));
   }
 
-  /** target: host:port, or any gRPC target, e.g. dns:///egressd.egress.svc:50051 for
-   *  every replica behind a headless Service. Calls go round robin over all the addresses
+  /** target: host:port, or any gRPC target, e.g.
+   *  dns:///egressd-headless.NAMESPACE.svc.cluster.local:50051 for every ready replica
+   *  behind the headless Service egressd-headless (k8s/base/service.yaml). Calls go round robin over all the addresses
    *  the target resolves to; egressd's --grpc_max_connection_age makes the client
    *  re-resolve and reconnect, so it finds replicas that joined. */
   public static Builder newBuilder(String target) { return new Builder(target); }
@@ -105,13 +127,47 @@ public final class EgressClient implements AutoCloseable {
 
   public Response fetch(String url) { return fetch(url, FetchOptions.defaults()); }
 
+  private static final Set<String> SAFE_TO_REPEAT = Set.of("", "GET", "HEAD", "OPTIONS", "TRACE");
+
+  /** Whether a stopping egressd turned a fetch of `method` away before its GOAWAY reached
+   *  the channel (see {@link Builder#shutdownRetries}). */
+  static boolean turnedAway(EgressException e, String method, Context caller) {
+    if (caller.isCancelled()) return false;  // the caller's own cancellation
+    if (e.code() == Status.Code.CANCELLED) return SAFE_TO_REPEAT.contains(method);
+    return e.code() == Status.Code.UNAVAILABLE && "SHUTTING_DOWN".equals(e.reason());
+  }
+
+  /** How long to wait before sending a fetch again after `e`, or -1 not to. The first
+   *  retry goes at once (round_robin hands it to the next replica); later ones give the
+   *  refusing replica's GOAWAY a moment to reach the channel. */
+  private long retryPauseMillis(EgressException e, String method, int attempt, Deadline deadline,
+                                Context caller) {
+    if (attempt >= shutdownRetries || !turnedAway(e, method, caller)) return -1;
+    long pause = 10L * attempt;
+    return deadline.timeRemaining(TimeUnit.MILLISECONDS) > pause ? pause : -1;
+  }
+
   /** One request through egressd; blocks until the answer. */
   public Response fetch(String url, FetchOptions options) {
-    try {
-      return new Response(blocking.withDeadlineAfter(deadlineNanos(options), TimeUnit.NANOSECONDS)
-                              .fetch(options.toRequest(url)));
-    } catch (RuntimeException e) {
-      throw EgressException.of(e);
+    FetchRequest request = options.toRequest(url);
+    Deadline deadline = Deadline.after(deadlineNanos(options), TimeUnit.NANOSECONDS);
+    for (int attempt = 0; ; ++attempt) {
+      EgressException failure;
+      try {
+        return new Response(blocking.withDeadline(deadline).fetch(request));
+      } catch (RuntimeException e) {
+        failure = EgressException.of(e);
+      }
+      long pause = retryPauseMillis(failure, request.getMethod(), attempt, deadline, Context.current());
+      if (pause < 0) throw failure;
+      if (pause > 0) {
+        try {
+          Thread.sleep(pause);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw failure;
+        }
+      }
     }
   }
 
@@ -121,19 +177,33 @@ public final class EgressClient implements AutoCloseable {
     CompletableFuture<Response> future = new CompletableFuture<>();
     Context.CancellableContext context = Context.current().withCancellation();
     FetchRequest request = options.toRequest(url);
-    context.run(() -> async.withDeadlineAfter(deadlineNanos(options), TimeUnit.NANOSECONDS)
+    Deadline deadline = Deadline.after(deadlineNanos(options), TimeUnit.NANOSECONDS);
+    attemptAsync(request, deadline, 0, future, context);
+    // Ends the call if the caller cancelled; after an answer it is a no-op.
+    future.whenComplete((response, error) -> context.cancel(null));
+    return future;
+  }
+
+  private void attemptAsync(FetchRequest request, Deadline deadline, int attempt,
+                            CompletableFuture<Response> future, Context.CancellableContext context) {
+    context.run(() -> async.withDeadline(deadline)
         .fetch(request, new StreamObserver<FetchResponse>() {
           @Override public void onNext(FetchResponse response) {
             future.complete(new Response(response));
           }
           @Override public void onError(Throwable error) {
-            future.completeExceptionally(EgressException.of(error));
+            EgressException failure = EgressException.of(error);
+            long pause = future.isDone() ? -1
+                : retryPauseMillis(failure, request.getMethod(), attempt, deadline, context);
+            if (pause < 0) {
+              future.completeExceptionally(failure);
+              return;
+            }
+            CompletableFuture.delayedExecutor(pause, TimeUnit.MILLISECONDS)
+                .execute(() -> attemptAsync(request, deadline, attempt + 1, future, context));
           }
           @Override public void onCompleted() {}
         }));
-    // Ends the call if the caller cancelled; after an answer it is a no-op.
-    future.whenComplete((response, error) -> context.cancel(null));
-    return future;
   }
 
   /**
