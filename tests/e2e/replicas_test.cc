@@ -2,22 +2,26 @@
 // .13, one port, behind one name (egress.test in a hosts file bind-mounted over
 // /etc/hosts in the test's own mount namespace; GRPC_DNS_RESOLVER=native makes gRPC read
 // it through getaddrinfo). One long-lived client of each language, C++ in process,
-// Python and Node as child processes, calls dns:///egress.test:PORT under a steady load.
+// Python, Node, Go and Java as child processes, calls dns:///egress.test:PORT under a
+// steady load (Go and Java compile once, at the start, at the same time: about 10 s).
 // Which replica answered comes from the replicas' own metrics: each language fetches a
-// host of its own (cpp.test, python.test, node.test, all 127.0.0.1: nginx), so
-// egress_upstream_requests_total{origin} on a replica counts that language's calls there.
+// host of its own (cpp.test, python.test, node.test, go.test, java.test, all 127.0.0.1:
+// nginx), so egress_upstream_requests_total{origin} on a replica counts that language's
+// calls there.
 //
 // What holds: the calls of each client spread over all three replicas (round_robin is
 // the clients' default; a caller's pick_first sends all to one); a fourth replica added
 // to the name receives calls from every client within the connection age plus its grace
 // (the replicas run --grpc_max_connection_age=2s, grace 1s: the GOAWAY makes the
 // clients re-resolve); a replica that gets SIGTERM under load loses no call: every call
-// of every client is answered HTTP 200. How: the C++ and Python clients (gRPC C-core)
-// watch each replica's health and leave it at NOT_SERVING, egressd's first step at
-// SIGTERM; a call already on its way, and Node's (grpc-js has no client-side health
-// checking), is refused (UNAVAILABLE, reason SHUTTING_DOWN) or, once gRPC's shutdown has
+// of every client is answered HTTP 200. How: the C++, Python (gRPC C-core) and Go
+// clients watch each replica's health and leave it at NOT_SERVING, egressd's first step
+// at SIGTERM; a call already on its way, and Node's and Java's (grpc-js has no
+// client-side health checking; grpc-java's is in grpc-services, which Debian does not
+// ship), is refused (UNAVAILABLE, reason SHUTTING_DOWN) or, once gRPC's shutdown has
 // begun, cancelled, and the client libraries send it again to the next replica
-// (shutdown_retries; a cancelled one only for a GET, HEAD, OPTIONS or TRACE).
+// (shutdown_retries, ShutdownRetries, shutdownRetries; a cancelled one only for a GET,
+// HEAD, OPTIONS or TRACE).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -63,7 +67,7 @@ using client::FetchOptions;
 const bool kNativeResolver = setenv("GRPC_DNS_RESOLVER", "native", 1) == 0;
 
 constexpr char kName[] = "egress.test";
-const std::vector<std::string> kLanguages = {"cpp", "python", "node"};
+const std::vector<std::string> kLanguages = {"cpp", "python", "node", "go", "java"};
 // --grpc_max_connection_age and its grace, as the replicas run them.
 constexpr absl::Duration kAge = absl::Seconds(2);
 constexpr absl::Duration kGrace = absl::Seconds(1);
@@ -300,6 +304,44 @@ class ReplicasTest : public ::testing::Test {
                                  Runfile("client/node"), Target(), Url("node.test"), StopFile()},
         dir_ + "/node.log");
   }
+  // The Go and Java load clients, compiled once (at the same time: 2 cores), before any
+  // load starts: client/go/generate.sh's GOPATH and client/java/build.sh's classes, as
+  // tests/e2e/clients_test builds them. The Go one is built with cgo for
+  // GODEBUG=netdns=cgo (see replicas_load.go).
+  void BuildGoAndJava() {
+    const std::string gopath = dir_ + "/gopath";
+    const std::string go_env = absl::StrCat(
+        "GO111MODULE=off GOPATH=", gopath, ":/usr/share/gocode GOPROXY=off GOFLAGS= GOENV=off ",
+        "GOTOOLCHAIN=local CGO_ENABLED=1 GOCACHE=", dir_, "/go-cache HOME=", dir_, " ");
+    const std::string go_build = absl::StrCat(
+        Runfile("client/go/generate.sh"), " ", gopath, " && cd ", gopath, " && ", go_env,
+        "go build -o ", dir_, "/replicas_load_go ", Runfile("tests/e2e/replicas_load.go"));
+    const std::string java_build = absl::StrCat(Runfile("client/java/build.sh"), " ", dir_, "/java");
+    int status = -1;
+    const std::string output = RunShell(
+        absl::StrCat("(", go_build, ") > ", dir_, "/go-build.log 2>&1 & go=$!; (", java_build,
+                     ") > ", dir_, "/java-build.log 2>&1; java=$?; wait $go; go=$?; ",
+                     "echo go=$go java=$java; cat ", dir_, "/go-build.log ", dir_, "/java-build.log"),
+        &status);
+    ASSERT_EQ(status, 0) << output;
+    ASSERT_TRUE(absl::StartsWith(output, "go=0 java=0")) << output;
+  }
+  std::unique_ptr<ChildProcess> StartGo() {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{"env", "GODEBUG=netdns=cgo", dir_ + "/replicas_load_go", Target(),
+                                 Url("go.test"), StopFile()},
+        dir_ + "/go.log");
+  }
+  std::unique_ptr<ChildProcess> StartJava() {
+    std::ifstream file(dir_ + "/java/classpath");
+    std::string classpath;
+    std::getline(file, classpath);
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{"java", "-cp", classpath, "-Dnetworkaddress.cache.ttl=0",
+                                 "-Dsun.net.inetaddr.ttl=0", Runfile("tests/e2e/ReplicasLoad.java"),
+                                 Target(), Url("java.test"), StopFile()},
+        dir_ + "/java.log");
+  }
   std::string StopFile() const { return dir_ + "/stop"; }
 
   // A child's result: the last line of its log, {"ok": N, "failed": N, "errors": [...]}.
@@ -328,6 +370,7 @@ class ReplicasTest : public ::testing::Test {
 
 TEST_F(ReplicasTest, CallsSpreadOverEveryReplicaANewOneJoinsAndAStoppedOneLosesNone) {
   const double scale = TimeScale();
+  ASSERT_NO_FATAL_FAILURE(BuildGoAndJava());
 
   // A caller's own policy wins over the default: pick_first sends every call to one.
   {
@@ -344,6 +387,8 @@ TEST_F(ReplicasTest, CallsSpreadOverEveryReplicaANewOneJoinsAndAStoppedOneLosesN
   CppLoad cpp(Target(), Url("cpp.test"));
   std::unique_ptr<ChildProcess> python = StartPython();
   std::unique_ptr<ChildProcess> node = StartNode();
+  std::unique_ptr<ChildProcess> go = StartGo();
+  std::unique_ptr<ChildProcess> java = StartJava();
   const auto total = [](const std::vector<int64_t>& calls) {
     int64_t sum = 0;
     for (int64_t n : calls) sum += n;
@@ -443,9 +488,14 @@ TEST_F(ReplicasTest, CallsSpreadOverEveryReplicaANewOneJoinsAndAStoppedOneLosesN
   const LoadResult cpp_result = cpp.Stop();
   const LoadResult python_result = ChildResult(*python, dir_ + "/python.log");
   const LoadResult node_result = ChildResult(*node, dir_ + "/node.log");
+  const LoadResult go_result = ChildResult(*go, dir_ + "/go.log");
+  const LoadResult java_result = ChildResult(*java, dir_ + "/java.log");
   for (const auto& [language, result] :
-       std::vector<std::pair<std::string, LoadResult>>{
-           {"cpp", cpp_result}, {"python", python_result}, {"node", node_result}}) {
+       std::vector<std::pair<std::string, LoadResult>>{{"cpp", cpp_result},
+                                                       {"python", python_result},
+                                                       {"node", node_result},
+                                                       {"go", go_result},
+                                                       {"java", java_result}}) {
     EXPECT_EQ(result.failed, 0) << language << ": " << result.errors;
     EXPECT_GT(result.ok, 100) << language;
     std::cout << language << ": " << result.ok << " calls, " << result.failed << " failed"
