@@ -503,7 +503,6 @@ class ExchangeReactor {
     // Counted until here, not until Finish: shutdown waits for the count to reach zero,
     // and only now has the answer been sent.
     service_->fetches_in_flight.fetch_sub(1);
-    if (caller_counted_) service_->caller_counts.Release(caller_);
     Unref();
   }
 
@@ -577,6 +576,9 @@ class ExchangeReactor {
     const absl::Duration total = absl::Now() - start_;
     service_->observer.OnFetchDone(answer.error_code(), total);
     if (log_line_) FinishLogLine(final_status, answer.error_code(), total);
+    // The caller's place frees before its answer leaves: a caller that fetches one at a
+    // time must not meet its own last fetch (OnDone may come well after the answer).
+    if (caller_counted_) service_->caller_counts.Release(caller_);
     self()->Finish(answer);
   }
 

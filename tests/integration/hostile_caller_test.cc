@@ -219,7 +219,7 @@ TEST_F(HostileCallerTest, CallerAtItsConcurrencyLimitIsTurnedAwayWhileOthersAreS
 
   first.Cancel();
   EXPECT_EQ(first.Wait().error_code(), grpc::StatusCode::CANCELLED);
-  // Its place frees up once gRPC is done with it.
+  // Its place frees up once egress has seen the cancellation and ended the fetch.
   EXPECT_TRUE(WaitFor([&] { return FetchAs("greedy", Request(faults().Url("/ok")), &response).ok(); }));
 }
 
@@ -238,6 +238,24 @@ TEST_F(HostileCallerTest, CallersWithoutAnIdentityShareOneConcurrencyLimit) {
                         "under way (limits.max_concurrent_fetches_per_caller)"));
   holder.Cancel();
   EXPECT_EQ(holder.Wait().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// A caller's place frees before its answer leaves, so a caller that waits for each
+// answer never meets its own last fetch (CI saw the fetch after one refused when the
+// place freed only once gRPC was done with the call).
+TEST_F(HostileCallerTest, CallerFetchingOneAtATimeIsNeverTurnedAway) {
+  Start([](egress::v1::Config& c) {
+    c.mutable_limits()->set_max_concurrent_fetches_per_caller(1);
+  });
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(Request(faults().Url("/ok")), &response);
+    refused += status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    ASSERT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << status.error_message();
+  }
+  EXPECT_EQ(refused, 0);
 }
 
 TEST_F(HostileCallerTest, CredentialsAreDroppedWhenARedirectChangesOrigin) {
