@@ -305,6 +305,48 @@ TEST_F(ClientsTest, EgressctlSetsTheConfigFromAFile) {
   EXPECT_NE(in_force.find("max_idle_per_origin: 7"), std::string::npos) << in_force;
 }
 
+TEST_F(ClientsTest, EgressctlDryRunShowsWhatAProposedPolicyWouldNewlyDeny) {
+  if (EgressctlIsTsanBuilt()) GTEST_SKIP() << "see EgressctlIsTsanBuilt";
+  client::ClientOptions options;
+  options.target = Target();
+  const client::EgressClient egress(options);
+  ASSERT_TRUE(egress.Fetch(Url()).ok());  // a decision allowed by 127.0.0.0/8
+  // The same config with loopback no longer allowed: that fetch would be denied.
+  std::ofstream(dir_ + "/narrower.textproto")
+      << "transport { extra_ca_file: \"" << nginx_->ca_file() << "\" }\n"
+      << "policy { allow_cidrs: \"10.0.0.0/8\" }\n";
+  const std::string egressctl = absl::StrCat(Runfile("client/egressctl"),
+                                             " --admin=", egressd_->admin_target());
+  int status = -1;
+  const std::string text =
+      RunShell(absl::StrCat(egressctl, " config dry-run ", dir_, "/narrower.textproto 2>&1"),
+               &status);
+  EXPECT_EQ(status, 0) << text;
+  EXPECT_EQ(text.rfind("replayed ", 0), 0u) << text;
+  EXPECT_EQ(text.find("newly denied: 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(absl::StrCat("https://localhost:", nginx_->https_port())),
+            std::string::npos)
+      << text;
+  // Nothing was applied: the policy in force still allows the fetch.
+  EXPECT_TRUE(egress.Fetch(Url()).ok());
+
+  const std::string json = RunShell(
+      absl::StrCat(egressctl, " --json config dry-run ", dir_, "/narrower.textproto"), &status);
+  EXPECT_EQ(status, 0) << json;
+  egress::v1::DryRunConfigResponse answer;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &answer).ok()) << json;
+  // Other tests' callers fetched it too: the anonymous caller's entry has these two.
+  const std::string origin = absl::StrCat("https://localhost:", nginx_->https_port());
+  uint64_t fetches = 0;
+  for (const auto& change : answer.newly_denied()) {
+    if (change.origin() == origin && change.caller().empty()) {
+      fetches = change.fetches();
+      EXPECT_EQ(change.previous_rule(), "allow_cidrs:127.0.0.0/8");
+    }
+  }
+  EXPECT_GE(fetches, 2u) << json;
+}
+
 TEST_F(ClientsTest, EgressctlReachesAnAdminListenerWithMtlsAndAToken) {
   const std::string egressctl = GuardedEgressctl(MtlsFlags() + " " + TokenFlag());
   int status = -1;
