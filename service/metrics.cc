@@ -347,6 +347,20 @@ void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
   families.push_back(std::move(attempts));
 }
 
+void Metrics::OnCircuitBreakerStateChanged(const transport::Origin& origin,
+                                           transport::BreakerState from,
+                                           transport::BreakerState to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (from != transport::BreakerState::kClosed) --breakers_by_state_[static_cast<size_t>(from)];
+  if (to != transport::BreakerState::kClosed) ++breakers_by_state_[static_cast<size_t>(to)];
+  if (to == transport::BreakerState::kOpen) ++For(origin).breaker_opened;
+}
+
+void Metrics::OnCircuitBreakerRejected(const transport::Origin& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).breaker_rejected;
+}
+
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
   const auto index = static_cast<size_t>(code);
@@ -390,6 +404,17 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily retries = Family("egress_upstream_retries_total",
                                 "Idempotent requests resent because a pooled connection was dead.",
                                 MetricType::Counter);
+  MetricFamily breaker_opened = Family(
+      "egress_circuit_breaker_opened_total",
+      "Times an origin's circuit breaker opened (transport.circuit_breaker).",
+      MetricType::Counter);
+  MetricFamily breaker_rejected = Family(
+      "egress_circuit_breaker_rejected_total",
+      "Fetches failed at once (UNAVAILABLE, CIRCUIT_OPEN) by an open circuit breaker.",
+      MetricType::Counter);
+  MetricFamily breakers = Family("egress_circuit_breakers",
+                                 "Origins whose circuit breaker is open or half-open.",
+                                 MetricType::Gauge);
   MetricFamily pool = Family("egress_pool_connections",
                              "Opened upstream connections by state.", MetricType::Gauge);
   MetricFamily fetches = Family("egress_fetches_total", "Fetch and FetchStream RPCs by gRPC code.",
@@ -471,6 +496,8 @@ std::vector<MetricFamily> Metrics::Collect() const {
       }
       AddSample(bytes, {origin}, c.drain_bytes);
       AddSample(retries, {origin}, c.retries);
+      AddSample(breaker_opened, {origin}, c.breaker_opened);
+      AddSample(breaker_rejected, {origin}, c.breaker_rejected);
       AddSample(pool, {origin, {"state", "idle"}}, c.idle);
       AddSample(pool, {origin, {"state", "active"}}, c.active);
       AddSample(pool, {origin, {"state", "draining"}}, c.draining);
@@ -500,6 +527,10 @@ std::vector<MetricFamily> Metrics::Collect() const {
     AddSample(budget, {{"state", "peak"}}, budget_peak_);
     AddSample(budget, {{"state", "limit"}}, budget_limit_);
     AddSample(buffered, {}, buffered_body_bytes_);
+    for (auto state : {transport::BreakerState::kOpen, transport::BreakerState::kHalfOpen}) {
+      AddSample(breakers, {{"state", std::string(ToString(state))}},
+                breakers_by_state_[static_cast<size_t>(state)]);
+    }
     for (size_t i = 0; i < fetches_by_code_.size(); ++i) {
       AddSample(fetches, {{"code", std::string(GrpcCodeName(static_cast<grpc::StatusCode>(i)))}},
                 fetches_by_code_[i]);
@@ -519,7 +550,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   }
   std::vector<MetricFamily> families = {
       requests, opened,  closed,    started,     completed,  abandoned, skipped,
-      bytes,    retries, pool,      fetches,     denied,     would_deny, dial_cost, body_rate,
+      bytes,    retries, breaker_opened, breaker_rejected, breakers, pool, fetches,     denied,     would_deny, dial_cost, body_rate,
       drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions, tls};
   CollectUpstreamInput(families);
   CollectDialing(families);

@@ -73,6 +73,9 @@ class Metrics final : public transport::TransportObserver,
   void OnDnsCacheHit() override;
   void OnDnsStaleServed() override;
   void OnConnectAttempt(transport::ConnectAttemptResult result) override;
+  void OnCircuitBreakerStateChanged(const transport::Origin& origin, transport::BreakerState from,
+                                    transport::BreakerState to) override;
+  void OnCircuitBreakerRejected(const transport::Origin& origin) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -98,6 +101,8 @@ class Metrics final : public transport::TransportObserver,
     std::array<uint64_t, transport::kDrainSkipReasonCount> skipped{};
     uint64_t drain_bytes = 0;
     uint64_t retries = 0;
+    uint64_t breaker_opened = 0;    // the circuit breaker went to open
+    uint64_t breaker_rejected = 0;  // fetches it failed at once
     int64_t idle = 0;
     int64_t active = 0;
     int64_t draining = 0;
@@ -155,6 +160,8 @@ class Metrics final : public transport::TransportObserver,
   uint64_t dns_stale_served_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<uint64_t, transport::kConnectAttemptResultCount> connect_attempts_
       ABSL_GUARDED_BY(mu_){};
+  // Origins whose circuit breaker is in each state (closed ones are not counted).
+  std::array<int64_t, 3> breakers_by_state_ ABSL_GUARDED_BY(mu_){};
   // egress_dns_cache_hits_total, egress_dns_stale_served_total and
   // egress_connect_attempts_total.
   void CollectDialing(std::vector<prometheus::MetricFamily>& families) const;

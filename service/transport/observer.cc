@@ -95,4 +95,13 @@ absl::string_view ToString(ConnectAttemptResult result) {
   return "unknown";
 }
 
+absl::string_view ToString(BreakerState state) {
+  switch (state) {
+    case BreakerState::kClosed: return "closed";
+    case BreakerState::kOpen: return "open";
+    case BreakerState::kHalfOpen: return "half_open";
+  }
+  return "unknown";
+}
+
 }  // namespace egress::transport

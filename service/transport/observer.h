@@ -94,6 +94,13 @@ enum class ConnectAttemptResult {
 };
 inline constexpr size_t kConnectAttemptResultCount = 3;
 
+// An origin's circuit breaker (see CircuitBreakers).
+enum class BreakerState {
+  kClosed,    // fetches go; failures in a row are counted
+  kOpen,      // fetches fail at once until open_for has passed
+  kHalfOpen,  // one fetch at a time goes as a probe; the others fail at once
+};
+
 // What the transport has learned about an origin: moving estimates, none until seen.
 struct OriginCost {
   std::optional<absl::Duration> dial;              // DNS + TCP connect + TLS handshake
@@ -114,6 +121,7 @@ absl::string_view ToString(DrainAwareChoice choice);
 absl::string_view ToString(UpstreamLimit limit);
 absl::string_view ToString(DnsResult result);
 absl::string_view ToString(ConnectAttemptResult result);
+absl::string_view ToString(BreakerState state);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -185,6 +193,11 @@ class TransportObserver {
   virtual void OnDnsStaleServed() = 0;
   // A TCP connect to one address ended (not by origin either: one per address).
   virtual void OnConnectAttempt(ConnectAttemptResult result) = 0;
+  // An origin's circuit breaker changed state (to closed also when a new config resets it).
+  virtual void OnCircuitBreakerStateChanged(const Origin& origin, BreakerState from,
+                                            BreakerState to) = 0;
+  // A fetch failed at once because its origin's breaker is open (or half-open, probing).
+  virtual void OnCircuitBreakerRejected(const Origin& origin) = 0;
 };
 
 }  // namespace egress::transport

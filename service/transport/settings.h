@@ -56,6 +56,19 @@ struct DnsSettings {
   absl::Duration stale_for = absl::Seconds(30);    // past the TTL, when the servers fail
 };
 
+// Circuit breaking per origin (outlier detection): after `consecutive_failures` failed
+// fetches in a row, an origin's fetches fail at once for `open_for`, with no upstream
+// traffic; then one fetch at a time goes as a probe until one succeeds.
+struct CircuitBreakerSettings {
+  uint32_t consecutive_failures = 0;  // 0 = no breaker
+  absl::Duration open_for = absl::Seconds(30);
+  // Whether a 5xx response counts as a failure (connect failures, resets, protocol
+  // errors and the transport's own timeouts always do).
+  bool count_5xx = true;
+
+  bool enabled() const { return consecutive_failures > 0; }
+};
+
 struct TransportSettings;
 
 // Settings for the origins whose host matches, over the defaults. Unset fields keep the
@@ -80,6 +93,7 @@ struct OriginOverride {
   std::string client_cert_file;  // PEM, presented to upstreams that ask (mTLS)
   std::string client_key_file;
   std::optional<bool> tls_session_resumption;
+  std::optional<CircuitBreakerSettings> circuit_breaker;
 
   bool HasTls() const {
     return !extra_ca_file.empty() || !client_cert_file.empty() || !client_key_file.empty();
@@ -115,6 +129,7 @@ struct TransportSettings {
   uint32_t min_idle_per_origin = 0;
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
+  CircuitBreakerSettings circuit_breaker;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
   size_t policy_history_size = 1000;  // the latest policy decisions kept, for dry runs
@@ -154,6 +169,7 @@ struct TransportSettings {
     s.response_header_timeout = o->response_header_timeout.value_or(s.response_header_timeout);
     s.happy_eyeballs_delay = o->happy_eyeballs_delay.value_or(s.happy_eyeballs_delay);
     s.drain = o->drain.value_or(s.drain);
+    s.circuit_breaker = o->circuit_breaker.value_or(s.circuit_breaker);
     s.tls_session_resumption = o->tls_session_resumption.value_or(s.tls_session_resumption);
     s.keepalive_hint_margin = o->keepalive_hint_margin.value_or(s.keepalive_hint_margin);
     s.honor_keepalive_hints = o->honor_keepalive_hints.value_or(s.honor_keepalive_hints);

@@ -61,6 +61,11 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       RecordDecision({});
       return Finish(PolicyDenial(request_.origin, caller_verdict_, request_.caller));
     }
+    const CircuitBreakers::Admission admission = transport_.breakers_.Admit(
+        request_.origin, settings_.circuit_breaker, absl::Now());
+    if (!admission.status.ok()) return Finish(admission.status);
+    breaker_admitted_ = true;
+    breaker_probe_ = admission.probe;
     Acquire(/*fresh=*/false);
   }
 
@@ -349,6 +354,15 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       finished_ = true;
       connection_ = nullptr;
     }
+    if (breaker_admitted_) {
+      const absl::Status& status = result.status();
+      transport_.breakers_.Record(
+          request_.origin, settings_.circuit_breaker, breaker_probe_,
+          HealthOf(status, result.ok() ? result->head.status_code : 0,
+                   settings_.circuit_breaker.count_5xx),
+          result.ok() ? absl::StrCat("HTTP ", result->head.status_code) : status.message(),
+          absl::Now());
+    }
     if (!result.ok()) result = WithWouldDenyRules(result.status(), would_deny_rules_);
     std::exchange(done_, nullptr)(std::move(result));
   }
@@ -363,6 +377,8 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
+  bool breaker_admitted_ = false;  // its end is recorded by the origin's circuit breaker
+  bool breaker_probe_ = false;     // ... as the half-open breaker's probe
   PolicyVerdict caller_verdict_;  // the caller stage, from Start
   bool decided_ = false;          // RecordDecision ran
   std::vector<std::string> would_deny_rules_;
@@ -530,6 +546,7 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
   // and before the swap: no request is handed an idle connection the new policy denies.
   pool_.SetPolicy((*snapshot)->settings.policy);
   pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
+  breakers_.Reset();
   drain_budget_.SetLimit((*snapshot)->settings.drain_budget_bytes);
   policy_history_.SetCapacity((*snapshot)->settings.policy_history_size);
   std::lock_guard<std::mutex> lock(mu_);
@@ -552,6 +569,7 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
              }),
       drain_budget_(snapshot->settings.drain_budget_bytes, observer),
       policy_history_(snapshot->settings.policy_history_size),
+      breakers_(observer),
       pool_(loops_.first().get_executor(), PoolLimitsOf(snapshot->settings),
             [this](const Origin& origin) { return MakeConnection(origin); },
             [this](std::shared_ptr<Connection> connection) { Warm(std::move(connection)); }) {

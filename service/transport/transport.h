@@ -15,6 +15,7 @@
 #include <mutex>
 #include "absl/time/time.h"
 #include "boost/asio/ssl/context.hpp"
+#include "service/transport/circuit_breaker.h"
 #include "service/transport/connection.h"
 #include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
@@ -120,6 +121,10 @@ class Transport {
                                       ResponseCallback done);
 
   std::vector<OriginStats> PoolStats() const { return pool_.Stats(); }
+  // The origins whose circuit breaker is not closed or has failures counted.
+  std::vector<BreakerStats> CircuitBreakerStats() const {
+    return breakers_.Stats(absl::Now());
+  }
   // The latest policy decisions (settings.policy_history_size), oldest first.
   std::vector<PolicyDecision> RecentPolicyDecisions() const { return policy_history_.Recent(); }
 
@@ -177,6 +182,7 @@ class Transport {
   EventLoops loops_;
   DrainBudget drain_budget_;
   PolicyHistory policy_history_;
+  CircuitBreakers breakers_;
   std::atomic<uint64_t> next_connection_id_{1};
   ConnectionPool pool_;  // its timers run on loops_.first()
 };

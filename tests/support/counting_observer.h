@@ -88,6 +88,14 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnConnectAttempt(transport::ConnectAttemptResult result) override {
     ++connect_attempts[static_cast<size_t>(result)];
   }
+  void OnCircuitBreakerStateChanged(const transport::Origin&, transport::BreakerState,
+                                    transport::BreakerState to) override {
+    ++breaker_transitions_to[static_cast<size_t>(to)];
+  }
+  void OnCircuitBreakerRejected(const transport::Origin&) override { ++breaker_rejected; }
+  int BreakerTransitionsTo(transport::BreakerState s) const {
+    return breaker_transitions_to[static_cast<size_t>(s)];
+  }
   int ConnectAttempts(transport::ConnectAttemptResult r) const {
     return connect_attempts[static_cast<size_t>(r)];
   }
@@ -131,6 +139,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kDrainSkipReasonCount> skipped{};
   std::atomic<uint64_t> drain_bytes{0};
   std::atomic<int> retries{0};
+  std::array<std::atomic<int>, 3> breaker_transitions_to{};  // by BreakerState
+  std::atomic<int> breaker_rejected{0};
   std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};

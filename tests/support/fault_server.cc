@@ -234,6 +234,20 @@ void FaultServer::ServeHttp(int fd) {
     if (path == "/close-on-reuse" && served > 0) return;  // read, never answered
     if (path == "/ok" || path == "/close-on-reuse") {
       if (!SendAll(fd, kOk)) return;
+    } else if (path == "/switch") {
+      ++switch_requests_;
+      switch (switch_.load()) {
+        case Switch::kOk:
+          if (!SendAll(fd, kOk)) return;
+          break;
+        case Switch::k503:
+          if (!SendAll(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")) {
+            return;
+          }
+          break;
+        case Switch::kReset:
+          return Reset(fd);
+      }
     } else if (path == "/close-idle") {
       SendAll(fd, kOk);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

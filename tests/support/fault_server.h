@@ -46,6 +46,8 @@ namespace egress::testing {
 //   /redirect-other-origin  302 to http://localhost:<port>/echo-headers (another origin)
 //   /redirect-same-origin   302 to /echo-headers
 //   /echo-headers     200 whose body is the request's line and header lines
+//   /switch           as SetSwitch says: 200 "ok", a 503 (kept alive), or a TCP reset
+//                     without an answer; switch_requests() counts the requests it got
 // silent_port() accepts and never sends a byte (a stalled TLS handshake);
 // garbage_port() answers every connection with plain text (a TLS handshake that fails).
 //
@@ -70,6 +72,9 @@ class FaultServer {
 
   // Connections accepted so far, and those still open on the server's side.
   int accepted() const { return accepted_; }
+  enum class Switch { kOk, k503, kReset };
+  void SetSwitch(Switch behaviour) { switch_ = behaviour; }
+  int switch_requests() const { return switch_requests_; }
   int open_connections();
   // Connections the kernel has completed that no accept loop has taken yet (the
   // listeners' accept queues): a peer may have connected and even closed already.
@@ -89,6 +94,8 @@ class FaultServer {
   std::vector<int> ports_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> accepted_{0};
+  std::atomic<Switch> switch_{Switch::kOk};
+  std::atomic<int> switch_requests_{0};
   std::mutex mu_;
   std::condition_variable all_closed_;
   std::set<int> open_;  // connection fds not yet closed, each served by a detached thread

@@ -1,0 +1,158 @@
+#include "service/transport/circuit_breaker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "service/transport/error_reason.h"
+
+namespace egress::transport {
+namespace {
+
+// While a probe is under way the others wait for its answer: about a round trip.
+constexpr absl::Duration kRetryWhileProbing = absl::Seconds(1);
+// How many breakers Track looks at for a closed one to make room.
+constexpr size_t kEvictionScan = 16;
+
+}  // namespace
+
+FetchHealth HealthOf(const absl::Status& status, int http_status, bool count_5xx) {
+  if (status.ok()) {
+    return count_5xx && http_status >= 500 && http_status <= 599 ? FetchHealth::kFailure
+                                                                 : FetchHealth::kSuccess;
+  }
+  const std::optional<ErrorReason> reason = ReasonOf(status);
+  if (!reason) return FetchHealth::kNeutral;
+  for (const char* failure :
+       {"CONNECT_FAILED", "TLS_FAILED", "TLS_CERTIFICATE_INVALID", "UPSTREAM_CLOSED",
+        "UPSTREAM_CONNECTION_FAILED", "UPSTREAM_INVALID_RESPONSE", "UPSTREAM_TIMEOUT"}) {
+    if (reason->reason == failure) return FetchHealth::kFailure;
+  }
+  return FetchHealth::kNeutral;
+}
+
+CircuitBreakers::CircuitBreakers(TransportObserver& observer, size_t max_tracked)
+    : observer_(observer), max_tracked_(max_tracked) {}
+
+CircuitBreakers::Admission CircuitBreakers::Admit(const Origin& origin,
+                                                  const CircuitBreakerSettings& settings,
+                                                  absl::Time now) {
+  if (!settings.enabled()) return {};
+  const std::string key = origin.Key();
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = breakers_.find(key);
+  if (it == breakers_.end()) return {};
+  Breaker& breaker = it->second;
+  if (breaker.state == BreakerState::kClosed) return {};
+  if (breaker.state == BreakerState::kOpen && now >= breaker.open_until) {
+    breaker.state = BreakerState::kHalfOpen;
+    breaker.probing = false;
+    observer_.OnCircuitBreakerStateChanged(origin, BreakerState::kOpen, BreakerState::kHalfOpen);
+  }
+  // A probe out for longer than open_for (its end never recorded) no longer holds it.
+  if (breaker.state == BreakerState::kHalfOpen &&
+      (!breaker.probing || now - breaker.probe_started >= settings.open_for)) {
+    breaker.probing = true;
+    breaker.probe_started = now;
+    return {absl::OkStatus(), /*probe=*/true};
+  }
+  observer_.OnCircuitBreakerRejected(origin);
+  const bool open = breaker.state == BreakerState::kOpen;
+  const absl::Duration retry_delay = open ? breaker.open_until - now : kRetryWhileProbing;
+  return {WithReason(
+      absl::UnavailableError(absl::StrCat(
+          "circuit breaker open for ", key, ": ", breaker.consecutive_failures,
+          " fetches in a row failed (the last: ", breaker.last_failure, "); ",
+          open ? absl::StrCat("its fetches fail at once for another ",
+                              absl::FormatDuration(absl::Ceil(retry_delay, absl::Milliseconds(1))))
+               : std::string("a probe fetch is under way, the others fail at once until it "
+                             "succeeds"),
+          " (transport.circuit_breaker)")),
+      "CIRCUIT_OPEN",
+      {{"origin", key}, {"state", ToString(breaker.state)}}, retry_delay)};
+}
+
+void CircuitBreakers::Record(const Origin& origin, const CircuitBreakerSettings& settings,
+                             bool probe, FetchHealth health, absl::string_view failure,
+                             absl::Time now) {
+  if (!settings.enabled()) return;
+  const std::string key = origin.Key();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = breakers_.find(key);
+  if (health != FetchHealth::kFailure && it == breakers_.end()) return;
+  Breaker* breaker = it != breakers_.end() ? &it->second : Track(origin, key);
+  if (!breaker) return;
+  if (breaker->state != BreakerState::kClosed) {
+    // Only the probe decides: fetches admitted before the breaker opened say old news.
+    if (!probe || breaker->state != BreakerState::kHalfOpen) return;
+    breaker->probing = false;
+    if (health == FetchHealth::kNeutral) return;  // the next fetch probes instead
+    if (health == FetchHealth::kFailure) {
+      breaker->last_failure = std::string(failure);
+      return Open(origin, *breaker, settings, now);
+    }
+    observer_.OnCircuitBreakerStateChanged(origin, BreakerState::kHalfOpen,
+                                           BreakerState::kClosed);
+    breakers_.erase(key);
+    return;
+  }
+  switch (health) {
+    case FetchHealth::kNeutral: return;
+    case FetchHealth::kSuccess: breakers_.erase(key); return;
+    case FetchHealth::kFailure:
+      breaker->last_failure = std::string(failure);
+      if (++breaker->consecutive_failures >= settings.consecutive_failures) {
+        Open(origin, *breaker, settings, now);
+      }
+  }
+}
+
+void CircuitBreakers::Open(const Origin& origin, Breaker& breaker,
+                           const CircuitBreakerSettings& settings, absl::Time now) {
+  const BreakerState from = breaker.state;
+  breaker.state = BreakerState::kOpen;
+  breaker.open_until = now + settings.open_for;
+  breaker.probing = false;
+  observer_.OnCircuitBreakerStateChanged(origin, from, BreakerState::kOpen);
+}
+
+CircuitBreakers::Breaker* CircuitBreakers::Track(const Origin& origin, const std::string& key) {
+  if (breakers_.size() >= max_tracked_) {
+    // Room from a closed breaker near the start (failures, not yet open); open ones stay.
+    auto victim = breakers_.begin();
+    for (size_t i = 0; victim != breakers_.end() && i < kEvictionScan; ++i, ++victim) {
+      if (victim->second.state == BreakerState::kClosed) break;
+    }
+    if (victim == breakers_.end() || victim->second.state != BreakerState::kClosed) {
+      return nullptr;
+    }
+    breakers_.erase(victim);
+  }
+  Breaker& breaker = breakers_[key];
+  breaker.origin = origin;
+  return &breaker;
+}
+
+std::vector<BreakerStats> CircuitBreakers::Stats(absl::Time now) const {
+  std::vector<BreakerStats> stats;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, breaker] : breakers_) {
+    stats.push_back({key, breaker.state, breaker.consecutive_failures,
+                     breaker.state == BreakerState::kOpen
+                         ? std::max(breaker.open_until - now, absl::ZeroDuration())
+                         : absl::ZeroDuration(),
+                     breaker.last_failure});
+  }
+  return stats;
+}
+
+void CircuitBreakers::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, breaker] : breakers_) {
+    if (breaker.state == BreakerState::kClosed) continue;
+    observer_.OnCircuitBreakerStateChanged(breaker.origin, breaker.state, BreakerState::kClosed);
+  }
+  breakers_.clear();
+}
+
+}  // namespace egress::transport

@@ -1,0 +1,87 @@
+#ifndef EGRESS_SERVICE_TRANSPORT_CIRCUIT_BREAKER_H_
+#define EGRESS_SERVICE_TRANSPORT_CIRCUIT_BREAKER_H_
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "service/transport/observer.h"
+#include "service/transport/origin.h"
+#include "service/transport/settings.h"
+
+namespace egress::transport {
+
+// What the end of a fetch says of its origin's health.
+enum class FetchHealth {
+  kSuccess,
+  kFailure,  // the origin failed: connect, TLS, reset, protocol error, its own timeout, 5xx
+  kNeutral,  // nothing: the caller cancelled or ran out of time, the policy or a local limit
+};
+
+// The health a fetch's end shows: `status` is the fetch's error, or OK with the response's
+// `http_status`. The reason attached to the error decides (see ErrorReason): a caller's
+// own deadline or cancellation, a policy denial or a local limit says nothing of the
+// origin, so no caller can open another's breaker with short deadlines.
+FetchHealth HealthOf(const absl::Status& status, int http_status, bool count_5xx);
+
+// One origin's breaker, for GetPoolStats.
+struct BreakerStats {
+  std::string origin;
+  BreakerState state = BreakerState::kClosed;
+  uint32_t consecutive_failures = 0;
+  absl::Duration open_remaining;  // kOpen only
+  std::string last_failure;
+};
+
+// The breakers of every origin (CircuitBreakerSettings). Only origins with failures
+// counted, or a breaker not closed, hold state (at most max_tracked; past it, new origins
+// are not tracked and their fetches go as without a breaker). Thread-safe.
+class CircuitBreakers {
+ public:
+  explicit CircuitBreakers(TransportObserver& observer, size_t max_tracked = 10000);
+
+  // Whether a fetch to `origin` may go now. OK, with `probe` set when it is the
+  // half-open breaker's probe; else UNAVAILABLE (reason CIRCUIT_OPEN, with a retry delay)
+  // naming the origin and why. Every admitted fetch's end is given to Record.
+  struct Admission {
+    absl::Status status;
+    bool probe = false;
+  };
+  Admission Admit(const Origin& origin, const CircuitBreakerSettings& settings, absl::Time now);
+  // The end of an admitted fetch. `failure` says what failed, for the refusals' message.
+  void Record(const Origin& origin, const CircuitBreakerSettings& settings, bool probe,
+              FetchHealth health, absl::string_view failure, absl::Time now);
+  // The breakers not closed, and closed ones with failures counted.
+  std::vector<BreakerStats> Stats(absl::Time now) const;
+  // Every breaker closed and forgotten (a new config: its thresholds may differ).
+  void Reset();
+
+ private:
+  struct Breaker {
+    Origin origin;
+    BreakerState state = BreakerState::kClosed;
+    uint32_t consecutive_failures = 0;
+    absl::Time open_until;      // kOpen
+    bool probing = false;       // kHalfOpen: a probe is under way
+    absl::Time probe_started;   // ... since then
+    std::string last_failure;
+  };
+  // The breaker of `key`, made if there is room; null if not.
+  Breaker* Track(const Origin& origin, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Open(const Origin& origin, Breaker& breaker, const CircuitBreakerSettings& settings,
+            absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  TransportObserver& observer_;
+  const size_t max_tracked_;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, Breaker> breakers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace egress::transport
+
+#endif  // EGRESS_SERVICE_TRANSPORT_CIRCUIT_BREAKER_H_
