@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -356,8 +357,31 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
   const grpc::Status status = Authorize(*context);
   LogCall("GetPoolStats", *context, status.ok() ? "OK" : Failed("denied", status));
   if (!status.ok()) return Answer(context, status);
+  // Breakers by origin, for the pool's origins and then those with no connection.
+  absl::flat_hash_map<std::string, transport::BreakerStats> breakers;
+  for (auto& breaker : server_.transport().CircuitBreakerStats()) {
+    std::string key = breaker.origin;
+    breakers.emplace(std::move(key), std::move(breaker));
+  }
+  const auto add_breaker = [](const transport::BreakerStats* breaker,
+                              egress::v1::OriginPoolStats* origin) {
+    if (!breaker) return origin->set_circuit_breaker(egress::v1::CIRCUIT_BREAKER_CLOSED);
+    origin->set_circuit_breaker(breaker->state == transport::BreakerState::kOpen
+                                    ? egress::v1::CIRCUIT_BREAKER_OPEN
+                                : breaker->state == transport::BreakerState::kHalfOpen
+                                    ? egress::v1::CIRCUIT_BREAKER_HALF_OPEN
+                                    : egress::v1::CIRCUIT_BREAKER_CLOSED);
+    origin->set_consecutive_failures(breaker->consecutive_failures);
+    if (breaker->open_remaining > absl::ZeroDuration()) {
+      ToProto(breaker->open_remaining, origin->mutable_circuit_open_remaining());
+    }
+    origin->set_last_failure(breaker->last_failure);
+  };
   for (const auto& stats : server_.transport().PoolStats()) {
     auto* origin = response->add_origins();
+    const auto breaker = breakers.find(stats.origin);
+    add_breaker(breaker == breakers.end() ? nullptr : &breaker->second, origin);
+    if (breaker != breakers.end()) breakers.erase(breaker);
     origin->set_origin(stats.origin);
     origin->set_idle(stats.idle);
     origin->set_active(stats.active);
@@ -375,6 +399,11 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
     if (stats.server_hint && stats.server_hint->max) {
       origin->set_server_keepalive_max(*stats.server_hint->max);
     }
+  }
+  for (const auto& [key, breaker] : breakers) {
+    auto* origin = response->add_origins();
+    origin->set_origin(key);
+    add_breaker(&breaker, origin);
   }
   return Answer(context, grpc::Status::OK);
 }

@@ -146,6 +146,37 @@ absl::StatusOr<transport::DrainSettings> BuildDrain(absl::string_view name,
   return settings;
 }
 
+// transport.circuit_breaker, or an origins entry's over `fallback` (the transport's).
+absl::StatusOr<transport::CircuitBreakerSettings> BuildCircuitBreaker(
+    absl::string_view name, egress::v1::CircuitBreakerConfig* proto,
+    transport::CircuitBreakerSettings fallback) {
+  transport::CircuitBreakerSettings settings = fallback;
+  if (proto->has_consecutive_failures()) {
+    if (proto->consecutive_failures() > 1000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".consecutive_failures: must be at most 1000 (got ",
+                       proto->consecutive_failures(), ")"));
+    }
+    settings.consecutive_failures = proto->consecutive_failures();
+  }
+  proto->set_consecutive_failures(settings.consecutive_failures);
+  const bool open_for_set = proto->has_open_for();
+  if (auto status = DurationField(absl::StrCat(name, ".open_for"), open_for_set,
+                                  proto->mutable_open_for(), settings.open_for,
+                                  &settings.open_for);
+      !status.ok()) {
+    return status;
+  }
+  if (settings.open_for < absl::Milliseconds(1) || settings.open_for > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ".open_for: must be between 1ms and 1h (got ",
+                     absl::FormatDuration(settings.open_for), ")"));
+  }
+  if (proto->has_count_5xx()) settings.count_5xx = proto->count_5xx().value();
+  proto->mutable_count_5xx()->set_value(settings.count_5xx);
+  return settings;
+}
+
 // A happy_eyeballs_delay: positive, and at least RFC 8305's floor of 10 ms.
 absl::Status CheckHappyEyeballsDelay(absl::string_view name, absl::Duration delay) {
   if (delay < absl::Milliseconds(10)) {
@@ -274,6 +305,12 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
     auto drain = BuildDrain(name + ".drain", proto->mutable_drain(), base.drain);
     if (!drain.ok()) return drain.status();
     o.drain = *drain;
+  }
+  if (proto->has_circuit_breaker()) {
+    auto breaker = BuildCircuitBreaker(name + ".circuit_breaker",
+                                       proto->mutable_circuit_breaker(), base.circuit_breaker);
+    if (!breaker.ok()) return breaker.status();
+    o.circuit_breaker = *breaker;
   }
   if (auto status = OverrideLifetime(name, *proto, o); !status.ok()) return status;
   if (auto status = CheckMinIdle(name, base.With(o)); !status.ok()) return status;
@@ -644,6 +681,11 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
       !status.ok()) {
     return status;
   }
+
+  auto breaker = BuildCircuitBreaker("transport.circuit_breaker", tp->mutable_circuit_breaker(),
+                                     t.circuit_breaker);
+  if (!breaker.ok()) return breaker.status();
+  t.circuit_breaker = *breaker;
 
   auto drain = BuildDrain("drain", config.proto.mutable_drain(), t.drain);
   if (!drain.ok()) return drain.status();

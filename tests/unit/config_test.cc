@@ -155,8 +155,38 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"origin_happy_eyeballs_delay_zero",
             "transport { origins { host: \"a.com\" happy_eyeballs_delay { } } }",
             "transport.origins[0].happy_eyeballs_delay: must be at least 10ms"},
+        Bad{"breaker_failures_too_many",
+            "transport { circuit_breaker { consecutive_failures: 1001 } }",
+            "transport.circuit_breaker.consecutive_failures: must be at most 1000 (got 1001)"},
+        Bad{"breaker_open_for_zero", "transport { circuit_breaker { open_for { } } }",
+            "transport.circuit_breaker.open_for: must be positive"},
+        Bad{"origin_breaker_open_for_too_long",
+            "transport { origins { host: \"a.com\" circuit_breaker { open_for { seconds: "
+            "3601 } } } }",
+            "transport.origins[0].circuit_breaker.open_for: must be between 1ms and 1h"},
         Bad{"not_text_format", "transport {", "line 1"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
+TEST(Config, CircuitBreakerIsOffByDefaultAndAnOriginsEntryOverridesTheFieldsItSets) {
+  auto config = LoadConfigText(
+      "transport { origins { host: \"*.flaky.test\" circuit_breaker { "
+      "consecutive_failures: 2 count_5xx { value: false } } } }",
+      "breaker");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::CircuitBreakerSettings& defaults = config->transport.circuit_breaker;
+  EXPECT_FALSE(defaults.enabled());
+  EXPECT_EQ(defaults.open_for, absl::Seconds(30));
+  EXPECT_TRUE(defaults.count_5xx);
+  const auto& breaker = config->proto.transport().circuit_breaker();
+  EXPECT_EQ(breaker.consecutive_failures(), 0u);  // GetConfig shows what applies
+  EXPECT_EQ(breaker.open_for().seconds(), 30);
+  EXPECT_TRUE(breaker.count_5xx().value());
+  const transport::TransportSettings flaky = config->transport.ForHost("api.flaky.test");
+  EXPECT_EQ(flaky.circuit_breaker.consecutive_failures, 2u);
+  EXPECT_EQ(flaky.circuit_breaker.open_for, absl::Seconds(30));
+  EXPECT_FALSE(flaky.circuit_breaker.count_5xx);
+  EXPECT_FALSE(config->transport.ForHost("other.test").circuit_breaker.enabled());
+}
 
 TEST(Config, DnsCacheAndHappyEyeballsHaveDefaultsThatGetConfigShows) {
   auto config = LoadConfigText("", "empty");
