@@ -11,7 +11,7 @@ namespace {
 
 // While a probe is under way the others wait for its answer: about a round trip.
 constexpr absl::Duration kRetryWhileProbing = absl::Seconds(1);
-// How many breakers Track looks at for a closed one to make room.
+// How many breakers Track looks at for one to make room (a bound on the work per fetch).
 constexpr size_t kEvictionScan = 16;
 
 }  // namespace
@@ -40,21 +40,23 @@ CircuitBreakers::Admission CircuitBreakers::Admit(const Origin& origin,
   if (!settings.enabled()) return {};
   const std::string key = origin.Key();
   std::lock_guard<std::mutex> lock(mu_);
+  const Admission go{absl::OkStatus(), generation_};
   const auto it = breakers_.find(key);
-  if (it == breakers_.end()) return {};
+  if (it == breakers_.end()) return go;
   Breaker& breaker = it->second;
-  if (breaker.state == BreakerState::kClosed) return {};
+  if (breaker.state == BreakerState::kClosed) return go;
   if (breaker.state == BreakerState::kOpen && now >= breaker.open_until) {
     breaker.state = BreakerState::kHalfOpen;
-    breaker.probing = false;
+    breaker.probe = 0;
     observer_.OnCircuitBreakerStateChanged(origin, BreakerState::kOpen, BreakerState::kHalfOpen);
   }
-  // A probe out for longer than open_for (its end never recorded) no longer holds it.
+  // A probe out for longer than open_for no longer holds it (a slow upstream's probe
+  // waits for its own timeouts): the new one decides.
   if (breaker.state == BreakerState::kHalfOpen &&
-      (!breaker.probing || now - breaker.probe_started >= settings.open_for)) {
-    breaker.probing = true;
+      (breaker.probe == 0 || now - breaker.probe_started >= settings.open_for)) {
+    breaker.probe = ++last_probe_;
     breaker.probe_started = now;
-    return {absl::OkStatus(), /*probe=*/true};
+    return {absl::OkStatus(), generation_, breaker.probe};
   }
   observer_.OnCircuitBreakerRejected(origin);
   const bool open = breaker.state == BreakerState::kOpen;
@@ -73,19 +75,24 @@ CircuitBreakers::Admission CircuitBreakers::Admit(const Origin& origin,
 }
 
 void CircuitBreakers::Record(const Origin& origin, const CircuitBreakerSettings& settings,
-                             bool probe, FetchHealth health, absl::string_view failure,
-                             absl::Time now) {
+                             const Admission& admission, FetchHealth health,
+                             absl::string_view failure, absl::Time now) {
   if (!settings.enabled()) return;
   const std::string key = origin.Key();
   std::lock_guard<std::mutex> lock(mu_);
+  if (admission.generation != generation_) return;
   auto it = breakers_.find(key);
   if (health != FetchHealth::kFailure && it == breakers_.end()) return;
-  Breaker* breaker = it != breakers_.end() ? &it->second : Track(origin, key);
+  Breaker* breaker = it != breakers_.end() ? &it->second : Track(origin, key, now);
   if (!breaker) return;
   if (breaker->state != BreakerState::kClosed) {
-    // Only the probe decides: fetches admitted before the breaker opened say old news.
-    if (!probe || breaker->state != BreakerState::kHalfOpen) return;
-    breaker->probing = false;
+    // Only the latest probe decides: fetches admitted before the breaker opened say old
+    // news, and so does a probe that another has replaced.
+    if (breaker->state != BreakerState::kHalfOpen || admission.probe == 0 ||
+        admission.probe != breaker->probe) {
+      return;
+    }
+    breaker->probe = 0;
     if (health == FetchHealth::kNeutral) return;  // the next fetch probes instead
     if (health == FetchHealth::kFailure) {
       breaker->last_failure = std::string(failure);
@@ -112,19 +119,28 @@ void CircuitBreakers::Open(const Origin& origin, Breaker& breaker,
   const BreakerState from = breaker.state;
   breaker.state = BreakerState::kOpen;
   breaker.open_until = now + settings.open_for;
-  breaker.probing = false;
+  breaker.probe = 0;
   observer_.OnCircuitBreakerStateChanged(origin, from, BreakerState::kOpen);
 }
 
-CircuitBreakers::Breaker* CircuitBreakers::Track(const Origin& origin, const std::string& key) {
+CircuitBreakers::Breaker* CircuitBreakers::Track(const Origin& origin, const std::string& key,
+                                                 absl::Time now) {
   if (breakers_.size() >= max_tracked_) {
-    // Room from a closed breaker near the start (failures, not yet open); open ones stay.
+    // Room from a breaker that holds nothing back: closed (failures, not yet open), or
+    // open with its time up (the next fetch would probe; an origin nobody fetches any
+    // more stays open until then). One open now, or probing, stays.
+    const auto spent = [now](const Breaker& breaker) {
+      return breaker.state == BreakerState::kClosed ||
+             (breaker.state == BreakerState::kOpen && now >= breaker.open_until);
+    };
     auto victim = breakers_.begin();
     for (size_t i = 0; victim != breakers_.end() && i < kEvictionScan; ++i, ++victim) {
-      if (victim->second.state == BreakerState::kClosed) break;
+      if (spent(victim->second)) break;
     }
-    if (victim == breakers_.end() || victim->second.state != BreakerState::kClosed) {
-      return nullptr;
+    if (victim == breakers_.end() || !spent(victim->second)) return nullptr;
+    if (victim->second.state != BreakerState::kClosed) {
+      observer_.OnCircuitBreakerStateChanged(victim->second.origin, victim->second.state,
+                                             BreakerState::kClosed);
     }
     breakers_.erase(victim);
   }
@@ -148,6 +164,7 @@ std::vector<BreakerStats> CircuitBreakers::Stats(absl::Time now) const {
 
 void CircuitBreakers::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
+  ++generation_;
   for (const auto& [key, breaker] : breakers_) {
     if (breaker.state == BreakerState::kClosed) continue;
     observer_.OnCircuitBreakerStateChanged(breaker.origin, breaker.state, BreakerState::kClosed);

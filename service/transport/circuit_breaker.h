@@ -39,7 +39,8 @@ struct BreakerStats {
 };
 
 // The breakers of every origin (CircuitBreakerSettings). Only origins with failures
-// counted, or a breaker not closed, hold state (at most max_tracked; past it, new origins
+// counted, or a breaker not closed, hold state (at most max_tracked: a full table makes
+// room from a closed breaker, or an open one whose time is up; past that, new origins
 // are not tracked and their fetches go as without a breaker). Thread-safe.
 class CircuitBreakers {
  public:
@@ -50,15 +51,19 @@ class CircuitBreakers {
   // naming the origin and why. Every admitted fetch's end is given to Record.
   struct Admission {
     absl::Status status;
-    bool probe = false;
+    uint64_t generation = 0;  // of the Reset it came after: older ends are not counted
+    uint64_t probe = 0;       // the probe's number; 0: not a probe
   };
   Admission Admit(const Origin& origin, const CircuitBreakerSettings& settings, absl::Time now);
   // The end of an admitted fetch. `failure` says what failed, for the refusals' message.
-  void Record(const Origin& origin, const CircuitBreakerSettings& settings, bool probe,
-              FetchHealth health, absl::string_view failure, absl::Time now);
+  // Only the latest probe decides a half-open breaker; a fetch admitted before the last
+  // Reset is ignored (it ran under thresholds that may no longer hold).
+  void Record(const Origin& origin, const CircuitBreakerSettings& settings,
+              const Admission& admission, FetchHealth health, absl::string_view failure,
+              absl::Time now);
   // The breakers not closed, and closed ones with failures counted.
   std::vector<BreakerStats> Stats(absl::Time now) const;
-  // Every breaker closed and forgotten (a new config: its thresholds may differ).
+  // Every breaker closed and forgotten (new breaker settings: their thresholds differ).
   void Reset();
 
  private:
@@ -67,12 +72,13 @@ class CircuitBreakers {
     BreakerState state = BreakerState::kClosed;
     uint32_t consecutive_failures = 0;
     absl::Time open_until;      // kOpen
-    bool probing = false;       // kHalfOpen: a probe is under way
+    uint64_t probe = 0;         // kHalfOpen: the number of the probe under way, 0 if none
     absl::Time probe_started;   // ... since then
     std::string last_failure;
   };
   // The breaker of `key`, made if there is room; null if not.
-  Breaker* Track(const Origin& origin, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Breaker* Track(const Origin& origin, const std::string& key, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Open(const Origin& origin, Breaker& breaker, const CircuitBreakerSettings& settings,
             absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -80,6 +86,8 @@ class CircuitBreakers {
   const size_t max_tracked_;
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, Breaker> breakers_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_probe_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace egress::transport

@@ -67,6 +67,11 @@ struct CircuitBreakerSettings {
   bool count_5xx = true;
 
   bool enabled() const { return consecutive_failures > 0; }
+  bool operator==(const CircuitBreakerSettings& other) const {
+    return consecutive_failures == other.consecutive_failures &&
+           open_for == other.open_for && count_5xx == other.count_5xx;
+  }
+  bool operator!=(const CircuitBreakerSettings& other) const { return !(*this == other); }
 };
 
 struct TransportSettings;

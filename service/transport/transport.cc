@@ -37,6 +37,18 @@ void Settle(const SettledCallback& settled, const BodySettlement& settlement) {
   if (settled) settled(settlement);
 }
 
+// The circuit breakers a snapshot configures: the defaults', then each override's hosts'.
+std::vector<std::pair<std::string, CircuitBreakerSettings>> BreakerSettingsOf(
+    const Transport::Snapshot& snapshot) {
+  std::vector<std::pair<std::string, CircuitBreakerSettings>> breakers{
+      {"", snapshot.for_other_hosts.circuit_breaker}};
+  for (size_t i = 0; i < snapshot.for_override.size(); ++i) {
+    breakers.emplace_back(snapshot.settings.origin_overrides[i].host.pattern,
+                          snapshot.for_override[i].circuit_breaker);
+  }
+  return breakers;
+}
+
 }  // namespace
 
 // One request from pool acquisition to response head, retrying once on a fresh
@@ -61,11 +73,10 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       RecordDecision({});
       return Finish(PolicyDenial(request_.origin, caller_verdict_, request_.caller));
     }
-    const CircuitBreakers::Admission admission = transport_.breakers_.Admit(
+    CircuitBreakers::Admission admission = transport_.breakers_.Admit(
         request_.origin, settings_.circuit_breaker, absl::Now());
     if (!admission.status.ok()) return Finish(admission.status);
-    breaker_admitted_ = true;
-    breaker_probe_ = admission.probe;
+    breaker_admission_ = std::move(admission);
     Acquire(/*fresh=*/false);
   }
 
@@ -239,7 +250,17 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     if (!surplus && connection->address_check()) RecordDecision(*connection->address_check());
     if (!status.ok()) {
       transport_.pool_.Retire(connection, CloseReason::kDialFailed);
-      return surplus ? void() : Finish(std::move(status));
+      if (surplus) return;
+      bool cancelled;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        cancelled = cancelled_;
+      }
+      // Closed under a handshake, the dial fails however the next step saw the socket.
+      if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
+      // A lookup that failed is the resolver's trouble: the origin was never reached.
+      if (!connection->address_check()) origin_unreached_ = true;
+      return Finish(std::move(status));
     }
     const DialTiming& timing = connection->dial_timing();
     transport_.observer_.OnOriginCost(
@@ -354,12 +375,13 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       finished_ = true;
       connection_ = nullptr;
     }
-    if (breaker_admitted_) {
+    if (breaker_admission_) {
       const absl::Status& status = result.status();
       transport_.breakers_.Record(
-          request_.origin, settings_.circuit_breaker, breaker_probe_,
-          HealthOf(status, result.ok() ? result->head.status_code : 0,
-                   settings_.circuit_breaker.count_5xx),
+          request_.origin, settings_.circuit_breaker, *breaker_admission_,
+          origin_unreached_ ? FetchHealth::kNeutral
+                            : HealthOf(status, result.ok() ? result->head.status_code : 0,
+                                       settings_.circuit_breaker.count_5xx),
           result.ok() ? absl::StrCat("HTTP ", result->head.status_code) : status.message(),
           absl::Now());
     }
@@ -377,8 +399,9 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
-  bool breaker_admitted_ = false;  // its end is recorded by the origin's circuit breaker
-  bool breaker_probe_ = false;     // ... as the half-open breaker's probe
+  // Set when admitted by the origin's circuit breaker, which is given the fetch's end.
+  std::optional<CircuitBreakers::Admission> breaker_admission_;
+  bool origin_unreached_ = false;  // the lookup failed: the end says nothing of the origin
   PolicyVerdict caller_verdict_;  // the caller stage, from Start
   bool decided_ = false;          // RecordDecision ran
   std::vector<std::string> would_deny_rules_;
@@ -546,11 +569,16 @@ absl::Status Transport::UpdateSettings(TransportSettings settings) {
   // and before the swap: no request is handed an idle connection the new policy denies.
   pool_.SetPolicy((*snapshot)->settings.policy);
   pool_.SetLimits(PoolLimitsOf((*snapshot)->settings));
-  breakers_.Reset();
   drain_budget_.SetLimit((*snapshot)->settings.drain_budget_bytes);
   policy_history_.SetCapacity((*snapshot)->settings.policy_history_size);
-  std::lock_guard<std::mutex> lock(mu_);
-  current_ = *std::move(snapshot);
+  const bool new_breakers = BreakerSettingsOf(**snapshot) != BreakerSettingsOf(*Current());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = *std::move(snapshot);
+  }
+  // After the swap: a fetch admitted before the reset, under the old thresholds, is not
+  // counted. A config that leaves them as they were keeps every breaker's state.
+  if (new_breakers) breakers_.Reset();
   return absl::OkStatus();
 }
 

@@ -27,7 +27,7 @@ class CircuitBreakerTest : public ::testing::Test {
   void Fetch(const Origin& origin, FetchHealth health, absl::Time now) {
     const CircuitBreakers::Admission admission = breakers_.Admit(origin, settings_, now);
     ASSERT_TRUE(admission.status.ok()) << admission.status;
-    breakers_.Record(origin, settings_, admission.probe, health, "connect failed", now);
+    breakers_.Record(origin, settings_, admission, health, "connect failed", now);
   }
   bool Admitted(const Origin& origin, absl::Time now) {
     return breakers_.Admit(origin, settings_, now).status.ok();
@@ -83,7 +83,7 @@ TEST_F(CircuitBreakerTest, AfterOpenForOneProbeAtATimeGoesAndItsSuccessCloses) {
   const absl::Time later = kStart + absl::Seconds(10);
   const CircuitBreakers::Admission probe = breakers_.Admit(kOrigin, settings_, later);
   ASSERT_TRUE(probe.status.ok());
-  EXPECT_TRUE(probe.probe);
+  EXPECT_NE(probe.probe, 0u);
   EXPECT_EQ(observer_.BreakerTransitionsTo(BreakerState::kHalfOpen), 1);
   // While it is under way the others are refused.
   const CircuitBreakers::Admission second = breakers_.Admit(kOrigin, settings_, later);
@@ -92,9 +92,10 @@ TEST_F(CircuitBreakerTest, AfterOpenForOneProbeAtATimeGoesAndItsSuccessCloses) {
   EXPECT_THAT(metadata, ::testing::Contains(std::make_pair(std::string("state"),
                                                            std::string("half_open"))));
   // A fetch admitted before the breaker opened says nothing now.
-  breakers_.Record(kOrigin, settings_, /*probe=*/false, FetchHealth::kSuccess, "", later);
+  const CircuitBreakers::Admission before_it_opened{absl::OkStatus(), probe.generation, 0};
+  breakers_.Record(kOrigin, settings_, before_it_opened, FetchHealth::kSuccess, "", later);
   EXPECT_FALSE(Admitted(kOrigin, later));
-  breakers_.Record(kOrigin, settings_, /*probe=*/true, FetchHealth::kSuccess, "", later);
+  breakers_.Record(kOrigin, settings_, probe, FetchHealth::kSuccess, "", later);
   EXPECT_EQ(observer_.BreakerTransitionsTo(BreakerState::kClosed), 1);
   EXPECT_TRUE(Admitted(kOrigin, later));
   EXPECT_TRUE(breakers_.Stats(later).empty());
@@ -115,7 +116,7 @@ TEST_F(CircuitBreakerTest, ANeutralProbeLetsTheNextFetchProbe) {
   Fetch(kOrigin, FetchHealth::kNeutral, later);  // e.g. its caller cancelled
   const CircuitBreakers::Admission next = breakers_.Admit(kOrigin, settings_, later);
   ASSERT_TRUE(next.status.ok());
-  EXPECT_TRUE(next.probe);
+  EXPECT_NE(next.probe, 0u);
 }
 
 TEST_F(CircuitBreakerTest, AProbeWhoseEndIsNeverRecordedExpiresAfterOpenFor) {
@@ -124,6 +125,36 @@ TEST_F(CircuitBreakerTest, AProbeWhoseEndIsNeverRecordedExpiresAfterOpenFor) {
   ASSERT_TRUE(Admitted(kOrigin, later));  // lost
   EXPECT_FALSE(Admitted(kOrigin, later + absl::Seconds(9)));
   EXPECT_TRUE(Admitted(kOrigin, later + absl::Seconds(10)));
+}
+
+TEST_F(CircuitBreakerTest, AProbeReplacedAfterOpenForNoLongerDecides) {
+  for (int i = 0; i < 3; ++i) Fetch(kOrigin, FetchHealth::kFailure, kStart);
+  const absl::Time later = kStart + absl::Seconds(10);
+  const CircuitBreakers::Admission slow = breakers_.Admit(kOrigin, settings_, later);
+  const CircuitBreakers::Admission next =
+      breakers_.Admit(kOrigin, settings_, later + absl::Seconds(10));
+  ASSERT_TRUE(slow.status.ok() && next.status.ok());
+  ASSERT_NE(slow.probe, next.probe);
+  // The slow probe's success comes last but one: the breaker waits for the new probe.
+  breakers_.Record(kOrigin, settings_, slow, FetchHealth::kSuccess, "", later + absl::Seconds(11));
+  EXPECT_FALSE(Admitted(kOrigin, later + absl::Seconds(11)));
+  breakers_.Record(kOrigin, settings_, next, FetchHealth::kFailure, "reset",
+                   later + absl::Seconds(12));
+  EXPECT_EQ(observer_.BreakerTransitionsTo(BreakerState::kOpen), 2);
+  EXPECT_FALSE(Admitted(kOrigin, later + absl::Seconds(21)));
+}
+
+TEST_F(CircuitBreakerTest, FetchesAdmittedBeforeAResetAreNotCounted) {
+  // Admitted under the old thresholds; they end after the new config's Reset.
+  const CircuitBreakers::Admission old = breakers_.Admit(kOrigin, settings_, kStart);
+  breakers_.Reset();
+  for (int i = 0; i < 5; ++i) {
+    breakers_.Record(kOrigin, settings_, old, FetchHealth::kFailure, "reset", kStart);
+  }
+  EXPECT_TRUE(Admitted(kOrigin, kStart));
+  EXPECT_TRUE(breakers_.Stats(kStart).empty());
+  for (int i = 0; i < 3; ++i) Fetch(kOrigin, FetchHealth::kFailure, kStart);  // admitted after
+  EXPECT_FALSE(Admitted(kOrigin, kStart));
 }
 
 TEST_F(CircuitBreakerTest, OffWhenConsecutiveFailuresIsZero) {
@@ -140,18 +171,37 @@ TEST_F(CircuitBreakerTest, ResetClosesEveryBreakerAndReportsIt) {
   EXPECT_TRUE(Admitted(kOrigin, kStart));
 }
 
-TEST(CircuitBreakerBoundTest, OriginsPastTheBoundAreNotTrackedAndOpenOnesAreKept) {
+TEST(CircuitBreakerBoundTest, PastTheBoundOpenOnesAreKeptUntilTheirTimeIsUp) {
   testing::CountingObserver observer;
   CircuitBreakers breakers(observer, /*max_tracked=*/2);
   const CircuitBreakerSettings settings = Settings(1);
   const Origin a{false, "a.test", 80}, b{false, "b.test", 80}, c{false, "c.test", 80};
   for (const Origin& origin : {a, b, c}) {
-    breakers.Record(origin, settings, false, FetchHealth::kFailure, "x", kStart);
+    breakers.Record(origin, settings, {}, FetchHealth::kFailure, "x", kStart);
   }
   EXPECT_EQ(breakers.Stats(kStart).size(), 2u);
   EXPECT_FALSE(breakers.Admit(a, settings, kStart).status.ok());
   EXPECT_FALSE(breakers.Admit(b, settings, kStart).status.ok());
   EXPECT_TRUE(breakers.Admit(c, settings, kStart).status.ok());  // no room: not tracked
+  // Once a's and b's time is up (nobody fetched them since), one makes room for c.
+  const absl::Time later = kStart + settings.open_for;
+  breakers.Record(c, settings, {}, FetchHealth::kFailure, "x", later);
+  EXPECT_EQ(breakers.Stats(later).size(), 2u);
+  EXPECT_FALSE(breakers.Admit(c, settings, later).status.ok());
+  EXPECT_EQ(observer.BreakerTransitionsTo(BreakerState::kClosed), 1);  // the one evicted
+}
+
+TEST(CircuitBreakerBoundTest, AFullTableMakesRoomFromAClosedBreaker) {
+  testing::CountingObserver observer;
+  CircuitBreakers breakers(observer, /*max_tracked=*/2);
+  const CircuitBreakerSettings settings = Settings(2);
+  const Origin a{false, "a.test", 80}, b{false, "b.test", 80}, c{false, "c.test", 80};
+  for (const Origin& origin : {a, b, c}) {  // one failure each: closed, counted
+    breakers.Record(origin, settings, {}, FetchHealth::kFailure, "x", kStart);
+  }
+  breakers.Record(c, settings, {}, FetchHealth::kFailure, "x", kStart);
+  EXPECT_FALSE(breakers.Admit(c, settings, kStart).status.ok());
+  EXPECT_EQ(breakers.Stats(kStart).size(), 2u);
 }
 
 TEST(FetchHealthTest, OnlyTheOriginsOwnFailuresCount) {
