@@ -78,6 +78,23 @@ class CircuitBreakingTest : public EgressFaultsTest {
     EXPECT_EQ(faults().switch_requests(), before) << "a refused fetch reached the upstream";
   }
 
+  // Applies `config` through the admin API; the config in force comes back.
+  egress::v1::Config Update(const egress::v1::Config& config) {
+    egress::v1::UpdateConfigRequest request;
+    *request.mutable_config() = config;
+    egress::v1::Config in_force;
+    grpc::ClientContext context;
+    const grpc::Status status = admin_stub_->UpdateConfig(&context, request, &in_force);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return in_force;
+  }
+  egress::v1::Config InForce() {
+    egress::v1::Config config;
+    grpc::ClientContext context;
+    EXPECT_TRUE(admin_stub_->GetConfig(&context, egress::v1::GetConfigRequest(), &config).ok());
+    return config;
+  }
+
   std::unique_ptr<AdminServer> admin_;
   std::unique_ptr<egress::v1::TransportAdmin::Stub> admin_stub_;
 };
@@ -160,6 +177,29 @@ TEST_F(CircuitBreakingTest, TheTransportsOwnTimeoutCounts) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
     EXPECT_EQ(ErrorInfoOf(status)->reason(), "UPSTREAM_TIMEOUT");
   }
+  ExpectRefusedAtOnce();
+}
+
+// A GitOps loop re-applying the same config, or changing only the policy, must not
+// close open breakers; new breaker settings do.
+TEST_F(CircuitBreakingTest, ANewConfigClosesTheBreakersOnlyWhenTheirSettingsChange) {
+  StartWithBreaker();
+  faults().SetSwitch(FaultServer::Switch::k503);
+  for (int i = 0; i < kFailures; ++i) EXPECT_TRUE(FetchSwitch().ok());
+  ExpectRefusedAtOnce();
+  egress::v1::Config config = InForce();
+  config.mutable_transport()->set_max_idle_per_origin(5);
+  Update(config);
+  ExpectRefusedAtOnce();
+  EXPECT_EQ(AdminStats().circuit_breaker(), egress::v1::CIRCUIT_BREAKER_OPEN);
+
+  config.mutable_transport()->mutable_circuit_breaker()->set_consecutive_failures(kFailures + 1);
+  Update(config);
+  EXPECT_EQ(AdminStats().circuit_breaker(), egress::v1::CIRCUIT_BREAKER_CLOSED);
+  EXPECT_EQ(observer_.BreakerTransitionsTo(transport::BreakerState::kClosed), 1);
+  for (int i = 0; i < kFailures; ++i) EXPECT_TRUE(FetchSwitch().ok());
+  EXPECT_EQ(AdminStats().circuit_breaker(), egress::v1::CIRCUIT_BREAKER_CLOSED);  // 3 of 4
+  EXPECT_TRUE(FetchSwitch().ok());
   ExpectRefusedAtOnce();
 }
 

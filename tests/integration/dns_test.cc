@@ -197,6 +197,24 @@ TEST_F(DnsTest, NameThatDoesNotExistIsUnavailable) {
   EXPECT_EQ(observer_.DnsLookups(DnsResult::kNxdomain), 1);
 }
 
+// A lookup that runs out of connect_timeout is the resolver's trouble, not the origin's
+// (UPSTREAM_TIMEOUT all the same): a slow resolver must not open circuit breakers.
+TEST_F(DnsTest, AnUnansweredLookupDoesNotOpenTheCircuitBreaker) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_circuit_breaker()->set_consecutive_failures(1);
+    c.mutable_transport()->mutable_connect_timeout()->set_nanos(200'000'000);
+  });
+  dns_->Ignore("silent.test");
+  for (int i = 0; i < 3; ++i) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(RequestFor("silent.test", 5000), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr("resolving host \"silent.test\""));
+    EXPECT_THAT(status.error_message(), HasSubstr("timed out after"));
+  }
+  EXPECT_EQ(observer_.BreakerTransitionsTo(transport::BreakerState::kOpen), 0);
+}
+
 TEST_F(DnsTest, NameInEtcHostsNeedsNoDnsServer) {
   StartEgress();
   dns_.reset();  // nothing listens on 127.0.0.53
