@@ -243,6 +243,15 @@ std::optional<std::string> OpensEverything(const egress::v1::PolicyConfig& polic
   return std::nullopt;
 }
 
+egress::v1::CircuitBreakerState ToProto(transport::BreakerState state) {
+  switch (state) {
+    case transport::BreakerState::kOpen: return egress::v1::CIRCUIT_BREAKER_OPEN;
+    case transport::BreakerState::kHalfOpen: return egress::v1::CIRCUIT_BREAKER_HALF_OPEN;
+    case transport::BreakerState::kClosed: break;
+  }
+  return egress::v1::CIRCUIT_BREAKER_CLOSED;
+}
+
 }  // namespace
 
 absl::Status AdminService::CheckPolicyWidening(const egress::v1::Config& in_force,
@@ -365,12 +374,9 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
   }
   const auto add_breaker = [](const transport::BreakerStats* breaker,
                               egress::v1::OriginPoolStats* origin) {
-    if (!breaker) return origin->set_circuit_breaker(egress::v1::CIRCUIT_BREAKER_CLOSED);
-    origin->set_circuit_breaker(breaker->state == transport::BreakerState::kOpen
-                                    ? egress::v1::CIRCUIT_BREAKER_OPEN
-                                : breaker->state == transport::BreakerState::kHalfOpen
-                                    ? egress::v1::CIRCUIT_BREAKER_HALF_OPEN
-                                    : egress::v1::CIRCUIT_BREAKER_CLOSED);
+    origin->set_circuit_breaker(breaker ? ToProto(breaker->state)
+                                        : egress::v1::CIRCUIT_BREAKER_CLOSED);
+    if (!breaker) return;
     origin->set_consecutive_failures(breaker->consecutive_failures);
     if (breaker->open_remaining > absl::ZeroDuration()) {
       ToProto(breaker->open_remaining, origin->mutable_circuit_open_remaining());

@@ -549,9 +549,11 @@ std::vector<MetricFamily> Metrics::Collect() const {
     }
   }
   std::vector<MetricFamily> families = {
-      requests, opened,  closed,    started,     completed,  abandoned, skipped,
-      bytes,    retries, breaker_opened, breaker_rejected, breakers, pool, fetches,     denied,     would_deny, dial_cost, body_rate,
-      drain_time, drain_aware, surplus, budget, dns, buffered, labels, evictions, tls};
+      requests,       opened,           closed,     started,   completed,  abandoned,
+      skipped,        bytes,            retries,    breaker_opened, breaker_rejected,
+      breakers,       pool,             fetches,    denied,    would_deny, dial_cost,
+      body_rate,      drain_time,       drain_aware, surplus,  budget,     dns,
+      buffered,       labels,           evictions,  tls};
   CollectUpstreamInput(families);
   CollectDialing(families);
   CollectAccessLog(families);
