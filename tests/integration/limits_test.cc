@@ -121,7 +121,10 @@ TEST_F(LimitsTest, SlowOriginDoesNotHoldUpOthers) {
 
 // A Fetch cancelled while its body is being read gives the read the drain's time cap
 // (50 ms) and then closes the upstream connection, instead of reading on (here the body
-// trickles for 100 s) on nobody's behalf.
+// trickles for 100 s) on nobody's behalf. The body trickles a byte a second, so the
+// cancel nearly always lands during a read (kCancelled); on a slow build it can land
+// between two reads, and then the drain gives up at the same cap (kDrainAbandoned).
+// Either way exactly one connection closes and none goes back to the pool.
 TEST_F(LimitsTest, CancelledFetchAbortsItsBodyRead) {
   StartEgress();
   BackgroundFetch fetch(*stub_, Request(faults().Url("/slow-body")));
@@ -130,7 +133,9 @@ TEST_F(LimitsTest, CancelledFetchAbortsItsBodyRead) {
   fetch.Cancel();
   EXPECT_EQ(fetch.Wait().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
-  EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled), 1);
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled) +
+                observer_.Closed(transport::CloseReason::kDrainAbandoned),
+            1);
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
 
