@@ -27,6 +27,9 @@ constexpr uint64_t kMaxRequestBodyBytes = 1 << 30;
 constexpr uint32_t kMaxRequestHeaderBytes = 16 << 20;
 // A dry run replays the whole history while the admin call waits.
 constexpr size_t kMaxDecisionHistory = 100000;
+// Each fetch looks for its quota rule among them all.
+constexpr int kMaxQuotaRules = 1000;
+constexpr double kMaxQuotaRate = 1e6;
 
 // A number left at zero means the default: the proto is filled in with it (GetConfig
 // shows what is in force); otherwise the setting takes the proto's number.
@@ -602,6 +605,80 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
   return BuildCallerIdentification(policy, &callers);
 }
 
+// A quota rule's name: short, and safe as a metric label and in a table key.
+bool ValidQuotaName(absl::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-';
+  });
+}
+
+// Config.quotas, each burst filled in.
+absl::Status BuildQuotas(google::protobuf::RepeatedPtrField<v1::QuotaRule>* list,
+                         std::vector<QuotaRule>* rules) {
+  if (list->size() > kMaxQuotaRules) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quotas: at most ", kMaxQuotaRules, " rules (got ", list->size(), ")"));
+  }
+  for (int i = 0; i < list->size(); ++i) {
+    v1::QuotaRule& proto = (*list)[i];
+    const std::string entry = absl::StrCat("quotas[", i, "]");
+    if (!ValidQuotaName(proto.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ".name: 1-64 of a-z, 0-9, '_' and '-' (got \"", proto.name(), "\")"));
+    }
+    if (std::any_of(rules->begin(), rules->end(),
+                    [&](const QuotaRule& r) { return r.name == proto.name(); })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(entry, ".name: \"", proto.name(), "\" is taken by an earlier rule"));
+    }
+    if (proto.caller().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ".caller: must not be empty; name a caller identity, or \"*\" for any"));
+    }
+    QuotaRule rule;
+    rule.name = proto.name();
+    rule.caller = proto.caller();
+    const auto& hosts = proto.hosts();
+    if (hosts.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ".hosts: empty; list the hosts the quota covers, or \"*\" for every host"));
+    }
+    if (std::find(hosts.begin(), hosts.end(), "*") != hosts.end()) {
+      if (hosts.size() > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            entry, ".hosts: \"*\" covers every host; list it alone or not at all"));
+      }
+    } else if (auto status = ParseList(entry + ".hosts", hosts, &rule.hosts); !status.ok()) {
+      return status;
+    }
+    const double rate = proto.requests_per_second();
+    if (!(rate >= 0 && rate <= kMaxQuotaRate)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ".requests_per_second: from 0 to ", kMaxQuotaRate, " (got ", rate, ")"));
+    }
+    if (rate == 0 && proto.burst() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(entry, ".burst: only with requests_per_second"));
+    }
+    if (proto.burst() > kMaxQuotaRate) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(entry, ".burst: at most ", kMaxQuotaRate, " (got ", proto.burst(), ")"));
+    }
+    if (rate > 0 && proto.burst() == 0) {
+      proto.set_burst(static_cast<uint32_t>(std::max(1.0, std::ceil(rate))));
+    }
+    if (rate == 0 && proto.max_concurrent() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ": limits nothing; set max_concurrent, requests_per_second or both"));
+    }
+    rule.max_concurrent = proto.max_concurrent();
+    rule.requests_per_second = rate;
+    rule.burst = proto.burst();
+    rules->push_back(std::move(rule));
+  }
+  return absl::OkStatus();
+}
+
 // Bounds on what an upstream may make the transport buffer or loop on.
 absl::Status UpstreamInputLimits(v1::TransportConfig* tp, transport::TransportSettings& t) {
   NumberOrDefault(tp, &v1::TransportConfig::max_chunk_line_bytes,
@@ -740,6 +817,9 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   }
   if (auto status = BuildCallerLimits(limits, &l); !status.ok()) return status;
   if (auto status = BuildPolicy(config.proto.mutable_policy(), &config); !status.ok()) {
+    return status;
+  }
+  if (auto status = BuildQuotas(config.proto.mutable_quotas(), &config.quotas); !status.ok()) {
     return status;
   }
   return config;

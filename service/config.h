@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "egress/v1/egress.pb.h"
+#include "service/quotas.h"
 #include "service/transport/settings.h"
 
 namespace egress {
@@ -53,6 +54,7 @@ struct ServiceConfig {
   CallerPolicy callers;
   size_t max_origin_labels = 100;  // distinct origins in metrics before "other"
   AccessLogSettings access_log;
+  std::vector<QuotaRule> quotas;  // in the config's order
 };
 
 // Checks a config and fills in defaults for fields left unset (zero for numbers).

@@ -24,6 +24,20 @@ inline absl::string_view GrpcCodeName(grpc::StatusCode code) {
   return index < std::size(kNames) ? kNames[index] : "UNKNOWN";
 }
 
+// Which limit of a quota rule (Config.quotas) refused a request; these strings are the
+// `limit` label of egress_quota_rejected_total and the QUOTA_EXCEEDED error's metadata.
+enum class QuotaLimit {
+  kMaxConcurrent,
+  kRequestsPerSecond,
+};
+inline absl::string_view ToString(QuotaLimit limit) {
+  switch (limit) {
+    case QuotaLimit::kMaxConcurrent: return "max_concurrent";
+    case QuotaLimit::kRequestsPerSecond: return "requests_per_second";
+  }
+  return "unknown";
+}
+
 // What the gRPC front end reports: one call per finished Fetch or FetchStream.
 // Thread-safe and non-blocking, like transport::TransportObserver.
 class FetchObserver {
@@ -32,6 +46,9 @@ class FetchObserver {
   virtual void OnFetchDone(grpc::StatusCode code, absl::Duration duration) = 0;
   // Response body bytes that fetches hold now (limits.buffered_body_budget_bytes).
   virtual void OnBufferedBodyBytes(uint64_t in_use) = 0;
+  // A quota rule refused one of `caller`'s upstream requests ("" for no identity).
+  virtual void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
+                               QuotaLimit limit) = 0;
 };
 
 // Why an access log line was not written; these strings are the `reason` label of

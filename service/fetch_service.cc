@@ -514,6 +514,14 @@ class ExchangeReactor {
   Reactor* self() { return static_cast<Reactor*>(this); }
 
   void Send(transport::HttpRequest request) {
+    // Each hop is one upstream request under its host's quota; the last hop's place is
+    // given back first (its exchange is over).
+    quota_lease_.Reset();
+    if (const QuotaRule* rule = FindQuota(config_->quotas, caller_, request.origin.host)) {
+      auto lease = service_->quotas.Acquire(*rule, caller_, absl::Now());
+      if (!lease.ok()) return Complete(lease.status());
+      quota_lease_ = *std::move(lease);
+    }
     if (follow_redirects_) request_ = request;  // the next hop is made from it
     if (log_line_) {
       log_line_->entry.set_origin(request.origin.Key());
@@ -579,6 +587,7 @@ class ExchangeReactor {
     // The caller's place frees before its answer leaves: a caller that fetches one at a
     // time must not meet its own last fetch (OnDone may come well after the answer).
     if (caller_counted_) service_->caller_counts.Release(caller_);
+    quota_lease_.Reset();
     self()->Finish(answer);
   }
 
@@ -679,6 +688,7 @@ class ExchangeReactor {
   const FetchService::Context* service_ = nullptr;
   std::string caller_;          // the caller's identity
   bool caller_counted_ = false;  // in service_->caller_counts
+  QuotaTable::Lease quota_lease_;  // the current hop's place under its quota rule
   uint64_t reserved_ = 0;        // of service_->body_budget
   std::atomic<bool> reported_{false};
   absl::Time deadline_;

@@ -8,6 +8,7 @@
 #include "service/access_log.h"
 #include "service/body_budget.h"
 #include "service/caller_counts.h"
+#include "service/quotas.h"
 #include "service/config.h"
 #include "service/config_store.h"
 #include "service/fetch_observer.h"
@@ -28,14 +29,16 @@ class FetchService final : public egress::v1::Egress::CallbackService {
     const std::atomic<bool>& stopped;          // new fetches are refused
     BodyBudget& body_budget;      // for limits.buffered_body_budget_bytes
     CallerCounts& caller_counts;  // for limits.max_concurrent_fetches_per_caller
+    QuotaTable& quotas;           // for Config.quotas
     AccessLog* access_log;        // a line per RPC; none when null
   };
 
   FetchService(transport::Transport& transport, const ConfigStore& config,
                FetchObserver& observer, AccessLog* access_log)
       : body_budget_(observer),
+        quotas_(observer),
         context_{transport, config, observer, fetches_in_flight_, stopped_, body_budget_,
-                 caller_counts_, access_log} {}
+                 caller_counts_, quotas_, access_log} {}
 
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
   void StopAccepting() { stopped_ = true; }
@@ -53,6 +56,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   std::atomic<bool> stopped_{false};
   BodyBudget body_budget_;
   CallerCounts caller_counts_;
+  QuotaTable quotas_;
   const Context context_;
 };
 

@@ -373,6 +373,39 @@ void Metrics::OnBufferedBodyBytes(uint64_t in_use) {
   buffered_body_bytes_ = in_use;
 }
 
+void Metrics::OnQuotaRejected(absl::string_view rule, absl::string_view caller,
+                              QuotaLimit limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string label(caller);
+  if (!quota_callers_.contains(label)) {
+    if (quota_callers_.size() < kMaxCallerLabels) {
+      quota_callers_.insert(label);
+    } else {
+      label = "other";
+    }
+  }
+  ++quota_rejected_[{std::string(rule), std::move(label)}][static_cast<size_t>(limit)];
+}
+
+void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
+  MetricFamily rejected = Family("egress_quota_rejected_total",
+                                 "Upstream requests refused by a quota rule (Config.quotas), "
+                                 "by rule, caller and limit.",
+                                 MetricType::Counter);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, counts] : quota_rejected_) {
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] == 0) continue;
+      AddSample(rejected,
+                {{"rule", key.first},
+                 {"caller", key.second},
+                 {"limit", std::string(ToString(static_cast<QuotaLimit>(i)))}},
+                counts[i]);
+    }
+  }
+  families.push_back(std::move(rejected));
+}
+
 std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily requests = Family("egress_upstream_requests_total",
                                  "Requests sent upstream, on a new or a reused connection.",
@@ -557,6 +590,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   CollectUpstreamInput(families);
   CollectDialing(families);
   CollectAccessLog(families);
+  CollectQuotas(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

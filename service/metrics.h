@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "prometheus/collectable.h"
 #include "prometheus/family.h"
 #include "prometheus/histogram.h"
@@ -80,6 +81,8 @@ class Metrics final : public transport::TransportObserver,
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
   void OnBufferedBodyBytes(uint64_t in_use) override;
+  void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
+                       QuotaLimit limit) override;
 
   // AccessLogObserver
   void OnAccessLogWritten(uint64_t lines) override;
@@ -178,6 +181,14 @@ class Metrics final : public transport::TransportObserver,
   std::array<uint64_t, 3> access_log_dropped_ ABSL_GUARDED_BY(mu_){};  // by AccessLogDrop
   // egress_access_log_lines_total and egress_access_log_dropped_total.
   void CollectAccessLog(std::vector<prometheus::MetricFamily>& families) const;
+  // Quota refusals by rule (from the config) and caller: at most kMaxCallerLabels
+  // callers get a label of their own, later ones count as caller="other".
+  static constexpr size_t kMaxCallerLabels = 100;
+  absl::flat_hash_map<std::pair<std::string, std::string>, std::array<uint64_t, 2>>
+      quota_rejected_ ABSL_GUARDED_BY(mu_);  // by (rule, caller), then QuotaLimit
+  absl::flat_hash_set<std::string> quota_callers_ ABSL_GUARDED_BY(mu_);
+  // egress_quota_rejected_total.
+  void CollectQuotas(std::vector<prometheus::MetricFamily>& families) const;
 };
 
 }  // namespace egress

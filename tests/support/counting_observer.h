@@ -108,6 +108,9 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnFetchDone(grpc::StatusCode code, absl::Duration) override {
     if (static_cast<size_t>(code) < fetches.size()) ++fetches[static_cast<size_t>(code)];
   }
+  void OnQuotaRejected(absl::string_view, absl::string_view, QuotaLimit limit) override {
+    ++quota_rejected[static_cast<size_t>(limit)];
+  }
   void OnBufferedBodyBytes(uint64_t in_use) override {
     uint64_t peak = buffered_body_peak.load();
     while (in_use > peak && !buffered_body_peak.compare_exchange_weak(peak, in_use)) {
@@ -162,6 +165,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kConnectAttemptResultCount> connect_attempts{};
   std::atomic<uint64_t> buffered_body_bytes{0};
   std::atomic<uint64_t> buffered_body_peak{0};
+  std::array<std::atomic<int>, 2> quota_rejected{};  // by QuotaLimit
 };
 
 }  // namespace egress::testing

@@ -266,5 +266,66 @@ INSTANTIATE_TEST_SUITE_P(
             "policy.redirect_strip_headers[0]: must not be empty"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
+TEST(Config, QuotasAreReadInOrderAndABurstDefaultsToTheRateRoundedUp) {
+  auto config = LoadConfigText(
+      "quotas { name: \"billing-stripe\" caller: \"billing\" hosts: \"api.stripe.test\" "
+      "  hosts: \"*.stripe.test\" requests_per_second: 2.5 }"
+      "quotas { name: \"everyone\" caller: \"*\" hosts: \"*\" max_concurrent: 8 "
+      "  requests_per_second: 0.5 }"
+      "quotas { name: \"slots\" caller: \"*\" hosts: \"*\" max_concurrent: 2 }",
+      "quotas");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->quotas.size(), 3u);
+  const QuotaRule& billing = config->quotas[0];
+  EXPECT_EQ(billing.name, "billing-stripe");
+  EXPECT_EQ(billing.caller, "billing");
+  EXPECT_EQ(billing.hosts.size(), 2u);
+  EXPECT_EQ(billing.requests_per_second, 2.5);
+  EXPECT_EQ(billing.burst, 3);
+  EXPECT_EQ(config->proto.quotas(0).burst(), 3u);  // GetConfig shows what applies
+  EXPECT_TRUE(config->quotas[1].hosts.empty());    // "*": every host
+  EXPECT_EQ(config->quotas[1].burst, 1);
+  EXPECT_EQ(config->quotas[2].burst, 0);
+  EXPECT_EQ(config->proto.quotas(2).burst(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Quotas, BadConfigTest,
+    ::testing::Values(
+        Bad{"no_name", "quotas { caller: \"*\" hosts: \"*\" max_concurrent: 1 }",
+            "quotas[0].name: 1-64 of a-z, 0-9, '_' and '-' (got \"\")"},
+        Bad{"upper_case_name", "quotas { name: \"A\" caller: \"*\" hosts: \"*\" max_concurrent: 1 }",
+            "quotas[0].name: 1-64 of a-z, 0-9, '_' and '-' (got \"A\")"},
+        Bad{"name_taken",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" max_concurrent: 1 }"
+            "quotas { name: \"a\" caller: \"x\" hosts: \"*\" max_concurrent: 1 }",
+            "quotas[1].name: \"a\" is taken by an earlier rule"},
+        Bad{"no_caller", "quotas { name: \"a\" hosts: \"*\" max_concurrent: 1 }",
+            "quotas[0].caller: must not be empty"},
+        Bad{"no_hosts", "quotas { name: \"a\" caller: \"*\" max_concurrent: 1 }",
+            "quotas[0].hosts: empty"},
+        Bad{"star_among_hosts",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" hosts: \"x.test\" "
+            "max_concurrent: 1 }",
+            "quotas[0].hosts: \"*\" covers every host; list it alone or not at all"},
+        Bad{"bad_host", "quotas { name: \"a\" caller: \"*\" hosts: \"a b\" max_concurrent: 1 }",
+            "quotas[0].hosts[0]: "},
+        Bad{"limits_nothing", "quotas { name: \"a\" caller: \"*\" hosts: \"*\" }",
+            "quotas[0]: limits nothing; set max_concurrent, requests_per_second or both"},
+        Bad{"negative_rate",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" requests_per_second: -1 }",
+            "quotas[0].requests_per_second: from 0 to 1e+06 (got -1)"},
+        Bad{"nan_rate",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" requests_per_second: nan }",
+            "quotas[0].requests_per_second: from 0 to 1e+06 (got nan)"},
+        Bad{"burst_without_rate",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" max_concurrent: 1 burst: 5 }",
+            "quotas[0].burst: only with requests_per_second"},
+        Bad{"burst_too_large",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" requests_per_second: 1 "
+            "burst: 2000000 }",
+            "quotas[0].burst: at most 1e+06 (got 2000000)"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace egress
