@@ -180,6 +180,55 @@ absl::StatusOr<transport::CircuitBreakerSettings> BuildCircuitBreaker(
   return settings;
 }
 
+// transport.retry, or an origins entry's over `fallback` (the transport's).
+absl::StatusOr<transport::RetrySettings> BuildRetry(absl::string_view name,
+                                                    egress::v1::RetryConfig* proto,
+                                                    transport::RetrySettings fallback) {
+  transport::RetrySettings settings = fallback;
+  if (proto->max_attempts() != 0) settings.max_attempts = proto->max_attempts();
+  if (settings.max_attempts > transport::kMaxAttempts) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ".max_attempts: at most ",
+                                                   transport::kMaxAttempts, " (got ",
+                                                   settings.max_attempts, ")"));
+  }
+  proto->set_max_attempts(settings.max_attempts);
+  const bool base_set = proto->has_base_backoff(), max_set = proto->has_max_backoff();
+  if (auto status = DurationField(absl::StrCat(name, ".base_backoff"), base_set,
+                                  proto->mutable_base_backoff(), settings.base_backoff,
+                                  &settings.base_backoff);
+      !status.ok()) {
+    return status;
+  }
+  if (auto status = DurationField(absl::StrCat(name, ".max_backoff"), max_set,
+                                  proto->mutable_max_backoff(), settings.max_backoff,
+                                  &settings.max_backoff);
+      !status.ok()) {
+    return status;
+  }
+  if (settings.max_backoff < settings.base_backoff) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".max_backoff: must be at least base_backoff (",
+        absl::FormatDuration(settings.base_backoff), "); got ",
+        absl::FormatDuration(settings.max_backoff)));
+  }
+  if (proto->has_budget_percent()) settings.budget_percent = proto->budget_percent();
+  if (settings.budget_percent > 100) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ".budget_percent: at most 100 (got ",
+                                                   settings.budget_percent, ")"));
+  }
+  proto->set_budget_percent(settings.budget_percent);
+  if (proto->has_min_retries_per_second()) {
+    settings.min_retries_per_second = proto->min_retries_per_second();
+  }
+  if (settings.min_retries_per_second > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".min_retries_per_second: at most 1000 (got ", settings.min_retries_per_second,
+        ")"));
+  }
+  proto->set_min_retries_per_second(settings.min_retries_per_second);
+  return settings;
+}
+
 // A happy_eyeballs_delay: positive, and at least RFC 8305's floor of 10 ms.
 absl::Status CheckHappyEyeballsDelay(absl::string_view name, absl::Duration delay) {
   if (delay < absl::Milliseconds(10)) {
@@ -314,6 +363,11 @@ absl::StatusOr<transport::OriginOverride> BuildOverride(int index,
                                        proto->mutable_circuit_breaker(), base.circuit_breaker);
     if (!breaker.ok()) return breaker.status();
     o.circuit_breaker = *breaker;
+  }
+  if (proto->has_retry()) {
+    auto retry = BuildRetry(name + ".retry", proto->mutable_retry(), base.retry);
+    if (!retry.ok()) return retry.status();
+    o.retry = *retry;
   }
   if (auto status = OverrideLifetime(name, *proto, o); !status.ok()) return status;
   if (auto status = CheckMinIdle(name, base.With(o)); !status.ok()) return status;
@@ -612,9 +666,37 @@ bool ValidQuotaName(absl::string_view name) {
   });
 }
 
+// Config.quota_store: "host:port" of Redis, its timeout and failure mode.
+absl::Status BuildQuotaStore(v1::QuotaStoreConfig* store, QuotaStoreSettings* settings) {
+  constexpr absl::Duration kMaxTimeout = absl::Seconds(5);
+  const bool timeout_set = store->has_timeout();
+  if (auto status = DurationField("quota_store.timeout", timeout_set, store->mutable_timeout(),
+                                  settings->timeout, &settings->timeout);
+      !status.ok()) {
+    return status;
+  }
+  if (settings->timeout > kMaxTimeout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quota_store.timeout: at most ", absl::FormatDuration(kMaxTimeout),
+                     " (got ", absl::FormatDuration(settings->timeout), "); a fetch waits for it"));
+  }
+  settings->fail_closed = store->fail_closed();
+  if (store->redis().empty()) return absl::OkStatus();
+  const size_t colon = store->redis().rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(store->redis().substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quota_store.redis: \"host:port\" of a Redis server (got \"", store->redis(), "\")"));
+  }
+  settings->host = store->redis().substr(0, colon);
+  settings->port = port;
+  return absl::OkStatus();
+}
+
 // Config.quotas, each burst filled in.
 absl::Status BuildQuotas(google::protobuf::RepeatedPtrField<v1::QuotaRule>* list,
-                         std::vector<QuotaRule>* rules) {
+                         const QuotaStoreSettings& store, std::vector<QuotaRule>* rules) {
   if (list->size() > kMaxQuotaRules) {
     return absl::InvalidArgumentError(
         absl::StrCat("quotas: at most ", kMaxQuotaRules, " rules (got ", list->size(), ")"));
@@ -671,6 +753,11 @@ absl::Status BuildQuotas(google::protobuf::RepeatedPtrField<v1::QuotaRule>* list
       return absl::InvalidArgumentError(absl::StrCat(
           entry, ": limits nothing; set max_concurrent, requests_per_second or both"));
     }
+    if (proto.global() && (rate == 0 || store.host.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry, ".global: a global rule needs requests_per_second and quota_store.redis"));
+    }
+    rule.global = proto.global();
     rule.max_concurrent = proto.max_concurrent();
     rule.requests_per_second = rate;
     rule.burst = proto.burst();
@@ -763,6 +850,9 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
                                      t.circuit_breaker);
   if (!breaker.ok()) return breaker.status();
   t.circuit_breaker = *breaker;
+  auto retry = BuildRetry("transport.retry", tp->mutable_retry(), t.retry);
+  if (!retry.ok()) return retry.status();
+  t.retry = *retry;
 
   auto drain = BuildDrain("drain", config.proto.mutable_drain(), t.drain);
   if (!drain.ok()) return drain.status();
@@ -819,7 +909,13 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   if (auto status = BuildPolicy(config.proto.mutable_policy(), &config); !status.ok()) {
     return status;
   }
-  if (auto status = BuildQuotas(config.proto.mutable_quotas(), &config.quotas); !status.ok()) {
+  if (auto status = BuildQuotaStore(config.proto.mutable_quota_store(), &config.quota_store);
+      !status.ok()) {
+    return status;
+  }
+  if (auto status =
+          BuildQuotas(config.proto.mutable_quotas(), config.quota_store, &config.quotas);
+      !status.ok()) {
     return status;
   }
   return config;

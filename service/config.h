@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "egress/v1/egress.pb.h"
+#include "service/quota_store.h"
 #include "service/quotas.h"
 #include "service/transport/settings.h"
 
@@ -55,6 +56,7 @@ struct ServiceConfig {
   size_t max_origin_labels = 100;  // distinct origins in metrics before "other"
   AccessLogSettings access_log;
   std::vector<QuotaRule> quotas;  // in the config's order
+  QuotaStoreSettings quota_store;
 };
 
 // Checks a config and fills in defaults for fields left unset (zero for numbers).

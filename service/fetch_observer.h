@@ -49,6 +49,9 @@ class FetchObserver {
   // A quota rule refused one of `caller`'s upstream requests ("" for no identity).
   virtual void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                                QuotaLimit limit) = 0;
+  // The quota store could not answer for a global rule; the fetch went on (fail open) or
+  // was refused (fail closed).
+  virtual void OnQuotaStoreError(bool failed_closed) = 0;
 };
 
 // Why an access log line was not written; these strings are the `reason` label of

@@ -136,8 +136,17 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
             limits.max_request_header_bytes, " bytes (limits.max_request_header_bytes)")),
         "REQUEST_TOO_LARGE", {{"limit", "limits.max_request_header_bytes"}});
   }
-  return transport::MakeRequest(request.method(), request.url(), std::move(headers),
-                                request.body());
+  if (request.max_attempts() > transport::kMaxAttempts) {
+    return absl::InvalidArgumentError(absl::StrCat("max_attempts of ", request.max_attempts(),
+                                                   " is above the limit of ",
+                                                   transport::kMaxAttempts));
+  }
+  auto http_request = transport::MakeRequest(request.method(), request.url(),
+                                             std::move(headers), request.body());
+  if (http_request.ok() && request.max_attempts() > 0) {
+    http_request->max_attempts = request.max_attempts();
+  }
+  return http_request;
 }
 
 // The sooner of the gRPC deadline and the request's timeout; the server default when
@@ -513,15 +522,54 @@ class ExchangeReactor {
  private:
   Reactor* self() { return static_cast<Reactor*>(this); }
 
+  // Each hop is one upstream request under its host's quota; the last hop's place is
+  // given back first (its exchange is over). A global rule's token comes from the quota
+  // store, whose answer continues the hop on the store's thread.
   void Send(transport::HttpRequest request) {
-    // Each hop is one upstream request under its host's quota; the last hop's place is
-    // given back first (its exchange is over).
     quota_lease_.Reset();
-    if (const QuotaRule* rule = FindQuota(config_->quotas, caller_, request.origin.host)) {
+    const QuotaRule* rule = FindQuota(config_->quotas, caller_, request.origin.host);
+    if (rule) {
       auto lease = service_->quotas.Acquire(*rule, caller_, absl::Now());
       if (!lease.ok()) return Complete(lease.status());
       quota_lease_ = *std::move(lease);
     }
+    if (!rule || !rule->global) return Dispatch(std::move(request));
+    auto hop = std::make_shared<transport::HttpRequest>(std::move(request));
+    service_->quota_stores.For(config_->quota_store)
+        ->Take(absl::StrCat("egress:quota:", rule->name, ":", caller_),
+               rule->requests_per_second, rule->burst,
+               [this, rule, hop](absl::StatusOr<QuotaTake> take) {
+                 Guarded("OnQuotaStore", [&] { OnGlobalToken(*rule, take, std::move(*hop)); });
+               });
+  }
+
+  // The quota store's answer for a hop under a global rule (which the RPC's config_
+  // keeps alive).
+  void OnGlobalToken(const QuotaRule& rule, const absl::StatusOr<QuotaTake>& take,
+                     transport::HttpRequest request) {
+    if (take.ok() && !take->admitted) {
+      return Complete(service_->quotas.Refuse(rule, caller_, QuotaLimit::kRequestsPerSecond,
+                                              take->retry_after));
+    }
+    if (!take.ok()) {
+      const bool fail_closed = config_->quota_store.fail_closed;
+      service_->observer.OnQuotaStoreError(fail_closed);
+      if (fail_closed) {
+        return Complete(transport::WithReason(
+            absl::UnavailableError(absl::StrCat(
+                "the quota store cannot say whether quota \"", rule.name,
+                "\" allows this request, and it fails closed (quota_store.fail_closed): ",
+                take.status().message(), "; retry later")),
+            "QUOTA_STORE_UNAVAILABLE",
+            {{"rule", rule.name}, {"redis", config_->quota_store.Address()}},
+            absl::Seconds(1)));
+      }
+    }
+    Dispatch(std::move(request));
+  }
+
+  // Hands one hop to the transport.
+  void Dispatch(transport::HttpRequest request) {
     if (follow_redirects_) request_ = request;  // the next hop is made from it
     if (log_line_) {
       log_line_->entry.set_origin(request.origin.Key());

@@ -8,6 +8,7 @@
 #include "service/access_log.h"
 #include "service/body_budget.h"
 #include "service/caller_counts.h"
+#include "service/quota_store.h"
 #include "service/quotas.h"
 #include "service/config.h"
 #include "service/config_store.h"
@@ -30,6 +31,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
     BodyBudget& body_budget;      // for limits.buffered_body_budget_bytes
     CallerCounts& caller_counts;  // for limits.max_concurrent_fetches_per_caller
     QuotaTable& quotas;           // for Config.quotas
+    QuotaStores& quota_stores;    // for Config.quotas' global rules
     AccessLog* access_log;        // a line per RPC; none when null
   };
 
@@ -38,7 +40,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
       : body_budget_(observer),
         quotas_(observer),
         context_{transport, config, observer, fetches_in_flight_, stopped_, body_budget_,
-                 caller_counts_, quotas_, access_log} {}
+                 caller_counts_, quotas_, quota_stores_, access_log} {}
 
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
   void StopAccepting() { stopped_ = true; }
@@ -57,6 +59,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   BodyBudget body_budget_;
   CallerCounts caller_counts_;
   QuotaTable quotas_;
+  QuotaStores quota_stores_;
   const Context context_;
 };
 

@@ -203,9 +203,14 @@ void Metrics::OnDrainSkipped(const transport::Origin& origin, DrainSkipReason re
   ++For(origin).skipped[static_cast<size_t>(reason)];
 }
 
-void Metrics::OnRetry(const transport::Origin& origin) {
+void Metrics::OnRetryBudgetExhausted(const transport::Origin& origin) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++For(origin).retries;
+  ++For(origin).retry_budget_exhausted;
+}
+
+void Metrics::OnRetry(const transport::Origin& origin, transport::RetryReason reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).retries[static_cast<size_t>(reason)];
 }
 
 void Metrics::OnPoolWait(const transport::Origin&, absl::Duration waited) {
@@ -387,12 +392,23 @@ void Metrics::OnQuotaRejected(absl::string_view rule, absl::string_view caller,
   ++quota_rejected_[{std::string(rule), std::move(label)}][static_cast<size_t>(limit)];
 }
 
+void Metrics::OnQuotaStoreError(bool failed_closed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++quota_store_errors_[failed_closed ? 1 : 0];
+}
+
 void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
   MetricFamily rejected = Family("egress_quota_rejected_total",
                                  "Upstream requests refused by a quota rule (Config.quotas), "
                                  "by rule, caller and limit.",
                                  MetricType::Counter);
+  MetricFamily store_errors = Family("egress_quota_store_errors_total",
+                                     "Global quota checks the quota store (Redis) could not "
+                                     "answer, by what the fetch did: fail_open or fail_closed.",
+                                     MetricType::Counter);
   std::lock_guard<std::mutex> lock(mu_);
+  AddSample(store_errors, {{"outcome", "fail_open"}}, quota_store_errors_[0]);
+  AddSample(store_errors, {{"outcome", "fail_closed"}}, quota_store_errors_[1]);
   for (const auto& [key, counts] : quota_rejected_) {
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] == 0) continue;
@@ -404,6 +420,7 @@ void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
     }
   }
   families.push_back(std::move(rejected));
+  families.push_back(std::move(store_errors));
 }
 
 std::vector<MetricFamily> Metrics::Collect() const {
@@ -435,8 +452,12 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily bytes = Family("egress_drain_bytes_total", "Bytes read and discarded by drains.",
                               MetricType::Counter);
   MetricFamily retries = Family("egress_upstream_retries_total",
-                                "Idempotent requests resent because a pooled connection was dead.",
+                                "Fetches sent again, by reason: stale (a dead pooled "
+                                "connection), connect_failed, reset, status (502/503/504).",
                                 MetricType::Counter);
+  MetricFamily budget_exhausted = Family(
+      "egress_retry_budget_exhausted_total",
+      "Retries not made because the origin's retry budget was spent.", MetricType::Counter);
   MetricFamily breaker_opened = Family(
       "egress_circuit_breaker_opened_total",
       "Times an origin's circuit breaker opened (transport.circuit_breaker).",
@@ -528,7 +549,12 @@ std::vector<MetricFamily> Metrics::Collect() const {
                   c.skipped[i]);
       }
       AddSample(bytes, {origin}, c.drain_bytes);
-      AddSample(retries, {origin}, c.retries);
+      for (size_t i = 0; i < c.retries.size(); ++i) {
+        AddSample(retries,
+                  {origin, {"reason", std::string(ToString(static_cast<transport::RetryReason>(i)))}},
+                  c.retries[i]);
+      }
+      AddSample(budget_exhausted, {origin}, c.retry_budget_exhausted);
       AddSample(breaker_opened, {origin}, c.breaker_opened);
       AddSample(breaker_rejected, {origin}, c.breaker_rejected);
       AddSample(pool, {origin, {"state", "idle"}}, c.idle);
@@ -583,7 +609,8 @@ std::vector<MetricFamily> Metrics::Collect() const {
   }
   std::vector<MetricFamily> families = {
       requests,       opened,           closed,     started,   completed,  abandoned,
-      skipped,        bytes,            retries,    breaker_opened, breaker_rejected,
+      skipped,        bytes,            retries,    budget_exhausted, breaker_opened,
+      breaker_rejected,
       breakers,       pool,             fetches,    denied,    would_deny, dial_cost,
       body_rate,      drain_time,       drain_aware, surplus,  budget,     dns,
       buffered,       labels,           evictions,  tls};

@@ -59,7 +59,8 @@ class Metrics final : public transport::TransportObserver,
                         uint64_t bytes, absl::Duration duration) override;
   void OnDrainSkipped(const transport::Origin& origin,
                       transport::DrainSkipReason reason) override;
-  void OnRetry(const transport::Origin& origin) override;
+  void OnRetry(const transport::Origin& origin, transport::RetryReason reason) override;
+  void OnRetryBudgetExhausted(const transport::Origin& origin) override;
   void OnPoolWait(const transport::Origin& origin, absl::Duration waited) override;
   void OnPolicyDenied(const transport::Origin& origin, transport::DenyReason reason) override;
   void OnPolicyWouldDeny(const transport::Origin& origin, absl::string_view rule) override;
@@ -83,6 +84,7 @@ class Metrics final : public transport::TransportObserver,
   void OnBufferedBodyBytes(uint64_t in_use) override;
   void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                        QuotaLimit limit) override;
+  void OnQuotaStoreError(bool failed_closed) override;
 
   // AccessLogObserver
   void OnAccessLogWritten(uint64_t lines) override;
@@ -103,7 +105,8 @@ class Metrics final : public transport::TransportObserver,
     std::array<uint64_t, transport::kDrainAbandonReasonCount> abandoned{};
     std::array<uint64_t, transport::kDrainSkipReasonCount> skipped{};
     uint64_t drain_bytes = 0;
-    uint64_t retries = 0;
+    std::array<uint64_t, transport::kRetryReasonCount> retries{};
+    uint64_t retry_budget_exhausted = 0;
     uint64_t breaker_opened = 0;    // the circuit breaker went to open
     uint64_t breaker_rejected = 0;  // fetches it failed at once
     int64_t idle = 0;
@@ -187,7 +190,8 @@ class Metrics final : public transport::TransportObserver,
   absl::flat_hash_map<std::pair<std::string, std::string>, std::array<uint64_t, 2>>
       quota_rejected_ ABSL_GUARDED_BY(mu_);  // by (rule, caller), then QuotaLimit
   absl::flat_hash_set<std::string> quota_callers_ ABSL_GUARDED_BY(mu_);
-  // egress_quota_rejected_total.
+  std::array<uint64_t, 2> quota_store_errors_ ABSL_GUARDED_BY(mu_){};  // [open, closed]
+  // egress_quota_rejected_total and egress_quota_store_errors_total.
   void CollectQuotas(std::vector<prometheus::MetricFamily>& families) const;
 };
 

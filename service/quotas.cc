@@ -68,7 +68,7 @@ absl::StatusOr<QuotaTable::Lease> QuotaTable::Acquire(const QuotaRule& rule,
   {
     std::lock_guard<std::mutex> lock(mu_);
     Entry& entry = EntryFor(rule, caller, now, &key);
-    if (rule.requests_per_second > 0) {
+    if (rule.requests_per_second > 0 && !rule.global) {
       // The rule's numbers as they are now; a new bucket starts full.
       const bool started = entry.rate > 0;
       entry.tokens = started ? std::min(rule.burst, entry.TokensAt(now)) : rule.burst;
@@ -90,14 +90,18 @@ absl::StatusOr<QuotaTable::Lease> QuotaTable::Acquire(const QuotaRule& rule,
     }
   }
   if (!refused) return Lease(this, std::move(key));
+  return Refuse(rule, caller, *refused, retry_after);
+}
 
-  observer_.OnQuotaRejected(rule.name, caller, *refused);
+absl::Status QuotaTable::Refuse(const QuotaRule& rule, absl::string_view caller,
+                                QuotaLimit refused, absl::Duration retry_after) {
+  observer_.OnQuotaRejected(rule.name, caller, refused);
   std::string limit;
-  if (*refused == QuotaLimit::kMaxConcurrent) {
+  if (refused == QuotaLimit::kMaxConcurrent) {
     limit = absl::StrCat(rule.max_concurrent, " requests under way at once");
   } else {
-    limit = absl::StrFormat("%g requests per second (burst %g)", rule.requests_per_second,
-                            rule.burst);
+    limit = absl::StrFormat("%g requests per second (burst %g%s)", rule.requests_per_second,
+                            rule.burst, rule.global ? ", shared by every replica" : "");
   }
   return transport::WithReason(
       absl::ResourceExhaustedError(absl::StrCat(
@@ -105,7 +109,7 @@ absl::StatusOr<QuotaTable::Lease> QuotaTable::Acquire(const QuotaRule& rule,
           " to its hosts; retry after ", absl::FormatDuration(retry_after),
           ", or ask for a larger quota")),
       "QUOTA_EXCEEDED",
-      {{"rule", rule.name}, {"caller", caller}, {"limit", ToString(*refused)}}, retry_after);
+      {{"rule", rule.name}, {"caller", caller}, {"limit", ToString(refused)}}, retry_after);
 }
 
 QuotaTable::Entry& QuotaTable::EntryFor(const QuotaRule& rule, absl::string_view caller,

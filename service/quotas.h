@@ -27,6 +27,7 @@ struct QuotaRule {
   uint32_t max_concurrent = 0;                // 0: no limit
   double requests_per_second = 0;             // 0: no limit
   double burst = 0;                           // the bucket's size, with requests_per_second
+  bool global = false;  // the bucket is the quota store's; QuotaTable counts max_concurrent only
 
   bool MatchesHost(absl::string_view host) const;
 };
@@ -70,9 +71,15 @@ class QuotaTable {
 
   // Admits one upstream request of `caller` under `rule` at `now`, or refuses it with
   // RESOURCE_EXHAUSTED (reason QUOTA_EXCEEDED, RetryInfo: when a retry can pass) and
-  // counts the refusal. A refused request takes neither a token nor a place.
+  // counts the refusal. A refused request takes neither a token nor a place. The
+  // bucket of a global rule is not here: only its max_concurrent is checked.
   absl::StatusOr<Lease> Acquire(const QuotaRule& rule, absl::string_view caller,
                                 absl::Time now);
+
+  // The refusal of one of `caller`'s requests under `rule`, counted: RESOURCE_EXHAUSTED,
+  // reason QUOTA_EXCEEDED, RetryInfo `retry_after` (also for a global rule's bucket).
+  absl::Status Refuse(const QuotaRule& rule, absl::string_view caller, QuotaLimit limit,
+                      absl::Duration retry_after);
 
   // (rule, caller) pairs tracked now, overflow entries included.
   size_t entries() const;

@@ -34,6 +34,16 @@ absl::string_view ToString(CloseReason reason) {
   return "unknown";
 }
 
+absl::string_view ToString(RetryReason reason) {
+  switch (reason) {
+    case RetryReason::kStale: return "stale";
+    case RetryReason::kConnectFailed: return "connect_failed";
+    case RetryReason::kReset: return "reset";
+    case RetryReason::kStatus: return "status";
+  }
+  return "unknown";
+}
+
 absl::string_view ToString(DrainSkipReason reason) {
   switch (reason) {
     case DrainSkipReason::kConnectionClose: return "connection_close";

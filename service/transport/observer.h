@@ -66,6 +66,16 @@ enum class DrainAbandonReason {
 };
 inline constexpr size_t kDrainAbandonReasonCount = 5;
 
+// Why a fetch was sent again; these strings are the `reason` label of
+// egress_upstream_retries_total.
+enum class RetryReason {
+  kStale,          // a pooled connection the server had closed while idle (always on)
+  kConnectFailed,  // the connection or its TLS handshake failed: nothing was written
+  kReset,          // the connection failed or closed before a response (idempotent only)
+  kStatus,         // a 502, 503 or 504 response (idempotent only)
+};
+inline constexpr size_t kRetryReasonCount = 4;
+
 // A bound on upstream input that a response went past; the fetch failed UNAVAILABLE
 // and the connection was closed.
 enum class UpstreamLimit {
@@ -122,6 +132,7 @@ absl::string_view ToString(UpstreamLimit limit);
 absl::string_view ToString(DnsResult result);
 absl::string_view ToString(ConnectAttemptResult result);
 absl::string_view ToString(BreakerState state);
+absl::string_view ToString(RetryReason reason);
 
 // What the transport reports at its decision points. The metrics module implements it
 // with Prometheus types and tests with plain counters; the transport links neither.
@@ -156,8 +167,12 @@ class TransportObserver {
   virtual void OnDrainAbandoned(const Origin& origin, DrainAbandonReason reason,
                                 uint64_t bytes, absl::Duration duration) = 0;
   virtual void OnDrainSkipped(const Origin& origin, DrainSkipReason reason) = 0;
-  // A dead pooled connection was replaced by a fresh one for an idempotent request.
-  virtual void OnRetry(const Origin& origin) = 0;
+  // A fetch is sent again: on a fresh connection at once (kStale), or, with retries on
+  // (RetrySettings), as a new attempt after its backoff.
+  virtual void OnRetry(const Origin& origin, RetryReason reason) = 0;
+  // A retry the fetch could have made was not, because the origin's retry budget was
+  // spent; the fetch ended with its last attempt's outcome.
+  virtual void OnRetryBudgetExhausted(const Origin& origin) = 0;
   // A request got its connection (idle, new, or after waiting for room under
   // max_conns_per_origin) `waited` after asking the pool.
   virtual void OnPoolWait(const Origin& origin, absl::Duration waited) = 0;

@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_REQUEST_H_
 #define EGRESS_SERVICE_TRANSPORT_REQUEST_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,8 @@ struct HttpRequest {
   std::string body;
   // The caller's identity, for the policy's caller rules and messages; empty: none.
   std::string caller;
+  // Attempts this request may take (RetrySettings.max_attempts); unset: its origin's.
+  std::optional<uint32_t> max_attempts;
 
   // GET, HEAD, OPTIONS, TRACE, PUT and DELETE may be sent again safely.
   bool IsIdempotent() const;

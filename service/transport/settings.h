@@ -74,6 +74,24 @@ struct CircuitBreakerSettings {
   bool operator!=(const CircuitBreakerSettings& other) const { return !(*this == other); }
 };
 
+// Retries of whole fetches, opt-in (max_attempts 1: none): after a connect or TLS
+// failure (nothing was written: any method), a reset or close before the response, or a
+// 502, 503 or 504 (idempotent methods only), with exponential backoff and full jitter
+// (or a 503's or 429's Retry-After), only within the fetch's deadline, and only while the origin's
+// retry budget allows: retries earn budget_percent of a retry per request, plus
+// min_retries_per_second, so that retries cannot multiply an outage.
+inline constexpr uint32_t kMaxAttempts = 10;  // per fetch, the first included
+
+struct RetrySettings {
+  uint32_t max_attempts = 1;  // the first included
+  absl::Duration base_backoff = absl::Milliseconds(25);
+  absl::Duration max_backoff = absl::Milliseconds(250);
+  uint32_t budget_percent = 20;
+  uint32_t min_retries_per_second = 3;
+
+  bool enabled() const { return max_attempts > 1; }
+};
+
 struct TransportSettings;
 
 // Settings for the origins whose host matches, over the defaults. Unset fields keep the
@@ -99,6 +117,7 @@ struct OriginOverride {
   std::string client_key_file;
   std::optional<bool> tls_session_resumption;
   std::optional<CircuitBreakerSettings> circuit_breaker;
+  std::optional<RetrySettings> retry;
 
   bool HasTls() const {
     return !extra_ca_file.empty() || !client_cert_file.empty() || !client_key_file.empty();
@@ -135,6 +154,7 @@ struct TransportSettings {
   uint32_t io_threads = 0;  // 0 = one per core
   DrainSettings drain;
   CircuitBreakerSettings circuit_breaker;
+  RetrySettings retry;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
   size_t policy_history_size = 1000;  // the latest policy decisions kept, for dry runs
@@ -175,6 +195,7 @@ struct TransportSettings {
     s.happy_eyeballs_delay = o->happy_eyeballs_delay.value_or(s.happy_eyeballs_delay);
     s.drain = o->drain.value_or(s.drain);
     s.circuit_breaker = o->circuit_breaker.value_or(s.circuit_breaker);
+    s.retry = o->retry.value_or(s.retry);
     s.tls_session_resumption = o->tls_session_resumption.value_or(s.tls_session_resumption);
     s.keepalive_hint_margin = o->keepalive_hint_margin.value_or(s.keepalive_hint_margin);
     s.honor_keepalive_hints = o->honor_keepalive_hints.value_or(s.honor_keepalive_hints);

@@ -9,6 +9,7 @@
 #include "boost/asio/strand.hpp"
 #include "service/transport/dns/caching_resolver.h"
 #include "service/transport/error_reason.h"
+#include "service/transport/retrying_fetch.h"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -56,10 +57,10 @@ std::vector<std::pair<std::string, CircuitBreakerSettings>> BreakerSettingsOf(
 // requests only).
 class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchange> {
  public:
-  Exchange(Transport& transport, HttpRequest request, absl::Time deadline,
-           Transport::ResponseCallback done)
+  Exchange(Transport& transport, std::shared_ptr<const Transport::Snapshot> snapshot,
+           HttpRequest request, absl::Time deadline, Transport::ResponseCallback done)
       : transport_(transport),
-        snapshot_(transport.Current()),
+        snapshot_(std::move(snapshot)),
         settings_(snapshot_->SettingsFor(request.origin.host)),
         request_(std::move(request)),
         deadline_(deadline),
@@ -320,7 +321,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
                                         : CloseReason::kError);
     if (stale && !retried_ && request_.IsIdempotent()) {
       retried_ = true;
-      transport_.observer_.OnRetry(request_.origin);
+      transport_.observer_.OnRetry(request_.origin, RetryReason::kStale);
       return Acquire(/*fresh=*/true);
     }
     if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
@@ -636,10 +637,26 @@ void Transport::Warm(std::shared_ptr<Connection> connection) {
 
 std::shared_ptr<PendingFetch> Transport::Fetch(HttpRequest request, absl::Time deadline,
                                                ResponseCallback done) {
-  auto exchange =
-      std::make_shared<Exchange>(*this, std::move(request), deadline, std::move(done));
-  exchange->Start();
-  return exchange;
+  std::shared_ptr<const Snapshot> snapshot = Current();
+  const RetrySettings& retry = snapshot->SettingsFor(request.origin.host).retry;
+  if (request.max_attempts.value_or(retry.max_attempts) <= 1) {
+    auto exchange = std::make_shared<Exchange>(*this, std::move(snapshot), std::move(request),
+                                               deadline, std::move(done));
+    exchange->Start();
+    return exchange;
+  }
+  // Every attempt under the settings the fetch started with.
+  auto attempt = [this, snapshot, deadline](HttpRequest request, ResponseCallback done) {
+    auto exchange =
+        std::make_shared<Exchange>(*this, snapshot, std::move(request), deadline, std::move(done));
+    exchange->Start();
+    return std::shared_ptr<PendingFetch>(exchange);
+  };
+  auto fetch = std::make_shared<RetryingFetch>(loops_.first(), observer_, retry_budgets_, retry,
+                                               std::move(request), deadline, std::move(attempt),
+                                               std::move(done));
+  fetch->Start();
+  return fetch;
 }
 
 void Transport::FinishResponse(const std::shared_ptr<Connection>& connection,

@@ -22,6 +22,7 @@
 #include "service/transport/event_loops.h"
 #include "service/transport/observer.h"
 #include "service/transport/policy_history.h"
+#include "service/transport/retry_budget.h"
 #include "service/transport/pool.h"
 #include "service/transport/request.h"
 #include "service/transport/settings.h"
@@ -39,7 +40,7 @@ struct ConnectionDetails {
   std::string remote_address;
   DialTiming dial;  // zero for a reused connection
   absl::Duration time_to_first_byte;
-  bool retried = false;  // a dead pooled connection was replaced by a fresh one
+  bool retried = false;  // sent more than once: a dead pooled connection replaced, or retried
 };
 
 // What became of a response's connection once its body was let go of, for the access
@@ -183,6 +184,7 @@ class Transport {
   DrainBudget drain_budget_;
   PolicyHistory policy_history_;
   CircuitBreakers breakers_;
+  RetryBudgets retry_budgets_;
   std::atomic<uint64_t> next_connection_id_{1};
   ConnectionPool pool_;  // its timers run on loops_.first()
 };

@@ -47,7 +47,10 @@ class PrometheusTest : public ::testing::Test {
         // ADAPTIVE, with pauses of up to 1000 loopback dials let through, for the same reason.
         << "  origins { host: \"127.0.0.2\" drain { mode: DRAIN_MODE_ADAPTIVE "
            "cost_factor: 1000 max_duration { seconds: 5 } } } }\n"
-        << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n";
+        << "policy { allow_cidrs: \"127.0.0.0/8\" }  # the test upstream\n"
+        // A quota of one request for an address nobody serves, for the dashboard's panel.
+        << "quotas { name: \"dashboard\" caller: \"*\" hosts: \"127.0.0.9\" "
+           "requests_per_second: 0.001 burst: 1 }\n";
     egressd_ = std::make_unique<EgressdProcess>(
         Runfile("service/egressd"), dir_ + "/egress.textproto", dir_ + "/egressd.log");
     ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadFile(egressd_->log_file());
@@ -299,6 +302,24 @@ TEST_F(PrometheusTest, RecordingRulesEvaluate) {
 }
 
 TEST_F(PrometheusTest, EveryDashboardPanelQueryReturnsData) {
+  // A quota refusal for the "Quotas" panel, after the workload whose ratios other tests
+  // check: the first fetch takes the rule's one token (and finds nothing listening).
+  auto stub = egress::v1::Egress::NewStub(
+      grpc::CreateChannel(egressd_->grpc_target(), grpc::InsecureChannelCredentials()));
+  for (grpc::StatusCode expected :
+       {grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::RESOURCE_EXHAUSTED}) {
+    egress::v1::FetchRequest request;
+    request.set_url("http://127.0.0.9:1/");
+    egress::v1::FetchResponse response;
+    grpc::ClientContext context;
+    EXPECT_EQ(stub->Fetch(&context, request, &response).error_code(), expected);
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < give_up && std::isnan(Query("sum(egress_quota_rejected_total)"))) {
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // a second scrape of it
+
   const std::string path = Runfile("k8s/base/grafana/egress-dashboard.json");
   Struct dashboard;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFile(path), &dashboard).ok());

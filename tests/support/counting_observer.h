@@ -43,7 +43,11 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnDrainSkipped(const transport::Origin&, transport::DrainSkipReason reason) override {
     ++skipped[static_cast<size_t>(reason)];
   }
-  void OnRetry(const transport::Origin&) override { ++retries; }
+  void OnRetry(const transport::Origin&, transport::RetryReason reason) override {
+    ++retries;
+    ++retries_by_reason[static_cast<size_t>(reason)];
+  }
+  void OnRetryBudgetExhausted(const transport::Origin&) override { ++retry_budget_exhausted; }
   void OnPoolWait(const transport::Origin&, absl::Duration) override { ++pool_waits; }
   void OnPolicyDenied(const transport::Origin&, transport::DenyReason reason) override {
     ++policy_denied[static_cast<size_t>(reason)];
@@ -111,6 +115,9 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnQuotaRejected(absl::string_view, absl::string_view, QuotaLimit limit) override {
     ++quota_rejected[static_cast<size_t>(limit)];
   }
+  void OnQuotaStoreError(bool failed_closed) override {
+    ++quota_store_errors[failed_closed ? 1 : 0];
+  }
   void OnBufferedBodyBytes(uint64_t in_use) override {
     uint64_t peak = buffered_body_peak.load();
     while (in_use > peak && !buffered_body_peak.compare_exchange_weak(peak, in_use)) {
@@ -165,7 +172,10 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kConnectAttemptResultCount> connect_attempts{};
   std::atomic<uint64_t> buffered_body_bytes{0};
   std::atomic<uint64_t> buffered_body_peak{0};
-  std::array<std::atomic<int>, 2> quota_rejected{};  // by QuotaLimit
+  std::array<std::atomic<int>, transport::kRetryReasonCount> retries_by_reason{};
+  std::atomic<int> retry_budget_exhausted{0};
+  std::array<std::atomic<int>, 2> quota_rejected{};      // by QuotaLimit
+  std::array<std::atomic<int>, 2> quota_store_errors{};  // [failed open, failed closed]
 };
 
 }  // namespace egress::testing

@@ -245,6 +245,12 @@ void FaultServer::ServeHttp(int fd) {
             return;
           }
           break;
+        case Switch::k503RetryAfter1:
+          if (!SendAll(fd, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+                           "Content-Length: 0\r\n\r\n")) {
+            return;
+          }
+          break;
         case Switch::kReset:
           return Reset(fd);
       }

@@ -46,8 +46,9 @@ namespace egress::testing {
 //   /redirect-other-origin  302 to http://localhost:<port>/echo-headers (another origin)
 //   /redirect-same-origin   302 to /echo-headers
 //   /echo-headers     200 whose body is the request's line and header lines
-//   /switch           as SetSwitch says: 200 "ok", a 503 (kept alive), or a TCP reset
-//                     without an answer; switch_requests() counts the requests it got
+//   /switch           as SetSwitch says: 200 "ok", a 503 (kept alive), a 503 with
+//                     Retry-After: 1, or a TCP reset without an answer;
+//                     switch_requests() counts the requests it got
 // silent_port() accepts and never sends a byte (a stalled TLS handshake);
 // garbage_port() answers every connection with plain text (a TLS handshake that fails).
 //
@@ -72,7 +73,7 @@ class FaultServer {
 
   // Connections accepted so far, and those still open on the server's side.
   int accepted() const { return accepted_; }
-  enum class Switch { kOk, k503, kReset };
+  enum class Switch { kOk, k503, k503RetryAfter1, kReset };
   void SetSwitch(Switch behaviour) { switch_ = behaviour; }
   int switch_requests() const { return switch_requests_; }
   int open_connections();

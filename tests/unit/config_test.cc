@@ -289,6 +289,46 @@ TEST(Config, QuotasAreReadInOrderAndABurstDefaultsToTheRateRoundedUp) {
   EXPECT_EQ(config->proto.quotas(2).burst(), 0u);
 }
 
+TEST(Config, RetriesAreOffByDefaultAndAnOriginsEntryOverridesTheFieldsItSets) {
+  auto config = LoadConfigText(
+      "transport { retry { budget_percent: 0 } origins { host: \"*.flaky.test\" "
+      "retry { max_attempts: 3 max_backoff { seconds: 1 } } } }",
+      "retry");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::RetrySettings& defaults = config->transport.retry;
+  EXPECT_FALSE(defaults.enabled());
+  EXPECT_EQ(defaults.budget_percent, 0u);  // an explicit 0 is kept
+  const auto& shown = config->proto.transport().retry();
+  EXPECT_EQ(shown.max_attempts(), 1u);  // GetConfig shows what applies
+  EXPECT_EQ(shown.base_backoff().nanos(), 25'000'000);
+  EXPECT_EQ(shown.max_backoff().nanos(), 250'000'000);
+  EXPECT_EQ(shown.min_retries_per_second(), 3u);
+  const transport::TransportSettings flaky = config->transport.ForHost("api.flaky.test");
+  EXPECT_EQ(flaky.retry.max_attempts, 3u);
+  EXPECT_EQ(flaky.retry.max_backoff, absl::Seconds(1));
+  EXPECT_EQ(flaky.retry.budget_percent, 0u);
+  EXPECT_FALSE(config->transport.ForHost("other.test").retry.enabled());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Retries, BadConfigTest,
+    ::testing::Values(
+        Bad{"too_many_attempts", "transport { retry { max_attempts: 11 } }",
+            "transport.retry.max_attempts: at most 10 (got 11)"},
+        Bad{"max_below_base",
+            "transport { retry { base_backoff { seconds: 2 } max_backoff { seconds: 1 } } }",
+            "transport.retry.max_backoff: must be at least base_backoff (2s); got 1s"},
+        Bad{"zero_backoff", "transport { retry { base_backoff { } } }",
+            "transport.retry.base_backoff: must be positive"},
+        Bad{"budget_over_100", "transport { retry { budget_percent: 101 } }",
+            "transport.retry.budget_percent: at most 100 (got 101)"},
+        Bad{"floor_over_1000", "transport { retry { min_retries_per_second: 1001 } }",
+            "transport.retry.min_retries_per_second: at most 1000 (got 1001)"},
+        Bad{"origin_attempts",
+            "transport { origins { host: \"a.test\" retry { max_attempts: 12 } } }",
+            "transport.origins[0].retry.max_attempts: at most 10 (got 12)"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
 INSTANTIATE_TEST_SUITE_P(
     Quotas, BadConfigTest,
     ::testing::Values(

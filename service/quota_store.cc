@@ -1,0 +1,160 @@
+#include "service/quota_store.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace egress {
+namespace {
+
+// KEYS[1]: the bucket; ARGV: rate per second, burst. Returns {1, 0} for a token taken,
+// {0, ms} when there is none, ms being the wait for the next one. The bucket is a hash
+// of the last refill (ms, Redis's clock) and the tokens then, and expires once it would
+// be full again (a full bucket and a missing one are the same).
+constexpr char kTakeScript[] = R"lua(
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local state = redis.call('HMGET', KEYS[1], 't', 'n')
+local tokens = burst
+if state[1] and state[2] then
+  local elapsed = math.max(0, now - tonumber(state[1]))
+  tokens = math.min(burst, tonumber(state[2]) + elapsed * rate / 1000)
+end
+local admitted, wait = 0, 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  admitted = 1
+else
+  wait = math.ceil((1 - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 't', now, 'n', tostring(tokens))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
+return {admitted, wait}
+)lua";
+
+// Requests sent in one pipelined batch at most.
+constexpr size_t kMaxBatch = 256;
+
+}  // namespace
+
+std::string QuotaStoreSettings::Address() const { return absl::StrCat(host, ":", port); }
+
+RedisQuotaStore::RedisQuotaStore(QuotaStoreSettings settings)
+    : settings_(std::move(settings)), thread_([this] { Run(); }) {}
+
+RedisQuotaStore::~RedisQuotaStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  Disconnect();
+}
+
+void RedisQuotaStore::Take(std::string key, double rate, double burst, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      queue_.push_back(Request{std::move(key), rate, burst, std::move(done)});
+      wake_.notify_one();
+      return;
+    }
+  }
+  done(absl::UnavailableError("egressd is stopping its quota store"));
+}
+
+void RedisQuotaStore::Run() {
+  std::vector<Request> batch;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      while (!queue_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      if (batch.empty()) return;  // stopping, and nothing is left to answer
+    }
+    Serve(batch);
+    batch.clear();
+  }
+}
+
+void RedisQuotaStore::Serve(std::vector<Request>& batch) {
+  absl::Status status = Connect();
+  size_t answered = 0;
+  if (status.ok()) {
+    for (const Request& r : batch) {
+      const std::string rate = absl::StrCat(r.rate), burst = absl::StrCat(r.burst);
+      redisAppendCommand(redis_, "EVAL %s 1 %b %b %b", kTakeScript, r.key.data(), r.key.size(),
+                         rate.data(), rate.size(), burst.data(), burst.size());
+    }
+    for (; answered < batch.size(); ++answered) {
+      void* raw = nullptr;
+      if (redisGetReply(redis_, &raw) != REDIS_OK) {
+        // A timeout reads as "Resource temporarily unavailable".
+        status = absl::UnavailableError(absl::StrCat(
+            "redis at ", settings_.Address(), " did not answer: ", redis_->errstr,
+            " (within ", absl::FormatDuration(settings_.timeout), ")"));
+        Disconnect();
+        next_connect_ = absl::Now() + absl::Seconds(1);
+        last_error_ = status;
+        break;
+      }
+      std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
+                                                         freeReplyObject);
+      if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+          reply->element[0]->type == REDIS_REPLY_INTEGER &&
+          reply->element[1]->type == REDIS_REPLY_INTEGER) {
+        QuotaTake take;
+        take.admitted = reply->element[0]->integer == 1;
+        take.retry_after = absl::Milliseconds(reply->element[1]->integer);
+        batch[answered].done(take);
+      } else {
+        const std::string what = reply->type == REDIS_REPLY_ERROR
+                                     ? std::string(reply->str, reply->len)
+                                     : "an answer that is not the script's";
+        batch[answered].done(absl::UnavailableError(
+            absl::StrCat("redis at ", settings_.Address(), " answered ", what)));
+      }
+    }
+  }
+  for (; answered < batch.size(); ++answered) batch[answered].done(status);
+}
+
+absl::Status RedisQuotaStore::Connect() {
+  if (redis_) return absl::OkStatus();
+  if (absl::Now() < next_connect_) return last_error_;
+  redis_ = redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
+                                   absl::ToTimeval(settings_.timeout));
+  if (redis_ && !redis_->err && redisSetTimeout(redis_, absl::ToTimeval(settings_.timeout)) == REDIS_OK) {
+    return absl::OkStatus();
+  }
+  last_error_ = absl::UnavailableError(
+      absl::StrCat("redis at ", settings_.Address(), " cannot be reached: ",
+                   redis_ ? redis_->errstr : "out of memory"));
+  Disconnect();
+  next_connect_ = absl::Now() + absl::Seconds(1);
+  return last_error_;
+}
+
+void RedisQuotaStore::Disconnect() {
+  if (redis_) redisFree(std::exchange(redis_, nullptr));
+}
+
+std::shared_ptr<RedisQuotaStore> QuotaStores::For(const QuotaStoreSettings& settings) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& store : stores_) {
+    if (store->settings() == settings) return store;
+  }
+  stores_.push_back(std::make_shared<RedisQuotaStore>(settings));
+  return stores_.back();
+}
+
+}  // namespace egress

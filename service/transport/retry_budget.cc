@@ -1,0 +1,85 @@
+#include "service/transport/retry_budget.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "service/transport/error_reason.h"
+
+namespace egress::transport {
+
+RetryBudgets::Budget& RetryBudgets::For(const Origin& origin, const RetrySettings& settings,
+                                        absl::Time now) {
+  std::string key = origin.Key();
+  auto it = budgets_.find(key);
+  if (it == budgets_.end()) {
+    if (budgets_.size() >= kMaxOrigins) budgets_.clear();
+    it = budgets_.emplace(std::move(key), Budget{0, double(settings.min_retries_per_second), now})
+             .first;
+  }
+  Budget& budget = it->second;
+  const double rate = settings.min_retries_per_second;
+  const double elapsed = std::max(0.0, absl::ToDoubleSeconds(now - budget.refilled));
+  budget.bucket = std::min(rate, budget.bucket + elapsed * rate);
+  budget.refilled = std::max(budget.refilled, now);
+  return budget;
+}
+
+void RetryBudgets::OnFetch(const Origin& origin, const RetrySettings& settings, absl::Time now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Budget& budget = For(origin, settings, now);
+  budget.saved = std::min(kMaxSaved, budget.saved + settings.budget_percent / 100.0);
+}
+
+bool RetryBudgets::TryRetry(const Origin& origin, const RetrySettings& settings,
+                            absl::Time now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Budget& budget = For(origin, settings, now);
+  for (double* pot : {&budget.saved, &budget.bucket}) {
+    if (*pot >= 1) {
+      *pot -= 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<RetryReason> RetryableOutcome(const absl::Status& status, int status_code,
+                                            bool has_retry_after, bool idempotent) {
+  if (status.ok()) {
+    const bool retryable = status_code == 502 || status_code == 503 || status_code == 504 ||
+                           (status_code == 429 && has_retry_after);
+    if (retryable && idempotent) return RetryReason::kStatus;
+    return std::nullopt;
+  }
+  const std::optional<ErrorReason> reason = ReasonOf(status);
+  if (!reason) return std::nullopt;
+  // Nothing of the request was written before these.
+  if (reason->reason == "CONNECT_FAILED" || reason->reason == "TLS_FAILED") {
+    return RetryReason::kConnectFailed;
+  }
+  if (idempotent &&
+      (reason->reason == "UPSTREAM_CLOSED" || reason->reason == "UPSTREAM_CONNECTION_FAILED")) {
+    return RetryReason::kReset;
+  }
+  return std::nullopt;
+}
+
+std::optional<absl::Duration> RetryAfter(const HeaderList& headers) {
+  for (const auto& [name, value] : headers) {
+    if (!absl::EqualsIgnoreCase(name, "retry-after")) continue;
+    uint32_t seconds = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(value), &seconds)) return std::nullopt;
+    return absl::Seconds(seconds);
+  }
+  return std::nullopt;
+}
+
+absl::Duration Backoff(const RetrySettings& settings, uint32_t retry, double unit_random) {
+  absl::Duration ceiling = settings.base_backoff;
+  for (uint32_t i = 1; i < retry && ceiling < settings.max_backoff; ++i) ceiling *= 2;
+  return std::min(ceiling, settings.max_backoff) * unit_random;
+}
+
+}  // namespace egress::transport
