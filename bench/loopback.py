@@ -120,22 +120,11 @@ class Loopback:
         return start_nginx(self.wan, self.ns, prefix, template, "127.0.0.1", port, workers)
 
     def _grpc_frame(self, path, tls=False):
-        """The body of a Fetch or FetchStream call as h2load sends it: a gRPC frame holding
-        a FetchRequest for path on the upstream (HTTPS if tls), encoded by protoc from text
-        format."""
+        """The Fetch frame for path on the upstream (HTTPS if tls)."""
         origin = (f"https://127.0.0.1:{UPSTREAM_TLS_PORT}" if tls
                   else f"http://127.0.0.1:{UPSTREAM_PORT}")
-        text = (f'url: "{origin}{path}"\n'
-                'body_mode: BODY_MODE_FULL\n')
-        message = subprocess.run(
-            ["protoc", "--proto_path=proto", "--proto_path=/usr/include",
-             "--encode=egress.v1.FetchRequest", "egress/v1/egress.proto"],
-            input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
-        frame = os.path.join(self.dir, "fetch" + ("-tls" if tls else "") +
-                             path.replace("/", "-") + ".grpc")
-        with open(frame, "wb") as out:
-            out.write(b"\x00" + len(message).to_bytes(4, "big") + message)
-        return frame
+        return grpc_frame(self.dir, origin + path,
+                          "fetch" + ("-tls" if tls else "") + path.replace("/", "-"))
 
     def server_pids(self, system):
         """Every process that serves requests for system (nginx masters and workers)."""
@@ -296,6 +285,21 @@ def h2load_succeeded(output):
         if line.startswith("requests:"):  # requests: N total, N started, N done, N succeeded
             return int(line.split(",")[3].split()[0])
     raise RuntimeError(f"no request count in h2load's output:\n{output}")
+
+
+def grpc_frame(directory, url, name):
+    """The body of a Fetch or FetchStream call as h2load sends it: a gRPC frame holding a
+    FetchRequest for url, encoded by protoc from text format, in directory/name.grpc."""
+    text = (f'url: "{url}"\n'
+            'body_mode: BODY_MODE_FULL\n')
+    message = subprocess.run(
+        ["protoc", "--proto_path=proto", "--proto_path=/usr/include",
+         "--encode=egress.v1.FetchRequest", "egress/v1/egress.proto"],
+        input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
+    frame = os.path.join(directory, name + ".grpc")
+    with open(frame, "wb") as out:
+        out.write(b"\x00" + len(message).to_bytes(4, "big") + message)
+    return frame
 
 
 def percentile(values, p):

@@ -38,6 +38,17 @@ inline absl::string_view ToString(QuotaLimit limit) {
   return "unknown";
 }
 
+// What one caller's fetch cost, reported when its RPC ends and again (drain_bytes only)
+// when its body is settled.
+struct CallerCost {
+  uint64_t fetches = 0;
+  uint64_t request_bytes = 0;      // request body bytes sent upstream, every hop
+  uint64_t response_bytes = 0;     // response body bytes given to the caller
+  uint64_t connections_opened = 0; // hops that got a new connection (dialed for them)
+  uint64_t tls_handshakes = 0;     // ... of which over TLS (full or resumed)
+  uint64_t drain_bytes = 0;        // read and discarded on its behalf
+};
+
 // What the gRPC front end reports: one call per finished Fetch or FetchStream.
 // Thread-safe and non-blocking, like transport::TransportObserver.
 class FetchObserver {
@@ -49,6 +60,8 @@ class FetchObserver {
   // A quota rule refused one of `caller`'s upstream requests ("" for no identity).
   virtual void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                                QuotaLimit limit) = 0;
+  // What a fetch of `caller` ("" for no identity) cost; see CallerCost.
+  virtual void OnCallerCost(absl::string_view caller, const CallerCost& cost) = 0;
   // The quota store could not answer for a global rule; the fetch went on (fail open) or
   // was refused (fail closed).
   virtual void OnQuotaStoreError(bool failed_closed) = 0;

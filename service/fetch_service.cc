@@ -478,12 +478,19 @@ class ExchangeReactor {
   // Keeps the response's body for the derived reactor to read; closes it at once when
   // the caller has already cancelled.
   void KeepBody(std::unique_ptr<transport::ResponseBody> body) {
-    if (log_line_) {
-      body->OnSettled([line = log_line_](const transport::BodySettlement& settlement) {
+    // What the body's end cost the caller (a drain), and what the log says of it.
+    body->OnSettled([line = log_line_, observer = &service_->observer,
+                     caller = caller_](const transport::BodySettlement& settlement) {
+      if (line) {
         line->drain = settlement.outcome;
         line->drained_bytes = settlement.drained_bytes;
-      });
-    }
+      }
+      if (settlement.drained_bytes > 0) {
+        CallerCost cost;
+        cost.drain_bytes = settlement.drained_bytes;
+        observer->OnCallerCost(caller, cost);
+      }
+    });
     bool cancelled;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -535,8 +542,9 @@ class ExchangeReactor {
     }
     if (!rule || !rule->global) return Dispatch(std::move(request));
     auto hop = std::make_shared<transport::HttpRequest>(std::move(request));
+    // The lease's bucket: callers past the table's bound share one in Redis too.
     service_->quota_stores.For(config_->quota_store)
-        ->Take(absl::StrCat("egress:quota:", rule->name, ":", caller_),
+        ->Take(absl::StrCat("egress:quota:", quota_lease_.bucket()),
                rule->requests_per_second, rule->burst,
                [this, rule, hop](absl::StatusOr<QuotaTake> take) {
                  Guarded("OnQuotaStore", [&] { OnGlobalToken(*rule, take, std::move(*hop)); });
@@ -547,6 +555,20 @@ class ExchangeReactor {
   // keeps alive).
   void OnGlobalToken(const QuotaRule& rule, const absl::StatusOr<QuotaTake>& take,
                      transport::HttpRequest request) {
+    // The wait for the store may have outlived the caller's patience.
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+    }
+    if (cancelled) return Complete(absl::CancelledError("the caller cancelled the request"));
+    if (absl::Now() >= deadline_) {
+      return Complete(transport::WithReason(
+          absl::DeadlineExceededError(absl::StrCat(
+              "deadline expired while waiting for the quota store on quota \"", rule.name,
+              "\"")),
+          "DEADLINE_EXCEEDED"));
+    }
     if (take.ok() && !take->admitted) {
       return Complete(service_->quotas.Refuse(rule, caller_, QuotaLimit::kRequestsPerSecond,
                                               take->retry_after));
@@ -570,6 +592,7 @@ class ExchangeReactor {
 
   // Hands one hop to the transport.
   void Dispatch(transport::HttpRequest request) {
+    request_bytes_ += request.body.size();
     if (follow_redirects_) request_ = request;  // the next hop is made from it
     if (log_line_) {
       log_line_->entry.set_origin(request.origin.Key());
@@ -596,6 +619,10 @@ class ExchangeReactor {
   // transport, and so through the egress policy, again.
   void OnTransportResponse(absl::StatusOr<Response> response) {
     if (response.ok()) {
+      if (!response->connection.was_idle) {  // dialed for this hop
+        ++connections_opened_;
+        if (response->connection.dial.tls_resumed) ++tls_handshakes_;
+      }
       NoteResponse(*response);
     } else {
       NoteWouldDeny(transport::WouldDenyRulesOf(response.status()));
@@ -631,6 +658,13 @@ class ExchangeReactor {
     const grpc::Status answer = ToGrpcStatus(final_status);
     const absl::Duration total = absl::Now() - start_;
     service_->observer.OnFetchDone(answer.error_code(), total);
+    CallerCost cost;
+    cost.fetches = 1;
+    cost.request_bytes = request_bytes_;
+    cost.response_bytes = bytes_received_;
+    cost.connections_opened = connections_opened_;
+    cost.tls_handshakes = tls_handshakes_;
+    service_->observer.OnCallerCost(caller_, cost);
     if (log_line_) FinishLogLine(final_status, answer.error_code(), total);
     // The caller's place frees before its answer leaves: a caller that fetches one at a
     // time must not meet its own last fetch (OnDone may come well after the answer).
@@ -747,6 +781,9 @@ class ExchangeReactor {
   std::string url_;                 // the current hop's URL
   bool sent_ = false;               // the transport has been asked
   uint64_t bytes_received_ = 0;     // body bytes given to the caller
+  uint64_t request_bytes_ = 0;      // request body bytes sent, every hop
+  uint32_t connections_opened_ = 0;  // hops that got a new connection
+  uint32_t tls_handshakes_ = 0;     // ... over TLS
   std::string allow_rule_;          // the last hop's, for the access log
   std::shared_ptr<AccessLogLine> log_line_;  // null when egressd writes no access log
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone

@@ -59,8 +59,10 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   BodyBudget body_budget_;
   CallerCounts caller_counts_;
   QuotaTable quotas_;
-  QuotaStores quota_stores_;
   const Context context_;
+  // After context_, so destroyed first: a store's thread answers what it still holds
+  // with the service whole.
+  QuotaStores quota_stores_;
 };
 
 }  // namespace egress

@@ -378,18 +378,62 @@ void Metrics::OnBufferedBodyBytes(uint64_t in_use) {
   buffered_body_bytes_ = in_use;
 }
 
+std::string Metrics::CallerLabel(absl::string_view caller) {
+  std::string label(caller);
+  if (caller_labels_.contains(label)) return label;
+  if (caller_labels_.size() >= kMaxCallerLabels) return "other";
+  caller_labels_.insert(label);
+  return label;
+}
+
 void Metrics::OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                               QuotaLimit limit) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string label(caller);
-  if (!quota_callers_.contains(label)) {
-    if (quota_callers_.size() < kMaxCallerLabels) {
-      quota_callers_.insert(label);
-    } else {
-      label = "other";
+  ++quota_rejected_[{std::string(rule), CallerLabel(caller)}][static_cast<size_t>(limit)];
+}
+
+void Metrics::OnCallerCost(absl::string_view caller, const CallerCost& cost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CallerCost& sum = caller_costs_[CallerLabel(caller)];
+  sum.fetches += cost.fetches;
+  sum.request_bytes += cost.request_bytes;
+  sum.response_bytes += cost.response_bytes;
+  sum.connections_opened += cost.connections_opened;
+  sum.tls_handshakes += cost.tls_handshakes;
+  sum.drain_bytes += cost.drain_bytes;
+}
+
+void Metrics::CollectCallerCosts(std::vector<MetricFamily>& families) const {
+  struct Column {
+    const char* name;
+    const char* help;
+    uint64_t CallerCost::*field;
+  };
+  static constexpr Column kColumns[] = {
+      {"egress_caller_fetches_total", "Fetch and FetchStream RPCs, by caller.",
+       &CallerCost::fetches},
+      {"egress_caller_request_bytes_total", "Request body bytes sent upstream, by caller.",
+       &CallerCost::request_bytes},
+      {"egress_caller_response_bytes_total",
+       "Response body bytes given to the caller, by caller.", &CallerCost::response_bytes},
+      {"egress_caller_connections_opened_total",
+       "Upstream connections dialed for a caller's requests, by caller.",
+       &CallerCost::connections_opened},
+      {"egress_caller_tls_handshakes_total",
+       "TLS handshakes (full or resumed) of the connections dialed for a caller, by caller.",
+       &CallerCost::tls_handshakes},
+      {"egress_caller_drain_bytes_total",
+       "Body bytes read and discarded on a caller's behalf (its unread bodies), by caller.",
+       &CallerCost::drain_bytes},
+  };
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Column& column : kColumns) {
+    MetricFamily family = Family(column.name, column.help, MetricType::Counter);
+    for (const auto& [caller, cost] : caller_costs_) {
+      AddSample(family, {{"caller", caller}}, cost.*column.field);
     }
+    families.push_back(std::move(family));
   }
-  ++quota_rejected_[{std::string(rule), std::move(label)}][static_cast<size_t>(limit)];
 }
 
 void Metrics::OnQuotaStoreError(bool failed_closed) {
@@ -618,6 +662,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
   CollectDialing(families);
   CollectAccessLog(families);
   CollectQuotas(families);
+  CollectCallerCosts(families);
   for (auto& family : histograms_->Collect()) families.push_back(std::move(family));
   return families;
 }

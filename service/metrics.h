@@ -85,6 +85,7 @@ class Metrics final : public transport::TransportObserver,
   void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                        QuotaLimit limit) override;
   void OnQuotaStoreError(bool failed_closed) override;
+  void OnCallerCost(absl::string_view caller, const CallerCost& cost) override;
 
   // AccessLogObserver
   void OnAccessLogWritten(uint64_t lines) override;
@@ -184,12 +185,17 @@ class Metrics final : public transport::TransportObserver,
   std::array<uint64_t, 3> access_log_dropped_ ABSL_GUARDED_BY(mu_){};  // by AccessLogDrop
   // egress_access_log_lines_total and egress_access_log_dropped_total.
   void CollectAccessLog(std::vector<prometheus::MetricFamily>& families) const;
-  // Quota refusals by rule (from the config) and caller: at most kMaxCallerLabels
-  // callers get a label of their own, later ones count as caller="other".
+  // At most kMaxCallerLabels callers get a `caller` label of their own (first come),
+  // later ones count as caller="other".
   static constexpr size_t kMaxCallerLabels = 100;
+  std::string CallerLabel(absl::string_view caller) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::flat_hash_set<std::string> caller_labels_ ABSL_GUARDED_BY(mu_);
+  // Quota refusals by (rule, caller label), then QuotaLimit.
   absl::flat_hash_map<std::pair<std::string, std::string>, std::array<uint64_t, 2>>
-      quota_rejected_ ABSL_GUARDED_BY(mu_);  // by (rule, caller), then QuotaLimit
-  absl::flat_hash_set<std::string> quota_callers_ ABSL_GUARDED_BY(mu_);
+      quota_rejected_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, CallerCost> caller_costs_ ABSL_GUARDED_BY(mu_);
+  // egress_caller_*_total.
+  void CollectCallerCosts(std::vector<prometheus::MetricFamily>& families) const;
   std::array<uint64_t, 2> quota_store_errors_ ABSL_GUARDED_BY(mu_){};  // [open, closed]
   // egress_quota_rejected_total and egress_quota_store_errors_total.
   void CollectQuotas(std::vector<prometheus::MetricFamily>& families) const;

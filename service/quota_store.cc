@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace egress {
 namespace {
@@ -72,6 +73,7 @@ void RedisQuotaStore::Take(std::string key, double rate, double burst, Done done
 void RedisQuotaStore::Run() {
   std::vector<Request> batch;
   for (;;) {
+    bool stopping;
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -79,9 +81,14 @@ void RedisQuotaStore::Run() {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
-      if (batch.empty()) return;  // stopping, and nothing is left to answer
+      stopping = stopping_;
     }
-    Serve(batch);
+    if (batch.empty()) return;  // stopping, and nothing is left to answer
+    if (stopping) {
+      for (Request& r : batch) r.done(absl::UnavailableError("egressd is stopping its quota store"));
+    } else {
+      Serve(batch);
+    }
     batch.clear();
   }
 }
@@ -91,20 +98,26 @@ void RedisQuotaStore::Serve(std::vector<Request>& batch) {
   size_t answered = 0;
   if (status.ok()) {
     for (const Request& r : batch) {
-      const std::string rate = absl::StrCat(r.rate), burst = absl::StrCat(r.burst);
+      const std::string rate = absl::StrFormat("%.17g", r.rate);
+      const std::string burst = absl::StrFormat("%.17g", r.burst);
       redisAppendCommand(redis_, "EVAL %s 1 %b %b %b", kTakeScript, r.key.data(), r.key.size(),
                          rate.data(), rate.size(), burst.data(), burst.size());
     }
+    // The whole batch within one timeout: each read waits only for what is left of it.
+    const absl::Time give_up = absl::Now() + settings_.timeout;
     for (; answered < batch.size(); ++answered) {
+      const absl::Duration left = give_up - absl::Now();
       void* raw = nullptr;
-      if (redisGetReply(redis_, &raw) != REDIS_OK) {
-        // A timeout reads as "Resource temporarily unavailable".
+      if (left <= absl::ZeroDuration() ||
+          redisSetTimeout(redis_, absl::ToTimeval(left)) != REDIS_OK ||
+          redisGetReply(redis_, &raw) != REDIS_OK) {
+        // A timeout reads as "Resource temporarily unavailable". The connection is
+        // dropped (its pipeline is out of step) and made again for the next batch.
         status = absl::UnavailableError(absl::StrCat(
-            "redis at ", settings_.Address(), " did not answer: ", redis_->errstr,
-            " (within ", absl::FormatDuration(settings_.timeout), ")"));
+            "redis at ", settings_.Address(), " did not answer within ",
+            absl::FormatDuration(settings_.timeout),
+            redis_->err ? absl::StrCat(": ", redis_->errstr) : ""));
         Disconnect();
-        next_connect_ = absl::Now() + absl::Seconds(1);
-        last_error_ = status;
         break;
       }
       std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),

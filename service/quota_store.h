@@ -40,9 +40,11 @@ struct QuotaTake {
 // Token buckets in Redis, shared by every replica that uses the same Redis: one Lua
 // script refills and takes a token atomically, on Redis's own clock (replicas' clocks
 // do not matter). A thread of its own sends what is waiting, pipelined, and answers each
-// request on that thread. A Redis that cannot be reached or does not answer within the
-// timeout answers UNAVAILABLE (the caller fails open or closed); while it is down,
-// requests are answered at once and a new connection is tried at most once a second.
+// request on that thread. A Redis that cannot be reached, or does not answer a batch
+// within the timeout, answers UNAVAILABLE (the caller fails open or closed): a request
+// waits at most about two timeouts (the batch under way, then its own) and a connect.
+// A connection that timed out is made again for the next batch; one that cannot be made
+// is tried again at most once a second, requests meanwhile answered at once.
 // Thread-safe.
 class RedisQuotaStore {
  public:

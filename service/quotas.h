@@ -58,6 +58,9 @@ class QuotaTable {
     Lease& operator=(Lease&& other) noexcept;
     ~Lease() { Reset(); }
     void Reset();
+    // The count and bucket it belongs to ("rule\x1fcaller", or the rule's name alone
+    // for callers past the bound): a global rule's key in the quota store too.
+    const std::string& bucket() const { return key_; }
 
    private:
     friend class QuotaTable;

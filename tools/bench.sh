@@ -4,6 +4,7 @@
 #   tools/bench.sh            # the full run
 #   tools/bench.sh --smoke    # a few requests per scenario, results printed only (CI)
 #   tools/bench.sh --lifecycle [--smoke]   # only issue 16's rows (bench/lifecycle.py)
+#   tools/bench.sh --isolation [--smoke]   # only issue 18's rows (bench/isolation.py)
 #   tools/bench.sh --loopback [--smoke]    # only the loopback tables, printed
 # Needs root (network namespaces, TUN devices). Installs what it needs first.
 set -euo pipefail
@@ -17,6 +18,9 @@ go_client="$(mktemp -d)/go_client"
 script=bench/run.py
 if [[ "${1:-}" == --lifecycle ]]; then
   script=bench/lifecycle.py
+  shift
+elif [[ "${1:-}" == --isolation ]]; then
+  script=bench/isolation.py
   shift
 fi
 exec /usr/bin/python3 "$script" --bin=bazel-bin --go_client="$go_client" "$@"

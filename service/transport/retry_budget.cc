@@ -14,7 +14,9 @@ RetryBudgets::Budget& RetryBudgets::For(const Origin& origin, const RetrySetting
   std::string key = origin.Key();
   auto it = budgets_.find(key);
   if (it == budgets_.end()) {
-    if (budgets_.size() >= kMaxOrigins) budgets_.clear();
+    // One other origin's budget makes room: it starts afresh if it comes back (nothing
+    // saved, a full bucket), whereas forgetting them all would refill a failing origin's.
+    if (budgets_.size() >= kMaxOrigins) budgets_.erase(budgets_.begin());
     it = budgets_.emplace(std::move(key), Budget{0, double(settings.min_retries_per_second), now})
              .first;
   }

@@ -20,8 +20,9 @@ namespace egress::transport {
 // Each origin's retry budget (RetrySettings): every fetch earns budget_percent / 100 of
 // a retry (at most kMaxSaved saved up, so that a long healthy spell cannot pay for a
 // storm), and a bucket of min_retries_per_second (as many at once) lets origins too
-// quiet to earn one still retry. At most kMaxOrigins origins are tracked; past that the
-// table starts afresh (new budgets: nothing saved, a full bucket). Thread-safe.
+// quiet to earn one still retry. At most kMaxOrigins origins are tracked; a new one past
+// that takes the place of another, whose budget starts afresh if it comes back (nothing
+// saved, a full bucket: at most min_retries_per_second more). Thread-safe.
 class RetryBudgets {
  public:
   static constexpr double kMaxSaved = 100;

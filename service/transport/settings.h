@@ -77,9 +77,10 @@ struct CircuitBreakerSettings {
 // Retries of whole fetches, opt-in (max_attempts 1: none): after a connect or TLS
 // failure (nothing was written: any method), a reset or close before the response, or a
 // 502, 503 or 504 (idempotent methods only), with exponential backoff and full jitter
-// (or a 503's or 429's Retry-After), only within the fetch's deadline, and only while the origin's
-// retry budget allows: retries earn budget_percent of a retry per request, plus
-// min_retries_per_second, so that retries cannot multiply an outage.
+// (or the response's Retry-After in seconds; a 429 is retried only with one), only
+// within the fetch's deadline, and only while the origin's retry budget allows: retries
+// earn budget_percent of a retry per request, plus min_retries_per_second, so that
+// retries cannot multiply an outage.
 inline constexpr uint32_t kMaxAttempts = 10;  // per fetch, the first included
 
 struct RetrySettings {

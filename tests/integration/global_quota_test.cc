@@ -165,5 +165,21 @@ TEST_F(GlobalQuotaTest, WithRedisStoppedAFailClosedReplicaRefusesAndCountsIt) {
   ExpectHealthy();
 }
 
+// A Redis that takes the connection and never answers (the fault server's silent port):
+// each fetch's check gives up after quota_store.timeout, and the replica fails closed.
+TEST_F(GlobalQuotaTest, ARedisThatNeverAnswersTimesOutAndTheReplicaFailsClosed) {
+  StartEgress([&](egress::v1::Config& c) {
+    Configure(c, /*fail_closed=*/true);
+    c.mutable_quota_store()->set_redis(absl::StrCat("127.0.0.1:", faults().silent_port()));
+  });
+  for (int i = 0; i < 3; ++i) {
+    const grpc::Status status = FetchAs("noisy", 0);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(status.error_message(), HasSubstr("did not answer within 50ms"));
+  }
+  EXPECT_EQ(observer_.quota_store_errors[1], 3);
+  ExpectHealthy();
+}
+
 }  // namespace
 }  // namespace egress::testing

@@ -1,7 +1,8 @@
 // Quotas per caller and destination (Config.quotas) through a real egressd against the
 // fault server: a caller over its rate or its concurrency gets RESOURCE_EXHAUSTED
 // (QUOTA_EXCEEDED, RetryInfo) for the excess only, nothing of the excess reaches the
-// upstream, other callers are not touched, and every redirect hop is checked.
+// upstream, other callers are not touched, and every redirect hop is checked; and what
+// each caller's fetches cost.
 #include <map>
 #include <memory>
 #include <string>
@@ -117,6 +118,9 @@ TEST_F(QuotaTest, ConcurrencyQuotaHoldsAPlaceUntilTheFetchEnds) {
 
   first->Cancel();
   EXPECT_EQ(first->Wait().error_code(), grpc::StatusCode::CANCELLED);
+  // The caller has its CANCELLED at once; egressd ends the fetch (and gives its place
+  // back) once the exchange has stopped.
+  ASSERT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 1; }));
   EXPECT_TRUE(FetchAs("a", "/switch").ok());
   EXPECT_EQ(observer_.quota_rejected[static_cast<size_t>(QuotaLimit::kMaxConcurrent)], 1);
   second.Cancel();
@@ -133,6 +137,41 @@ TEST_F(QuotaTest, EachRedirectHopIsCheckedAgainstItsHostsQuota) {
   EXPECT_THAT(Metadata(refused), ::testing::Contains(Pair("rule", "localhost")));
   // The first hop, to 127.0.0.1, is under no rule.
   EXPECT_TRUE(FetchAs("a", "/redirect-other-origin", false).ok());
+}
+
+// What each caller's fetches cost, as the metrics' egress_caller_*_total get it: fetches,
+// body bytes both ways, the connections and TLS handshakes dialed for it, and the bytes
+// drained on its behalf.
+TEST_F(QuotaTest, EachCallersCostIsItsOwn) {
+  StartWithQuotas({});
+  for (int i = 0; i < 2; ++i) {  // a TLS connection dialed, then reused
+    BackgroundFetch fetch(*stub_, Request(nginx().HttpsUrl("/cl/1k")), "reader");
+    ASSERT_TRUE(fetch.Wait().ok()) << fetch.Wait().error_message();
+  }
+  auto post = Request(faults().Url("/ok"));
+  post.set_method("POST");
+  post.set_body(std::string(100, 'p'));
+  BackgroundFetch posted(*stub_, post, "writer");
+  ASSERT_TRUE(posted.Wait().ok());
+  // Head only: the 1 KiB body is drained on the caller's behalf.
+  BackgroundFetch skipped(*stub_, Request(nginx().HttpUrl("/cl/1k"), egress::v1::BODY_MODE_NONE),
+                          "skipper");
+  ASSERT_TRUE(skipped.Wait().ok());
+
+  const CallerCost reader = observer_.CostOf("reader");
+  EXPECT_EQ(reader.fetches, 2u);
+  EXPECT_EQ(reader.response_bytes, 2048u);
+  EXPECT_EQ(reader.request_bytes, 0u);
+  EXPECT_EQ(reader.connections_opened, 1u);
+  EXPECT_EQ(reader.tls_handshakes, 1u);
+  const CallerCost writer = observer_.CostOf("writer");
+  EXPECT_EQ(writer.fetches, 1u);
+  EXPECT_EQ(writer.request_bytes, 100u);
+  EXPECT_EQ(writer.connections_opened, 1u);
+  EXPECT_EQ(writer.tls_handshakes, 0u);
+  EXPECT_TRUE(WaitFor([&] { return observer_.CostOf("skipper").drain_bytes == 1024; }));
+  EXPECT_EQ(observer_.CostOf("skipper").response_bytes, 0u);
+  EXPECT_EQ(observer_.CostOf("").fetches, 0u);
 }
 
 }  // namespace

@@ -115,6 +115,21 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnQuotaRejected(absl::string_view, absl::string_view, QuotaLimit limit) override {
     ++quota_rejected[static_cast<size_t>(limit)];
   }
+  void OnCallerCost(absl::string_view caller, const CallerCost& cost) override {
+    std::lock_guard<std::mutex> lock(caller_cost_mu);
+    CallerCost& sum = caller_costs[std::string(caller)];
+    sum.fetches += cost.fetches;
+    sum.request_bytes += cost.request_bytes;
+    sum.response_bytes += cost.response_bytes;
+    sum.connections_opened += cost.connections_opened;
+    sum.tls_handshakes += cost.tls_handshakes;
+    sum.drain_bytes += cost.drain_bytes;
+  }
+  CallerCost CostOf(const std::string& caller) const {
+    std::lock_guard<std::mutex> lock(caller_cost_mu);
+    const auto it = caller_costs.find(caller);
+    return it == caller_costs.end() ? CallerCost{} : it->second;
+  }
   void OnQuotaStoreError(bool failed_closed) override {
     ++quota_store_errors[failed_closed ? 1 : 0];
   }
@@ -172,6 +187,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::array<std::atomic<int>, transport::kConnectAttemptResultCount> connect_attempts{};
   std::atomic<uint64_t> buffered_body_bytes{0};
   std::atomic<uint64_t> buffered_body_peak{0};
+  mutable std::mutex caller_cost_mu;
+  std::map<std::string, CallerCost> caller_costs;  // under caller_cost_mu
   std::array<std::atomic<int>, transport::kRetryReasonCount> retries_by_reason{};
   std::atomic<int> retry_budget_exhausted{0};
   std::array<std::atomic<int>, 2> quota_rejected{};      // by QuotaLimit
