@@ -66,8 +66,9 @@ def main():
         for key, value in {"www": www, "port": UPSTREAM_PORT, "tls_port": UPSTREAM_TLS_PORT,
                            "pki": os.path.dirname(tools.ca)}.items():
             template = template.replace("{" + key + "}", str(value))
-        start_nginx(wan, ns, os.path.join(directory, "upstream"), template, "127.0.0.1",
-                    UPSTREAM_PORT, "1")
+        prefix = os.path.join(directory, "upstream")
+        os.makedirs(prefix)
+        start_nginx(wan, ns, prefix, template, "127.0.0.1", UPSTREAM_PORT, "1")
         config = os.path.join(directory, "egressd.textproto")
         with open(config, "w") as out:
             out.write(CONFIG)

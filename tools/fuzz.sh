@@ -21,13 +21,14 @@ flags=(-std=c++17 -O1 -g -DNDEBUG -fsanitize=fuzzer,address,undefined -fno-sanit
 absl="absl_statusor absl_strings absl_str_format absl_time absl_flat_hash_map absl_hash"
 libs=(-lboost_url $(pkg-config --libs protobuf $absl absl_raw_hash_set))
 net_libs=(-lboost_url -lssl -lcrypto -lcares $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
-service_libs=($(pkg-config --libs grpc++ protobuf) "${net_libs[@]}")
+service_libs=($(pkg-config --libs grpc++ protobuf) -lhiredis "${net_libs[@]}")
 transport=(service/transport/request.cc service/transport/address_policy.cc
            service/transport/response_parser.cc service/transport/error_reason.cc)
 # The whole transport, and the gRPC front end over it, for the network targets.
 all_transport=(service/transport/*.cc service/transport/dns/*.cc)
 service=(service/fetch_service.cc service/config.cc service/body_budget.cc
-         service/caller_counts.cc service/utf8_text.cc service/status_mapping.cc
+         service/caller_counts.cc service/quotas.cc service/quota_store.cc
+         service/utf8_text.cc service/status_mapping.cc
          service/access_log.cc service/proto_json.cc service/trace_context.cc
          "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
          "$genfiles/google/rpc/status.pb.cc" "$genfiles/google/rpc/error_details.pb.cc"
@@ -62,16 +63,14 @@ link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_l
 link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
   -- "${service_libs[@]}"
 
-failed=0
-for target in request response_parser config transport service; do
-  corpus="$out/corpus-$target"
+# Runs one target; its line of results goes to $out/$target.result.
+fuzz_one() {  # target
+  local target="$1" corpus="$out/corpus-$1" log="$out/$1.log" verdict
   mkdir -p "$corpus"
   cp -n fuzz/corpus/"$target"/* "$corpus"/
   # Inputs that once crashed a target run first, every time.
   cp -n fuzz/regressions/"$target"-* "$corpus"/ 2>/dev/null || true
-  log="$out/$target.log"
-  run=("$out/${target}_fuzzer")
-  extra=()
+  local run=("$out/${target}_fuzzer") extra=()
   [[ -f fuzz/$target.dict ]] && extra+=(-dict="fuzz/$target.dict")
   case "$target" in transport|service)
     run=(tests/support/run_in_netns.sh "${run[@]}")
@@ -82,10 +81,26 @@ for target in request response_parser config transport service; do
     verdict="no crash"
   else
     verdict="CRASH (see $log)"
-    failed=1
   fi
+  local runs cov
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo 0)
-  echo "fuzz ${target}: ${runs} executions in ${seconds} s, coverage ${cov} edges, ${verdict}"
+  echo "fuzz ${target}: ${runs} executions in ${seconds} s, coverage ${cov} edges, ${verdict}" \
+    >"$out/$target.result"
+}
+
+# As many targets at a time as there are cores (each fuzzes on one thread).
+targets=(request response_parser config transport service)
+running=0
+for target in "${targets[@]}"; do
+  rm -f "$out/$target.result"
+  fuzz_one "$target" &
+  if ((++running >= $(nproc))); then wait -n; ((running--)); fi
+done
+wait
+failed=0
+for target in "${targets[@]}"; do
+  cat "$out/$target.result" 2>/dev/null || echo "fuzz ${target}: CRASH (no result)"
+  grep -q "no crash$" "$out/$target.result" 2>/dev/null || failed=1
 done
 exit "$failed"

@@ -25,6 +25,7 @@ phase "bazel test (default config) //..."
 bazel build //... && test_all //... || status=1
 phase "benchmark smoke run"
 record "bench smoke" tools/bench.sh --smoke
+record "isolation bench smoke" tools/bench.sh --isolation --smoke
 
 # The image is built (mostly downloads, and a build inside it) and run while the ASan
 # build compiles, not beside any test. Its egressctl is a copy of the optimized one:
@@ -55,8 +56,8 @@ tools/fuzz.sh 20 | tee -a "$log"
 bazel shutdown
 
 phase "done"
-passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|(bench smoke|container image): ok)' "$log")
-failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|(bench smoke|container image|fuzz targets): FAILED)' "$log")
+passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|((isolation )?bench smoke|container image): ok)' "$log")
+failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|((isolation )?bench smoke|container image|fuzz targets): FAILED)' "$log")
 rm -rf "$log" "$work"
 echo "$passed passed, $failed failed"
 exit $status
