@@ -93,17 +93,31 @@ def main():
         def counter(name, caller):
             return metric_sum(wan, ns, EGRESSD_METRICS, name, f'caller="{caller}"')
 
+        def fetches_ok():
+            return metric_sum(wan, ns, EGRESSD_METRICS, "egress_fetches_total", 'code="OK"')
+
         for repetition in range(plan.repetitions):
             quiet_log = os.path.join(directory, "quiet.log")
             rows["alone"].append(latency(h2load("quiet", QUIET_RPS, quiet_log)))
             before = {key: counter(*series) for key, series in COUNTERS.items()}
-            noisy = threading.Thread(target=lambda: h2load(
-                "noisy", NOISY_RPS, os.path.join(directory, "noisy.log")))
-            noisy.start()
+            ok_before = fetches_ok()
+            noisy_error = []
+
+            def noisy():
+                try:
+                    h2load("noisy", NOISY_RPS, os.path.join(directory, "noisy.log"))
+                except Exception as error:  # noqa: BLE001 - reported below
+                    noisy_error.append(error)
+            thread = threading.Thread(target=noisy)
+            thread.start()
             rows["beside"].append(latency(h2load("quiet", QUIET_RPS, quiet_log)))
-            noisy.join()
+            thread.join()
+            if noisy_error:
+                raise noisy_error[0]
             after = {key: counter(*series) for key, series in COUNTERS.items()}
-            noisy_runs.append({key: after[key] - before[key] for key in COUNTERS})
+            run = {key: after[key] - before[key] for key in COUNTERS}
+            check(plan, run, rows["beside"][-1]["requests"], fetches_ok() - ok_before)
+            noisy_runs.append(run)
             print(f"repetition {repetition + 1}: done", flush=True)
     minutes = (datetime.datetime.now() - started).total_seconds() / 60
     section = report(plan, rows, noisy_runs, minutes)
@@ -118,6 +132,21 @@ def main():
 COUNTERS = {"noisy_fetches": ("egress_caller_fetches_total", "noisy"),
             "noisy_refused": ("egress_quota_rejected_total", "noisy"),
             "quiet_refused": ("egress_quota_rejected_total", "quiet")}
+
+
+def check(plan, run, quiet_requests, ok):
+    """What must hold whatever the timing: the noisy caller gets no more than its quota
+    allows, every other call of both callers is OK (h2load counts any gRPC answer as a
+    success), and the quiet caller is never refused. Fails the run otherwise."""
+    admitted = run["noisy_fetches"] - run["noisy_refused"]
+    bound = QUOTA_RPS * plan.seconds + QUOTA_RPS
+    if admitted > bound:
+        raise RuntimeError(f"the noisy caller got {admitted:.0f} fetches, over {bound}")
+    # Calls still under way when h2load's time is up are cancelled: one per connection.
+    shortfall = quiet_requests + admitted - ok
+    if run["quiet_refused"] or not 0 <= shortfall <= 2 * CLIENTS:
+        raise RuntimeError(f"{ok:.0f} OK fetches, not {quiet_requests} quiet and {admitted:.0f} "
+                           f"noisy; the quiet caller was refused {run['quiet_refused']:.0f}")
 
 
 def latency(latencies):

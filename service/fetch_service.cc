@@ -621,7 +621,7 @@ class ExchangeReactor {
     if (response.ok()) {
       if (!response->connection.was_idle) {  // dialed for this hop
         ++connections_opened_;
-        if (response->connection.dial.tls_resumed) ++tls_handshakes_;
+        if (response->connection.dial.tls_resumed.has_value()) ++tls_handshakes_;  // https
       }
       NoteResponse(*response);
     } else {

@@ -60,8 +60,7 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   CallerCounts caller_counts_;
   QuotaTable quotas_;
   const Context context_;
-  // After context_, so destroyed first: a store's thread answers what it still holds
-  // with the service whole.
+  // After context_, so destroyed first (its threads stopped) while the rest is whole.
   QuotaStores quota_stores_;
 };
 

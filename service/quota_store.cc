@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -95,7 +96,10 @@ void RedisQuotaStore::Run() {
 
 void RedisQuotaStore::Serve(std::vector<Request>& batch) {
   absl::Status status = Connect();
-  size_t answered = 0;
+  // Every answer is read before any request is answered: what the callers then do
+  // (start a fetch) does not eat into the batch's timeout.
+  std::vector<absl::StatusOr<QuotaTake>> answers;
+  answers.reserve(batch.size());
   if (status.ok()) {
     for (const Request& r : batch) {
       const std::string rate = absl::StrFormat("%.17g", r.rate);
@@ -103,13 +107,13 @@ void RedisQuotaStore::Serve(std::vector<Request>& batch) {
       redisAppendCommand(redis_, "EVAL %s 1 %b %b %b", kTakeScript, r.key.data(), r.key.size(),
                          rate.data(), rate.size(), burst.data(), burst.size());
     }
-    // The whole batch within one timeout: each read waits only for what is left of it.
+    // The whole batch within one timeout: each read waits only for what is left of it
+    // (at least a millisecond: a zero socket timeout would mean none at all).
     const absl::Time give_up = absl::Now() + settings_.timeout;
-    for (; answered < batch.size(); ++answered) {
-      const absl::Duration left = give_up - absl::Now();
+    while (answers.size() < batch.size()) {
+      const absl::Duration left = std::max(give_up - absl::Now(), absl::Milliseconds(1));
       void* raw = nullptr;
-      if (left <= absl::ZeroDuration() ||
-          redisSetTimeout(redis_, absl::ToTimeval(left)) != REDIS_OK ||
+      if (absl::Now() >= give_up || redisSetTimeout(redis_, absl::ToTimeval(left)) != REDIS_OK ||
           redisGetReply(redis_, &raw) != REDIS_OK) {
         // A timeout reads as "Resource temporarily unavailable". The connection is
         // dropped (its pipeline is out of step) and made again for the next batch.
@@ -128,17 +132,18 @@ void RedisQuotaStore::Serve(std::vector<Request>& batch) {
         QuotaTake take;
         take.admitted = reply->element[0]->integer == 1;
         take.retry_after = absl::Milliseconds(reply->element[1]->integer);
-        batch[answered].done(take);
+        answers.push_back(take);
       } else {
         const std::string what = reply->type == REDIS_REPLY_ERROR
                                      ? std::string(reply->str, reply->len)
                                      : "an answer that is not the script's";
-        batch[answered].done(absl::UnavailableError(
+        answers.push_back(absl::UnavailableError(
             absl::StrCat("redis at ", settings_.Address(), " answered ", what)));
       }
     }
   }
-  for (; answered < batch.size(); ++answered) batch[answered].done(status);
+  while (answers.size() < batch.size()) answers.push_back(status);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move(answers[i]));
 }
 
 absl::Status RedisQuotaStore::Connect() {

@@ -42,7 +42,8 @@ struct QuotaTake {
 // do not matter). A thread of its own sends what is waiting, pipelined, and answers each
 // request on that thread. A Redis that cannot be reached, or does not answer a batch
 // within the timeout, answers UNAVAILABLE (the caller fails open or closed): a request
-// waits at most about two timeouts (the batch under way, then its own) and a connect.
+// waits for the batches before it (at most 256 requests each) and its own, each at most
+// a connect and a timeout; at most about two timeouts unless more than 256 queue up.
 // A connection that timed out is made again for the next batch; one that cannot be made
 // is tried again at most once a second, requests meanwhile answered at once.
 // Thread-safe.
