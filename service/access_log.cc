@@ -93,13 +93,8 @@ bool AccessLog::Sampled(double ratio) {
 }
 
 bool AccessLog::TakeToken(uint32_t per_second) {
-  const absl::Time now = absl::Now();
-  const double burst = per_second;
-  tokens_ = std::min(burst, tokens_ + absl::ToDoubleSeconds(now - refilled_) * per_second);
-  refilled_ = now;
-  if (tokens_ < 1) return false;
-  tokens_ -= 1;
-  return true;
+  rate_cap_.Refill(absl::Now(), per_second, per_second);
+  return rate_cap_.TryTake();
 }
 
 void AccessLog::Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings& settings) {

@@ -16,6 +16,7 @@
 #include "egress/v1/egress.pb.h"
 #include "service/config.h"
 #include "service/fetch_observer.h"
+#include "service/transport/token_bucket.h"
 
 namespace egress {
 
@@ -64,8 +65,7 @@ class AccessLog {
   bool writer_idle_ = false;
   std::atomic<bool> stop_writing_{false};  // WriteAll's copy of stopping_
   absl::Time give_up_;  // when writing stops once stopping (set before stop_writing_)
-  double tokens_ = 0;                              // guarded by mu_: the rate cap's bucket
-  absl::Time refilled_ = absl::InfinitePast();     // guarded by mu_
+  transport::TokenBucket rate_cap_;                // guarded by mu_
   std::thread writer_;
 };
 

@@ -47,6 +47,16 @@ struct CallerCost {
   uint64_t connections_opened = 0; // hops that got a new connection (dialed for them)
   uint64_t tls_handshakes = 0;     // ... of which over TLS (full or resumed)
   uint64_t drain_bytes = 0;        // read and discarded on its behalf
+
+  CallerCost& operator+=(const CallerCost& other) {
+    fetches += other.fetches;
+    request_bytes += other.request_bytes;
+    response_bytes += other.response_bytes;
+    connections_opened += other.connections_opened;
+    tls_handshakes += other.tls_handshakes;
+    drain_bytes += other.drain_bytes;
+    return *this;
+  }
 };
 
 // What the gRPC front end reports: one call per finished Fetch or FetchStream.

@@ -378,29 +378,23 @@ void Metrics::OnBufferedBodyBytes(uint64_t in_use) {
   buffered_body_bytes_ = in_use;
 }
 
-std::string Metrics::CallerLabel(absl::string_view caller) {
-  std::string label(caller);
-  if (caller_labels_.contains(label)) return label;
+absl::string_view Metrics::CallerLabel(absl::string_view caller) {
+  // Looked up without a copy: every fetch comes here, under the lock.
+  if (auto it = caller_labels_.find(caller); it != caller_labels_.end()) return *it;
   if (caller_labels_.size() >= kMaxCallerLabels) return "other";
-  caller_labels_.insert(label);
-  return label;
+  return *caller_labels_.emplace(caller).first;
 }
 
 void Metrics::OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                               QuotaLimit limit) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++quota_rejected_[{std::string(rule), CallerLabel(caller)}][static_cast<size_t>(limit)];
+  ++quota_rejected_[{std::string(rule), std::string(CallerLabel(caller))}]
+                   [static_cast<size_t>(limit)];
 }
 
 void Metrics::OnCallerCost(absl::string_view caller, const CallerCost& cost) {
   std::lock_guard<std::mutex> lock(mu_);
-  CallerCost& sum = caller_costs_[CallerLabel(caller)];
-  sum.fetches += cost.fetches;
-  sum.request_bytes += cost.request_bytes;
-  sum.response_bytes += cost.response_bytes;
-  sum.connections_opened += cost.connections_opened;
-  sum.tls_handshakes += cost.tls_handshakes;
-  sum.drain_bytes += cost.drain_bytes;
+  caller_costs_[CallerLabel(caller)] += cost;
 }
 
 void Metrics::CollectCallerCosts(std::vector<MetricFamily>& families) const {

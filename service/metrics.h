@@ -188,7 +188,8 @@ class Metrics final : public transport::TransportObserver,
   // At most kMaxCallerLabels callers get a `caller` label of their own (first come),
   // later ones count as caller="other".
   static constexpr size_t kMaxCallerLabels = 100;
-  std::string CallerLabel(absl::string_view caller) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Valid until the next call.
+  absl::string_view CallerLabel(absl::string_view caller) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::flat_hash_set<std::string> caller_labels_ ABSL_GUARDED_BY(mu_);
   // Quota refusals by (rule, caller label), then QuotaLimit.
   absl::flat_hash_map<std::pair<std::string, std::string>, std::array<uint64_t, 2>>

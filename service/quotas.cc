@@ -54,11 +54,6 @@ void QuotaTable::Lease::Reset() {
   if (auto* table = std::exchange(table_, nullptr)) table->Release(key_);
 }
 
-double QuotaTable::Entry::TokensAt(absl::Time now) const {
-  const double elapsed = std::max(0.0, absl::ToDoubleSeconds(now - refilled));
-  return std::min(burst, tokens + elapsed * rate);
-}
-
 absl::StatusOr<QuotaTable::Lease> QuotaTable::Acquire(const QuotaRule& rule,
                                                       absl::string_view caller,
                                                       absl::Time now) {
@@ -70,22 +65,22 @@ absl::StatusOr<QuotaTable::Lease> QuotaTable::Acquire(const QuotaRule& rule,
     Entry& entry = EntryFor(rule, caller, now, &key);
     if (rule.requests_per_second > 0 && !rule.global) {
       // The rule's numbers as they are now; a new bucket starts full.
-      const bool started = entry.rate > 0;
-      entry.tokens = started ? std::min(rule.burst, entry.TokensAt(now)) : rule.burst;
-      entry.refilled = started ? std::max(entry.refilled, now) : now;
+      if (entry.rate == 0) entry.bucket = transport::TokenBucket();
       entry.rate = rule.requests_per_second;
       entry.burst = rule.burst;
+      entry.bucket.Refill(now, entry.rate, entry.burst);
     } else {
       entry.rate = 0;
     }
     if (rule.max_concurrent > 0 && entry.in_flight >= rule.max_concurrent) {
       refused = QuotaLimit::kMaxConcurrent;
-    } else if (entry.rate > 0 && entry.tokens < 1) {
+    } else if (entry.rate > 0 && entry.bucket.tokens() < 1) {
       refused = QuotaLimit::kRequestsPerSecond;
       // Rounded up, so that a retry after exactly this long finds its token.
-      retry_after = absl::Milliseconds(std::ceil((1 - entry.tokens) / entry.rate * 1000));
+      retry_after =
+          absl::Milliseconds(std::ceil((1 - entry.bucket.tokens()) / entry.rate * 1000));
     } else {
-      if (entry.rate > 0) entry.tokens -= 1;
+      if (entry.rate > 0) entry.bucket.TryTake();
       ++entry.in_flight;
     }
   }
@@ -127,7 +122,8 @@ QuotaTable::Entry& QuotaTable::EntryFor(const QuotaRule& rule, absl::string_view
 void QuotaTable::ForgetIdle(absl::Time now) {
   absl::erase_if(entries_, [&](const auto& item) {
     const Entry& entry = item.second;
-    return entry.in_flight == 0 && (entry.rate == 0 || entry.TokensAt(now) >= entry.burst);
+    return entry.in_flight == 0 &&
+           (entry.rate == 0 || entry.bucket.TokensAt(now, entry.rate, entry.burst) >= entry.burst);
   });
 }
 

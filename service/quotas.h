@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "service/fetch_observer.h"
 #include "service/transport/address_policy.h"
+#include "service/transport/token_bucket.h"
 
 namespace egress {
 
@@ -93,10 +94,7 @@ class QuotaTable {
     // The bucket, as the rule last applied to it sized it; rate 0: no bucket.
     double rate = 0;
     double burst = 0;
-    double tokens = 0;
-    absl::Time refilled;
-    // Tokens at `now`, refilled at the rate up to the burst.
-    double TokensAt(absl::Time now) const;
+    transport::TokenBucket bucket;
   };
 
   void Release(const std::string& key);

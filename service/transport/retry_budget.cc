@@ -17,14 +17,11 @@ RetryBudgets::Budget& RetryBudgets::For(const Origin& origin, const RetrySetting
     // One other origin's budget makes room: it starts afresh if it comes back (nothing
     // saved, a full bucket), whereas forgetting them all would refill a failing origin's.
     if (budgets_.size() >= kMaxOrigins) budgets_.erase(budgets_.begin());
-    it = budgets_.emplace(std::move(key), Budget{0, double(settings.min_retries_per_second), now})
-             .first;
+    it = budgets_.emplace(std::move(key), Budget()).first;
   }
   Budget& budget = it->second;
   const double rate = settings.min_retries_per_second;
-  const double elapsed = std::max(0.0, absl::ToDoubleSeconds(now - budget.refilled));
-  budget.bucket = std::min(rate, budget.bucket + elapsed * rate);
-  budget.refilled = std::max(budget.refilled, now);
+  budget.bucket.Refill(now, rate, rate);
   return budget;
 }
 
@@ -38,13 +35,11 @@ bool RetryBudgets::TryRetry(const Origin& origin, const RetrySettings& settings,
                             absl::Time now) {
   std::lock_guard<std::mutex> lock(mu_);
   Budget& budget = For(origin, settings, now);
-  for (double* pot : {&budget.saved, &budget.bucket}) {
-    if (*pot >= 1) {
-      *pot -= 1;
-      return true;
-    }
+  if (budget.saved >= 1) {
+    budget.saved -= 1;
+    return true;
   }
-  return false;
+  return budget.bucket.TryTake();
 }
 
 std::optional<RetryReason> RetryableOutcome(const absl::Status& status, int status_code,

@@ -14,6 +14,7 @@
 #include "service/transport/origin.h"
 #include "service/transport/request.h"
 #include "service/transport/settings.h"
+#include "service/transport/token_bucket.h"
 
 namespace egress::transport {
 
@@ -36,8 +37,7 @@ class RetryBudgets {
  private:
   struct Budget {
     double saved = 0;
-    double bucket = 0;  // of min_retries_per_second
-    absl::Time refilled;
+    TokenBucket bucket;  // of min_retries_per_second
   };
   Budget& For(const Origin& origin, const RetrySettings& settings, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -117,13 +117,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   }
   void OnCallerCost(absl::string_view caller, const CallerCost& cost) override {
     std::lock_guard<std::mutex> lock(caller_cost_mu);
-    CallerCost& sum = caller_costs[std::string(caller)];
-    sum.fetches += cost.fetches;
-    sum.request_bytes += cost.request_bytes;
-    sum.response_bytes += cost.response_bytes;
-    sum.connections_opened += cost.connections_opened;
-    sum.tls_handshakes += cost.tls_handshakes;
-    sum.drain_bytes += cost.drain_bytes;
+    caller_costs[std::string(caller)] += cost;
   }
   CallerCost CostOf(const std::string& caller) const {
     std::lock_guard<std::mutex> lock(caller_cost_mu);
