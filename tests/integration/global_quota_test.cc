@@ -181,5 +181,17 @@ TEST_F(GlobalQuotaTest, ARedisThatNeverAnswersTimesOutAndTheReplicaFailsClosed) 
   ExpectHealthy();
 }
 
+// A "Redis" that answers with something else (an HTTP response): each check fails as a
+// protocol error, and a fail-open replica lets the fetches through, counted.
+TEST_F(GlobalQuotaTest, ARedisThatAnswersGarbageFailsOpen) {
+  StartEgress([&](egress::v1::Config& c) {
+    Configure(c, /*fail_closed=*/false);
+    c.mutable_quota_store()->set_redis(absl::StrCat("127.0.0.1:", faults().garbage_port()));
+  });
+  for (int i = 0; i < 2 * kBurst; ++i) EXPECT_TRUE(FetchAs("noisy", 0).ok()) << i;
+  EXPECT_EQ(observer_.quota_store_errors[0], 2 * kBurst);
+  EXPECT_EQ(observer_.quota_store_errors[1], 0);
+}
+
 }  // namespace
 }  // namespace egress::testing

@@ -364,7 +364,24 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"burst_too_large",
             "quotas { name: \"a\" caller: \"*\" hosts: \"*\" requests_per_second: 1 "
             "burst: 2000000 }",
-            "quotas[0].burst: at most 1e+06 (got 2000000)"}),
+            "quotas[0].burst: at most 1e+06 (got 2000000)"},
+        Bad{"global_without_store",
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" requests_per_second: 1 "
+            "global: true }",
+            "quotas[0].global: a global rule needs requests_per_second and quota_store.redis"},
+        Bad{"global_without_rate",
+            "quota_store { redis: \"127.0.0.1:6379\" } "
+            "quotas { name: \"a\" caller: \"*\" hosts: \"*\" max_concurrent: 1 global: true }",
+            "quotas[0].global: a global rule needs requests_per_second"},
+        Bad{"redis_without_port", "quota_store { redis: \"redis.internal\" }",
+            "quota_store.redis: \"host:port\" of a Redis server (got \"redis.internal\")"},
+        Bad{"redis_port_out_of_range", "quota_store { redis: \"127.0.0.1:65536\" }",
+            "quota_store.redis: \"host:port\""},
+        Bad{"redis_no_host", "quota_store { redis: \":6379\" }", "quota_store.redis: \"host:port\""},
+        Bad{"store_timeout_over_5s", "quota_store { timeout { seconds: 6 } }",
+            "quota_store.timeout: at most 5s (got 6s)"},
+        Bad{"store_timeout_zero", "quota_store { timeout { } }",
+            "quota_store.timeout: must be positive"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
 }  // namespace
