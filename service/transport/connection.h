@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
-#include "boost/asio/strand.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
 #include "service/transport/dialer.h"
@@ -60,11 +60,14 @@ struct ResponseLimits {
 };
 
 // One upstream HTTP/1.1 connection, plain or TLS. Every I/O step runs on the
-// connection's strand; the public methods may be called from any thread, one
-// operation at a time. Kept alive by shared_from_this while I/O is pending.
+// connection's event loop, an io_context run by one thread (EventLoops), which orders
+// them as a strand would without a strand's queue and lock; the public methods may be
+// called from any thread, one operation at a time. Kept alive by shared_from_this while
+// I/O is pending.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  using Executor = boost::asio::strand<boost::asio::io_context::executor_type>;
+  // Run by one thread: a connection's handlers must never run concurrently.
+  using Executor = boost::asio::io_context::executor_type;
   using StatusCallback = std::function<void(absl::Status)>;
   using HeadCallback = std::function<void(absl::StatusOr<ResponseHead>, bool response_started)>;
   // Bytes read; an empty string means the body ended.
@@ -137,7 +140,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<CloseReason> ReuseVerdict() const;
 
   // For an idle connection about to be reused: false when the server has closed it or
-  // sent bytes nobody asked for. Needs no strand: no I/O is pending on an idle one.
+  // sent bytes nobody asked for. Needs no loop: no I/O is pending on an idle one.
   bool StillOpenAndQuiet();
 
   // Closes the socket, aborting any pending operation. Safe from any thread.
@@ -203,7 +206,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // StillOpenAndQuiet's TLS part: nothing but TLS housekeeping waits in OpenSSL or on
   // the socket (`socket_readable`).
   bool TlsQuiet(bool socket_readable);
-  // Between exchanges, on the strand: frees the read buffers that hold nothing.
+  // Between exchanges, on the loop: frees the read buffers that hold nothing.
   void ReleaseIdleBuffers();
   void FinishDrain();
 
@@ -228,13 +231,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<ResponseParser> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state
-  // Close() was called: the socket is closing or closed, whatever the strand has done.
+  // Close() was called: the socket is closing or closed, whatever the loop has done.
   std::atomic<bool> closing_{false};
 
   // State of the operation in flight; one at a time.
   TransportSettings dial_settings_;
   DialTiming dial_timing_;
-  std::optional<AddressCheck> address_check_;  // set on the strand, before the dial ends
+  std::optional<AddressCheck> address_check_;  // set on the loop, before the dial ends
   absl::Time phase_start_;
   absl::Time deadline_ = absl::InfiniteFuture();
   absl::Duration phase_timeout_;

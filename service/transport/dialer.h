@@ -20,7 +20,7 @@ std::vector<boost::asio::ip::tcp::endpoint> InterleaveFamilies(
 
 // Happy eyeballs (RFC 8305): connects to one of a host's addresses by attempts started
 // `delay` apart (the next at once when one fails), in InterleaveFamilies order. The first
-// to connect wins; the others are closed. Runs on `executor` (the connection's strand);
+// to connect wins; the others are closed. Runs on `executor` (the connection's loop);
 // kept alive by its own pending I/O. Each attempt's end is reported to the observer.
 class ConnectRace : public std::enable_shared_from_this<ConnectRace> {
  public:

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
-#include "boost/asio/strand.hpp"
 #include "service/transport/dns/caching_resolver.h"
 #include "service/transport/error_reason.h"
 #include "service/transport/retrying_fetch.h"
@@ -611,7 +610,7 @@ Transport::~Transport() {
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
-  return std::make_shared<Connection>(net::make_strand(loops_.Next()),
+  return std::make_shared<Connection>(loops_.Next().get_executor(),
                                       Current()->TlsFor(origin.host), origin,
                                       next_connection_id_++, observer_);
 }

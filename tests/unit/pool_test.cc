@@ -11,7 +11,6 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/ssl/context.hpp"
-#include "boost/asio/strand.hpp"
 #include "gtest/gtest.h"
 #include "service/transport/dns/caching_resolver.h"
 #include "tests/support/counting_observer.h"
@@ -51,7 +50,7 @@ class PoolTest : public ::testing::Test {
     pool_ = std::make_unique<ConnectionPool>(
         io_.get_executor(), PoolLimitsByHost{limits, {}},
         [this](const Origin& origin) {
-          return std::make_shared<Connection>(net::make_strand(io_), tls_, origin, ++next_id_,
+          return std::make_shared<Connection>(io_.get_executor(), tls_, origin, ++next_id_,
                                               observer_);
         });
   }
@@ -362,7 +361,7 @@ TEST_F(PoolPolicyTest, ABusyConnectionThePolicyNowDeniesIsRetiredWhenItComesBack
   EXPECT_TRUE(pool_->Stats().empty());
 }
 
-// Issue 14 item 10: a cancel closes the connection on its strand while its exchange may
+// Issue 14 item 10: a cancel closes the connection on its loop while its exchange may
 // still be returning it; once its socket is gone, poll() skips the descriptor (-1) and
 // reports nothing, which must not read as "open and quiet".
 TEST_F(PoolPolicyTest, AConnectionClosedUnderItsExchangeIsNeverReusable) {

@@ -101,7 +101,7 @@ bool ReadableNow(int fd) {
 }  // namespace
 
 // One lookup on a channel of its own. Everything runs on the executor it was given (the
-// caller's strand); Cancel may come from anywhere and is dispatched there.
+// caller's loop); Cancel may come from anywhere and is dispatched there.
 class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_this<Lookup> {
  public:
   Lookup(AresResolver& resolver, Query query, net::any_io_executor executor, Callback done)
