@@ -6,6 +6,7 @@
 
 #include "egress/v1/egress.grpc.pb.h"
 #include "service/access_log.h"
+#include "service/arena_messages.h"
 #include "service/body_budget.h"
 #include "service/caller_counts.h"
 #include "service/quota_store.h"
@@ -40,7 +41,9 @@ class FetchService final : public egress::v1::Egress::CallbackService {
       : body_budget_(observer),
         quotas_(observer),
         context_{transport, config, observer, fetches_in_flight_, stopped_, body_budget_,
-                 caller_counts_, quotas_, quota_stores_, access_log} {}
+                 caller_counts_, quotas_, quota_stores_, access_log} {
+    SetMessageAllocatorFor_Fetch(&fetch_messages_);
+  }
 
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
   void StopAccepting() { stopped_ = true; }
@@ -60,6 +63,9 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   CallerCounts caller_counts_;
   QuotaTable quotas_;
   const Context context_;
+  // Each Fetch's request and response, on an arena of their own; lives as long as the
+  // service, which outlives the server.
+  ArenaMessageAllocator<egress::v1::FetchRequest, egress::v1::FetchResponse> fetch_messages_;
   // After context_, so destroyed first (its threads stopped) while the rest is whole.
   QuotaStores quota_stores_;
 };
