@@ -78,6 +78,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--svg", default="bench/profile_egressd.svg")
+    parser.add_argument("--folded", help="also write the folded stacks here (one per line)")
     args = parser.parse_args()
     work = readable_tempdir("egress-profile-")
     tools = Tools(args.bin, None, work)
@@ -100,6 +101,10 @@ def main():
     script = subprocess.run(["perf", "script", "-i", data], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
     stacks = flamegraph.fold(script.splitlines())
+    if args.folded:
+        with open(args.folded, "w") as out:
+            for stack, count in stacks.items():
+                out.write(f"{';'.join(stack)} {count}\n")
     with open(args.svg, "w") as out:
         out.write(flamegraph.render(flamegraph.tree(stacks),
                                     f"egressd, h2load -c{args.connections} Fetch of 1 KiB "

@@ -812,6 +812,10 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
 
   void OnCancel() override { CancelExchange(); }
   void OnDone() override { Done(); }
+  // Both reactions are short and never wait (a lock held for a few lines, a post to an
+  // I/O thread), so gRPC may run them on the thread that ends the call instead of
+  // waking its executor for them: one thread hand-off less per fetch (issue 15).
+  bool InternalInlineable() override { return true; }
 
  private:
   friend class ExchangeReactor<FetchReactor>;
