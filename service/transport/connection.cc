@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
+#include "boost/asio/write.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "service/transport/error_reason.h"
 #include "service/transport/tls.h"
@@ -340,29 +341,23 @@ void Connection::OnDialed() {
 
 void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
                       const ResponseLimits& limits, absl::Time deadline, HeadCallback done) {
-  http::request<http::string_body> message;
-  // MakeRequest refuses what Beast would throw on (a TRACE body, oversized fields); this
-  // is the defence should a request reach here some other way.
-  try {
-    message.version(11);
-    message.method_string(request.method);
-    message.target(request.target);
-    message.set(http::field::host, request.origin.HostHeader());
-    for (const auto& [name, value] : request.headers) message.insert(name, value);
-    message.body() = request.body;
-    message.prepare_payload();
-  } catch (const std::exception& e) {
+  // Serialized here, on the caller's thread, once; MakeRequest has refused what cannot
+  // be written, and this is the defence should a request reach here some other way.
+  absl::StatusOr<std::string> wire = SerializeRequest(request);
+  if (!wire.ok()) {
     observer_.OnTransportException();
     return done(absl::InternalError(absl::StrCat("egress could not write the ", request.method,
                                                  " request for ", request.origin.Key(), ": ",
-                                                 e.what())),
+                                                 wire.status().message())),
                 false);
   }
-
   net::dispatch(stream_.get_executor(),
-                [self = shared_from_this(), message = std::move(message), header_timeout,
-                 limits, deadline, done = std::move(done)]() mutable {
-                  self->request_ = std::move(message);
+                [self = shared_from_this(), wire = *std::move(wire),
+                 keep_alive = KeepsAlive(request), is_head = request.method == "HEAD",
+                 header_timeout, limits, deadline, done = std::move(done)]() mutable {
+                  self->request_wire_ = std::move(wire);
+                  self->request_keep_alive_ = keep_alive;
+                  self->request_is_head_ = is_head;
                   self->deadline_ = deadline;
                   self->limits_ = limits;
                   // Room for a head or trailers at their limit, a chunk line at its own,
@@ -375,8 +370,8 @@ void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
                   self->head_done_ = std::move(done);
                   ++self->requests_;
                   self->ExpireAfter(header_timeout);
-                  http::async_write(self->stream_, self->request_,
-                                    self->Guarded(&Connection::OnWrite));
+                  net::async_write(self->stream_, net::buffer(self->request_wire_),
+                                   self->Guarded(&Connection::OnWrite));
                 });
 }
 
@@ -386,13 +381,13 @@ void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
     return std::exchange(head_done_, nullptr)(Fail("sending the request to", ec), false);
   }
   // The body is sent: an idle connection must not hold a large upload for its lifetime.
-  request_.body().clear();
-  request_.body().shrink_to_fit();
+  request_wire_.clear();
+  request_wire_.shrink_to_fit();
   ReadHead();
 }
 
 void Connection::ReadHead() {
-  ResetResponseParser(parser_, limits_.max_header_bytes, request_.method() == http::verb::head);
+  ResetResponseParser(parser_, limits_.max_header_bytes, request_is_head_);
   http::async_read_header(stream_, buffer_, *parser_, Guarded(&Connection::OnReadHead));
 }
 
@@ -614,7 +609,7 @@ void Connection::CutReadShortAfter(absl::Duration limit) {
 }
 
 UnreadBody Connection::unread_body() const {
-  return UnreadBodyOf(*parser_, request_.keep_alive());
+  return UnreadBodyOf(*parser_, request_keep_alive_);
 }
 
 void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t reserved,
@@ -715,7 +710,7 @@ std::optional<CloseReason> Connection::ReuseVerdict() const {
   // Bytes past the end of the response (a Content-Length shorter than what was sent):
   // the next response on this connection could not be told from them.
   if (buffer_.size() > 0) return CloseReason::kError;
-  if (!request_.keep_alive() || !parser_->keep_alive()) return CloseReason::kConnectionClose;
+  if (!request_keep_alive_ || !parser_->keep_alive()) return CloseReason::kConnectionClose;
   return std::nullopt;
 }
 

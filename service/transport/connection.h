@@ -229,7 +229,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::beast::flat_buffer buffer_;
   GrowingReadSize read_size_;  // ReadMore's, reset between exchanges
   std::optional<ResponseParser> parser_;
-  boost::beast::http::request<boost::beast::http::string_body> request_;
+  std::string request_wire_;       // the request being written (SerializeRequest)
+  bool request_keep_alive_ = true;  // it lets the connection be reused (KeepsAlive)
+  bool request_is_head_ = false;    // its response has no body
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state
   // Close() was called: the socket is closing or closed, whatever the loop has done.
   std::atomic<bool> closing_{false};

@@ -90,6 +90,16 @@ absl::Status ValidateHeader(const std::string& name, const std::string& value) {
   return absl::OkStatus();
 }
 
+// Whether a header is Connection and names `option` among its comma-separated ones.
+bool IsConnectionWith(const std::string& name, const std::string& value,
+                      absl::string_view option) {
+  if (!absl::EqualsIgnoreCase(name, "connection")) return false;
+  for (absl::string_view each : absl::StrSplit(value, ',')) {
+    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(each), option)) return true;
+  }
+  return false;
+}
+
 // What egress cannot carry as asked: a tunnel, a switch to another protocol, or a body
 // where HTTP forbids one. Checked before anything is sent (or a connection picked).
 absl::Status ValidateMethodAndFraming(const std::string& method, const HeaderList& headers,
@@ -105,13 +115,7 @@ absl::Status ValidateMethodAndFraming(const std::string& method, const HeaderLis
         " bytes; send it without one"));
   }
   for (const auto& [name, value] : headers) {
-    bool upgrade = absl::EqualsIgnoreCase(name, "upgrade");
-    if (absl::EqualsIgnoreCase(name, "connection")) {
-      for (absl::string_view option : absl::StrSplit(value, ',')) {
-        upgrade = upgrade || absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(option), "upgrade");
-      }
-    }
-    if (upgrade) {
+    if (absl::EqualsIgnoreCase(name, "upgrade") || IsConnectionWith(name, value, "upgrade")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "header ", Quoted(absl::StrCat(name, ": ", value)), " asks to switch protocols, which egress does "
           "not do (it carries HTTP/1.1 requests and responses only); leave it out"));
@@ -155,6 +159,20 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     origin.port = origin.tls ? 443 : 80;
   }
   return origin;
+}
+
+// A request target as MakeRequest makes it: origin-form, printable ASCII only.
+absl::Status ValidateTarget(const std::string& target) {
+  const bool printable = std::all_of(target.begin(), target.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u > 0x20 && u < 0x7f;
+  });
+  if (target.empty() || target[0] != '/' || !printable || target.size() > kMaxFieldBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request target ", Quoted(target),
+        " is not an origin-form path and query of printable characters"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -230,6 +248,43 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   request.headers = std::move(headers);
   request.body = std::move(body);
   return request;
+}
+
+absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
+  absl::Status valid = IsToken(request.method)
+                           ? ValidateTarget(request.target)
+                           : absl::InvalidArgumentError(absl::StrCat(
+                                 "method ", Quoted(request.method), " is not a valid token"));
+  for (const auto& [name, value] : request.headers) {
+    if (valid.ok()) valid = ValidateHeader(name, value);
+  }
+  if (valid.ok()) valid = ValidateMethodAndFraming(request.method, request.headers, request.body);
+  if (!valid.ok()) return valid;
+
+  const std::string host = request.origin.HostHeader();
+  size_t size = request.method.size() + request.target.size() + host.size() + 64 +
+                request.body.size();
+  for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
+  std::string wire;
+  wire.reserve(size);
+  absl::StrAppend(&wire, request.method, " ", request.target, " HTTP/1.1\r\nHost: ", host,
+                  "\r\n");
+  for (const auto& [name, value] : request.headers) {
+    absl::StrAppend(&wire, name, ": ", value, "\r\n");
+  }
+  const bool announces_body =
+      request.method == "POST" || request.method == "PUT" || request.method == "OPTIONS";
+  if (!request.body.empty() || announces_body) {
+    absl::StrAppend(&wire, "Content-Length: ", request.body.size(), "\r\n");
+  }
+  absl::StrAppend(&wire, "\r\n", request.body);
+  return wire;
+}
+
+bool KeepsAlive(const HttpRequest& request) {
+  return std::none_of(request.headers.begin(), request.headers.end(), [](const auto& header) {
+    return IsConnectionWith(header.first, header.second, "close");
+  });
 }
 
 }  // namespace egress::transport

@@ -39,6 +39,18 @@ struct HttpRequest {
 absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
                                         HeaderList headers, std::string body);
 
+// The request as it is written to an HTTP/1.1 connection, in one piece: the request
+// line, Host, the headers in order, Content-Length when there is a body (or the method
+// is POST, PUT or OPTIONS, which announce an empty one), a blank line and the body.
+// Checks again what MakeRequest checks of the method, target and headers, so that a
+// request built some other way cannot smuggle a header or a second request:
+// INVALID_ARGUMENT, as MakeRequest would say it.
+absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request);
+
+// Whether the request lets its connection be reused: no Connection header asks to
+// close it (HTTP/1.1 keeps connections open otherwise).
+bool KeepsAlive(const HttpRequest& request);
+
 }  // namespace egress::transport
 
 #endif  // EGRESS_SERVICE_TRANSPORT_REQUEST_H_

@@ -7,6 +7,7 @@ namespace egress::transport {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(MakeRequest, EmptyMethodMeansGetAndTargetKeepsPathAndQuery) {
   auto request = MakeRequest("", "https://Example.com/a/b?c=d#frag", {}, "");
@@ -156,6 +157,59 @@ TEST(HttpRequest, IdempotentMethodsAreTheRfcOnes) {
   for (const char* method : {"POST", "PATCH", "get"}) {
     EXPECT_FALSE(MakeRequest(method, "http://h/", {}, "")->IsIdempotent()) << method;
   }
+}
+
+// The bytes on the wire, as Beast's serializer wrote them before: Host first, the
+// caller's headers in order, Content-Length only with a body or for a method that
+// announces one.
+TEST(SerializeRequest, WritesTheRequestLineHostHeadersLengthAndBody) {
+  auto get = MakeRequest("GET", "http://example.com:8080/a?b", {{"X-One", "1"}, {"x-two", "2"}}, "");
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(*SerializeRequest(*get),
+            "GET /a?b HTTP/1.1\r\nHost: example.com:8080\r\nX-One: 1\r\nx-two: 2\r\n\r\n");
+  auto post = MakeRequest("POST", "https://example.com/p", {}, "hello");
+  ASSERT_TRUE(post.ok());
+  EXPECT_EQ(*SerializeRequest(*post),
+            "POST /p HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\nhello");
+  for (const char* method : {"POST", "PUT", "OPTIONS"}) {
+    EXPECT_THAT(*SerializeRequest(*MakeRequest(method, "http://h/", {}, "")),
+                HasSubstr("\r\nContent-Length: 0\r\n\r\n"))
+        << method;
+  }
+  for (const char* method : {"GET", "DELETE", "PATCH"}) {
+    EXPECT_THAT(*SerializeRequest(*MakeRequest(method, "http://h/", {}, "")),
+                Not(HasSubstr("Content-Length")))
+        << method;
+  }
+  EXPECT_THAT(*SerializeRequest(*MakeRequest("DELETE", "http://h/", {}, "x")),
+              HasSubstr("\r\nContent-Length: 1\r\n\r\nx"));
+}
+
+// The defence behind MakeRequest: a request changed after it was made cannot put a CR
+// or LF, or a body where HTTP forbids one, on the wire.
+TEST(SerializeRequest, RefusesWhatMakeRequestWouldHaveRefused) {
+  auto base = MakeRequest("GET", "http://h/", {}, "");
+  ASSERT_TRUE(base.ok());
+  std::vector<HttpRequest> bad(6, *base);
+  bad[0].headers = {{"X", "a\r\nInjected: 1"}};
+  bad[1].headers = {{"Bad Name", "v"}};
+  bad[2].target = "/a HTTP/1.1\r\nX: y";
+  bad[3].method = "GET /x";
+  bad[4].method = "TRACE";
+  bad[4].body = "x";
+  bad[5].headers = {{"Content-Length", "5"}};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const auto wire = SerializeRequest(bad[i]);
+    EXPECT_TRUE(absl::IsInvalidArgument(wire.status())) << i << ": " << wire.status();
+  }
+}
+
+TEST(KeepsAlive, UnlessAConnectionHeaderNamesClose) {
+  EXPECT_TRUE(KeepsAlive(*MakeRequest("GET", "http://h/", {{"Connection", "keep-alive"}}, "")));
+  EXPECT_FALSE(KeepsAlive(*MakeRequest("GET", "http://h/", {{"connection", "foo, Close"}}, "")));
+  EXPECT_FALSE(
+      KeepsAlive(*MakeRequest("GET", "http://h/", {{"X", "1"}, {"Connection", "close"}}, "")));
+  EXPECT_TRUE(KeepsAlive(*MakeRequest("GET", "http://h/", {{"X-Connection", "close"}}, "")));
 }
 
 }  // namespace
