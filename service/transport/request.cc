@@ -161,13 +161,26 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
   return origin;
 }
 
-// A request target as MakeRequest makes it: origin-form, printable ASCII only.
-absl::Status ValidateTarget(const std::string& target) {
-  const bool printable = std::all_of(target.begin(), target.end(), [](char c) {
+// Visible ASCII only: no space, control character or byte past 0x7e.
+bool IsPrintableWithoutSpaces(absl::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
     return u > 0x20 && u < 0x7f;
   });
-  if (target.empty() || target[0] != '/' || !printable || target.size() > kMaxFieldBytes) {
+}
+
+// A field value without the spaces and tabs around it (RFC 9110 5.5: they are not part
+// of it), as Beast's fields stored values.
+absl::string_view TrimSpacesAndTabs(absl::string_view value) {
+  const size_t first = value.find_first_not_of(" \t");
+  if (first == absl::string_view::npos) return {};
+  return value.substr(first, value.find_last_not_of(" \t") - first + 1);
+}
+
+// A request target as MakeRequest makes it: origin-form, printable ASCII only.
+absl::Status ValidateTarget(const std::string& target) {
+  if (target.empty() || target[0] != '/' || !IsPrintableWithoutSpaces(target) ||
+      target.size() > kMaxFieldBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "request target ", Quoted(target),
         " is not an origin-form path and query of printable characters"));
@@ -259,9 +272,13 @@ absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
     if (valid.ok()) valid = ValidateHeader(name, value);
   }
   if (valid.ok()) valid = ValidateMethodAndFraming(request.method, request.headers, request.body);
+  const std::string host = request.origin.HostHeader();
+  if (valid.ok() && !IsPrintableWithoutSpaces(host)) {
+    valid = absl::InvalidArgumentError(
+        absl::StrCat("host ", Quoted(host), " has a space or a control character"));
+  }
   if (!valid.ok()) return valid;
 
-  const std::string host = request.origin.HostHeader();
   size_t size = request.method.size() + request.target.size() + host.size() + 64 +
                 request.body.size();
   for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
@@ -270,7 +287,7 @@ absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
   absl::StrAppend(&wire, request.method, " ", request.target, " HTTP/1.1\r\nHost: ", host,
                   "\r\n");
   for (const auto& [name, value] : request.headers) {
-    absl::StrAppend(&wire, name, ": ", value, "\r\n");
+    absl::StrAppend(&wire, name, ": ", TrimSpacesAndTabs(value), "\r\n");
   }
   const bool announces_body =
       request.method == "POST" || request.method == "PUT" || request.method == "OPTIONS";

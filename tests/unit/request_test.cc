@@ -183,6 +183,9 @@ TEST(SerializeRequest, WritesTheRequestLineHostHeadersLengthAndBody) {
   }
   EXPECT_THAT(*SerializeRequest(*MakeRequest("DELETE", "http://h/", {}, "x")),
               HasSubstr("\r\nContent-Length: 1\r\n\r\nx"));
+  // Spaces and tabs around a value are not part of it (Beast trimmed them too).
+  EXPECT_THAT(*SerializeRequest(*MakeRequest("GET", "http://h/", {{"X-Sig", " a b\t"}, {"X-E", "  "}}, "")),
+              HasSubstr("\r\nX-Sig: a b\r\nX-E: \r\n\r\n"));
 }
 
 // The defence behind MakeRequest: a request changed after it was made cannot put a CR
@@ -190,7 +193,7 @@ TEST(SerializeRequest, WritesTheRequestLineHostHeadersLengthAndBody) {
 TEST(SerializeRequest, RefusesWhatMakeRequestWouldHaveRefused) {
   auto base = MakeRequest("GET", "http://h/", {}, "");
   ASSERT_TRUE(base.ok());
-  std::vector<HttpRequest> bad(6, *base);
+  std::vector<HttpRequest> bad(7, *base);
   bad[0].headers = {{"X", "a\r\nInjected: 1"}};
   bad[1].headers = {{"Bad Name", "v"}};
   bad[2].target = "/a HTTP/1.1\r\nX: y";
@@ -198,6 +201,7 @@ TEST(SerializeRequest, RefusesWhatMakeRequestWouldHaveRefused) {
   bad[4].method = "TRACE";
   bad[4].body = "x";
   bad[5].headers = {{"Content-Length", "5"}};
+  bad[6].origin.host = "h\r\nX: y";
   for (size_t i = 0; i < bad.size(); ++i) {
     const auto wire = SerializeRequest(bad[i]);
     EXPECT_TRUE(absl::IsInvalidArgument(wire.status())) << i << ": " << wire.status();
