@@ -60,8 +60,9 @@ struct ResponseLimits {
 };
 
 // One upstream HTTP/1.1 connection, plain or TLS. Every I/O step runs on the
-// connection's event loop, an io_context run by one thread (EventLoops), which orders
-// them as a strand would without a strand's queue and lock; the public methods may be
+// connection's event loop, an io_context run by one thread (EventLoops): an implicit
+// strand, in Asio's terms, which orders its handlers without a strand's queue and lock
+// (design habit 4's strand per connection); the public methods may be
 // called from any thread, one operation at a time. Kept alive by shared_from_this while
 // I/O is pending.
 class Connection : public std::enable_shared_from_this<Connection> {
