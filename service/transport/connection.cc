@@ -754,6 +754,15 @@ void Connection::Close() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseOnStrand(); });
 }
 
+void Connection::Abandon() {
+  CloseOnStrand();
+  step_done_ = nullptr;
+  status_done_ = nullptr;
+  head_done_ = nullptr;
+  read_done_ = nullptr;
+  drain_done_ = nullptr;
+}
+
 void Connection::CloseOnStrand() {
   closing_ = true;
   if (auto lookup = lookup_.lock()) lookup->Cancel();

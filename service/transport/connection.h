@@ -147,6 +147,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes the socket, aborting any pending operation. Safe from any thread.
   void Close();
 
+  // For a transport whose loops have stopped (no handler will run again): closes the
+  // socket and drops the callbacks of the operation under way without running them.
+  void Abandon();
+
  private:
   using StepCallback = std::function<void(boost::beast::error_code)>;
 

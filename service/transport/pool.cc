@@ -549,11 +549,12 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
   return stats;
 }
 
-void ConnectionPool::Shutdown() {
+std::vector<std::shared_ptr<Connection>> ConnectionPool::Shutdown() {
   Deferred deferred;
+  std::vector<std::shared_ptr<Connection>> busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shut_down_) return;
+    if (shut_down_) return busy;
     shut_down_ = true;  // the idle sweep sees it and stops
     for (auto it = origins_.begin(); it != origins_.end();) {
       OriginPool& pool = it->second;
@@ -561,6 +562,7 @@ void ConnectionPool::Shutdown() {
         const std::shared_ptr<Connection> connection = pool.idle.back().connection;
         RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
       }
+      for (const auto& [id, connection] : pool.live) busy.push_back(connection);
       for (Waiter& waiter : pool.waiters) {
         CancelTimer(waiter.timer);
         deferred.callbacks.emplace_back(std::move(waiter.done),
@@ -571,6 +573,7 @@ void ConnectionPool::Shutdown() {
     }
   }
   Run(deferred);
+  return busy;
 }
 
 }  // namespace egress::transport

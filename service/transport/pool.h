@@ -138,8 +138,9 @@ class ConnectionPool {
   // connected to) are retired at once, and from now on a connection coming back that it
   // denies is retired instead of idling (CloseReason::kPolicy).
   void SetPolicy(std::shared_ptr<const AddressPolicy> policy);
-  // Closes every idle connection and refuses new requests.
-  void Shutdown();
+  // Closes every idle connection and refuses new requests. Returns the connections still
+  // busy (connecting, active or draining), for their owner to let go of once no loop runs.
+  std::vector<std::shared_ptr<Connection>> Shutdown();
 
   // Cost models kept of origins whose last connection is gone (see OriginPool).
   static constexpr size_t kMaxRecentCosts = 1024;

@@ -605,8 +605,11 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
 }
 
 Transport::~Transport() {
-  pool_.Shutdown();
+  const std::vector<std::shared_ptr<Connection>> busy = pool_.Shutdown();
   loops_.Stop();
+  // A busy connection holds its operation's callbacks, which own the exchange that owns
+  // the connection: let go of them now that no handler can run, or they never would.
+  for (const auto& connection : busy) connection->Abandon();
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {

@@ -49,6 +49,7 @@ class TransportTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    if (!transport_) return;  // the test destroyed it
     const absl::Time give_up = absl::Now() + absl::Seconds(5);
     while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
     EXPECT_TRUE(Quiet());
@@ -231,6 +232,43 @@ TEST_F(TransportTest, DestroyingABodyUnreadLeavesItToDrain) {
   while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
   EXPECT_EQ(observer_.drains_completed, 1);
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
+}
+
+// A transport destroyed under a fetch waiting for its head lets go of the fetch: its
+// callback (which owns what the caller gave it) is destroyed, not kept forever by the
+// connection that held it (CI's LeakSanitizer saw a connection and its TLS state leak
+// when egressd stopped under a FetchStream).
+TEST_F(TransportTest, DestroyingTheTransportUnderAPendingHeadReleasesTheFetch) {
+  auto request = MakeRequest("GET", nginx_->HttpsUrl("/slow-head"), {}, "");
+  ASSERT_TRUE(request.ok());
+  auto token = std::make_shared<int>(0);
+  const std::weak_ptr<int> watch = token;
+  transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
+                    [token = std::move(token)](absl::StatusOr<Response>) {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the request is written
+  transport_.reset();
+  EXPECT_TRUE(watch.expired());
+}
+
+// The same for a body read waiting on the upstream (/stall's 80 ms of silence) whose
+// body was let go of (a FetchStream cancelled as egressd stops).
+TEST_F(TransportTest, DestroyingTheTransportUnderAPendingBodyReadReleasesTheRead) {
+  auto response = Get("/stall");
+  ASSERT_TRUE(response.ok()) << response.status();
+  for (size_t read = 0; read < 1024;) {  // the bytes before the silence
+    std::promise<absl::StatusOr<std::string>> bytes;
+    response->body->Read(1024 - read, [&](absl::StatusOr<std::string> b) { bytes.set_value(b); });
+    auto got = bytes.get_future().get();
+    ASSERT_TRUE(got.ok() && !got->empty()) << got.status();
+    read += got->size();
+  }
+  auto token = std::make_shared<int>(0);
+  const std::weak_ptr<int> watch = token;
+  response->body->Read(1024, [token = std::move(token)](absl::StatusOr<std::string>) {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the read waits on the socket
+  response->body.reset();  // the read gets the drain's time cap to finish
+  transport_.reset();
+  EXPECT_TRUE(watch.expired());
 }
 
 TEST_F(TransportTest, CancelBeforeTheHeadArrivesEndsWithCancelled) {
