@@ -9,7 +9,11 @@ upstream nginx included where it serves), context switches and CPU migrations pe
 request, and thread wake-ups per request (the sched:sched_wakeup tracepoint, counted
 on the serving processes' threads as wakees). Then perf record (DWARF call graphs) on
 egressd alone, folded into bench/profile_egressd.svg (bench/flamegraph.py) and a list of
-the functions with the most samples. Prints markdown; writes the SVG.
+the functions with the most samples. Last, the scheduler's tracepoints machine-wide for
+3 s of egressd's load: wake-ups by waker and wakee thread, and switches away from each
+thread by whether it was preempted or went to sleep (a hand-off between threads shows
+as a wake-up; cores shared with h2load and nginx show as preemptions). Prints markdown;
+writes the SVG (and with --folded, the folded stacks).
 """
 
 import argparse
@@ -55,6 +59,27 @@ def h2load_requests(loopback, system, connections, seconds):
     return round(run["rps"] * seconds), run
 
 
+def scheduler_events(script):
+    """From perf script of sched:sched_wakeup and sched:sched_switch: wake-ups counted by
+    (waker's thread name, wakee's), and switches away from a thread by (its name, its
+    state: R = preempted while runnable, S or D = went to sleep)."""
+    wakeups, switches = collections.Counter(), collections.Counter()
+    for line in script.splitlines():
+        match = re.match(r"\s*(\S.*?)\s+\d+\s+(sched:\S+):\s+(.*)", line)
+        if not match:
+            continue
+        comm, event, trace = match.groups()
+        if event.startswith("sched:sched_wakeup"):
+            wakee = re.search(r"comm=(.+?) pid=", trace)
+            if wakee:
+                wakeups[(comm, wakee.group(1))] += 1
+        else:
+            switch = re.search(r"prev_comm=(.+?) prev_pid=.*prev_state=(\S+) ==>", trace)
+            if switch:
+                switches[(switch.group(1), switch.group(2)[0])] += 1
+    return wakeups, switches
+
+
 def top_functions(stacks, n):
     """The functions with the most samples on top of the stack (self time)."""
     self_time = collections.Counter()
@@ -98,6 +123,16 @@ def main():
         h2load_requests(loopback, "egressd", args.connections, min(args.seconds, 5))
         recorder.send_signal(signal.SIGINT)
         recorder.wait()
+        # Who wakes whom, machine-wide (h2load and nginx share the cores): 3 s of the load.
+        sched_data = os.path.join(work, "sched.data")
+        recorder = subprocess.Popen(["perf", "record", "-q", "-a", "-e",
+                                     "sched:sched_wakeup,sched:sched_switch", "-o", sched_data])
+        sched_requests, _ = h2load_requests(loopback, "egressd", args.connections, 3)
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait()
+    wakeups, switches = scheduler_events(subprocess.run(
+        ["perf", "script", "-i", sched_data, "-F", "comm,tid,event,trace"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout)
     script = subprocess.run(["perf", "script", "-i", data], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
     stacks = flamegraph.fold(script.splitlines())
@@ -130,6 +165,14 @@ def main():
     print("\nFunctions with the most samples of their own (self):\n")
     for name, share in top_functions(stacks, 25):
         print(f"- {share:.1f} % `{name}`")
+    print(f"\nWake-ups per fetch by waker and wakee, machine-wide, 3 s of the same load on "
+          f"egressd ({sched_requests} fetches):\n")
+    for (waker, wakee), count in wakeups.most_common(8):
+        print(f"- {waker} -> {wakee}: {count / sched_requests:.3f}")
+    print("\nSwitches away from a thread per fetch (R: preempted while runnable; S, D: went "
+          "to sleep):\n")
+    for (thread, state), count in switches.most_common(8):
+        print(f"- {thread} ({state}): {count / sched_requests:.3f}")
     print(f"\nwrote {args.svg}")
 
 
