@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
-#include "service/proto_json.h"
+#include "service/access_log_json.h"
 
 namespace egress {
 namespace {
@@ -23,6 +23,8 @@ namespace {
 // How long the writer lets entries gather once it is busy: one write per batch, and no
 // wake-up per fetch.
 constexpr absl::Duration kBatchInterval = absl::Milliseconds(50);
+// The most a written batch's buffer keeps for the next one; a burst's is freed.
+constexpr size_t kKeptBatchBytes = 256 * 1024;
 // How long a blocked sink may hold up egressd's exit.
 constexpr absl::Duration kFlushOnExit = absl::Seconds(1);
 
@@ -76,6 +78,10 @@ AccessLog::~AccessLog() {
 }
 
 std::string AccessLog::LoggedUrl(const std::string& url, bool keep_query) {
+  // Nothing to redact or drop (the common case): as it is, without a parse.
+  if (url.size() <= kMaxLoggedBytes && url.find_first_of("@?#") == std::string::npos) {
+    return url;
+  }
   auto parsed = boost::urls::parse_uri_reference(url);
   if (!parsed) {  // not a URL (the fetch failed for it): its start, in case it is long
     return url.size() <= kMaxLoggedBytes ? url : absl::StrCat(url.substr(0, kMaxLoggedBytes), "...");
@@ -97,19 +103,27 @@ bool AccessLog::TakeToken(uint32_t per_second) {
   return rate_cap_.TryTake();
 }
 
-void AccessLog::Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings& settings) {
+void AccessLog::Submit(const egress::v1::AccessLogEntry& entry,
+                       const AccessLogSettings& settings) {
   const bool always = entry.grpc_code() != "OK" || entry.policy_decision() != "allow";
   if (!always && settings.sample_ratio < 1.0 && !Sampled(settings.sample_ratio)) return;
+  // Serialized here, outside the lock, into a buffer each thread keeps (no allocation
+  // once it has grown to a line's size).
+  thread_local std::string line;
+  line.clear();
+  AppendAccessLogJson(entry, &line);
+  line.push_back('\n');
   std::optional<AccessLogDrop> dropped;
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (settings.max_lines_per_second > 0 && !TakeToken(settings.max_lines_per_second)) {
       dropped = AccessLogDrop::kRateLimited;
-    } else if (queue_.size() >= settings.queue_lines) {
+    } else if (queued_lines_ >= settings.queue_lines) {
       dropped = AccessLogDrop::kQueueFull;
     } else {
-      queue_.push_back(std::move(entry));
+      queued_.append(line);
+      ++queued_lines_;
       wake = std::exchange(writer_idle_, false);
     }
   }
@@ -119,31 +133,30 @@ void AccessLog::Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings
 
 void AccessLog::Run() {
   std::unique_lock<std::mutex> lock(mu_);
+  std::string batch;
   for (;;) {
-    if (queue_.empty() && !stopping_) {
+    if (queued_lines_ == 0 && !stopping_) {
       writer_idle_ = true;
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || queued_lines_ > 0; });
       // More entries come with the first while the writer is busy: let them gather.
       if (!stopping_) wake_.wait_for(lock, absl::ToChronoMilliseconds(kBatchInterval),
                                      [&] { return stopping_; });
     }
-    if (queue_.empty()) return;  // stopping, and all written
-    std::deque<egress::v1::AccessLogEntry> batch;
-    batch.swap(queue_);
+    if (queued_lines_ == 0) return;  // stopping, and all written
+    // The two buffers trade places: each keeps its capacity for the next batch.
+    batch.clear();
+    batch.swap(queued_);
+    const size_t lines = std::exchange(queued_lines_, 0);
     lock.unlock();
 
-    std::string text;
-    for (const auto& entry : batch) {
-      AppendProtoJson(entry, &text);
-      text.push_back('\n');
-    }
-    if (WriteAll(text)) {
-      observer_.OnAccessLogWritten(batch.size());
+    if (WriteAll(batch)) {
+      observer_.OnAccessLogWritten(lines);
     } else {
-      observer_.OnAccessLogDropped(AccessLogDrop::kWriteError, batch.size());
+      observer_.OnAccessLogDropped(AccessLogDrop::kWriteError, lines);
     }
+    if (batch.capacity() > kKeptBatchBytes) batch = std::string();  // after a burst
     lock.lock();
-    if (!stopping_ && !queue_.empty()) {
+    if (!stopping_ && queued_lines_ > 0) {
       wake_.wait_for(lock, absl::ToChronoMilliseconds(kBatchInterval), [&] { return stopping_; });
     }
   }

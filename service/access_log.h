@@ -4,7 +4,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,8 +20,9 @@
 namespace egress {
 
 // One JSON line per entry (egress.v1.AccessLogEntry), written to a file descriptor by a
-// thread of its own. Submit never blocks on the sink: entries wait in a bounded queue
-// and are serialized on the writer thread; what does not fit is dropped and counted.
+// thread of its own. Submit never blocks on the sink: it serializes the entry and appends
+// the line to a bounded buffer of lines, which the writer takes whole and writes; what
+// does not fit is dropped and counted.
 class AccessLog {
  public:
   // `destination`: "-" for standard output, else a file appended to.
@@ -31,8 +31,8 @@ class AccessLog {
   // Writes what is queued (waiting at most a second for a blocked sink), then stops.
   ~AccessLog();
 
-  // Queues `entry` unless sampling or the caps in `settings` leave it out.
-  void Submit(egress::v1::AccessLogEntry entry, const AccessLogSettings& settings);
+  // Queues `entry`'s line unless sampling or the caps in `settings` leave it out.
+  void Submit(const egress::v1::AccessLogEntry& entry, const AccessLogSettings& settings);
 
   // `url` as the log shows it: a password or other userinfo as "REDACTED", and the query
   // string too unless `keep_query` (both often carry credentials); no fragment. What is
@@ -59,8 +59,10 @@ class AccessLog {
   AccessLogObserver& observer_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<egress::v1::AccessLogEntry> queue_;  // guarded by mu_
-  bool stopping_ = false;                          // guarded by mu_
+  // Lines waiting for the writer, one after another, and how many (guarded by mu_).
+  std::string queued_;
+  size_t queued_lines_ = 0;
+  bool stopping_ = false;  // guarded by mu_
   // The writer waits for a first entry (guarded by mu_): only then does Submit wake it.
   bool writer_idle_ = false;
   std::atomic<bool> stop_writing_{false};  // WriteAll's copy of stopping_

@@ -19,6 +19,7 @@
 #include "boost/asio/ip/address.hpp"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
+#include "google/protobuf/arena.h"
 #include "grpc/grpc_security_constants.h"
 #include <mutex>
 #include "service/access_log.h"
@@ -94,20 +95,35 @@ void SetTraceHeaders(const TraceContext& span, transport::HeaderList* headers) {
 // its connection is pooled, drained or closed (whichever comes last; each writes only
 // its own part).
 class AccessLogLine {
+  // The entry's messages and short strings live in a block of the line's own, freed with
+  // it: no allocation each (a Timing and its Durations are seven messages).
+  alignas(8) char first_block_[2048];
+  google::protobuf::Arena arena_;
+
  public:
   AccessLogLine(AccessLog& log, const AccessLogSettings& settings)
-      : log_(log), settings_(settings) {}
+      : arena_(FirstBlock(first_block_, sizeof first_block_)),
+        entry(*google::protobuf::Arena::CreateMessage<egress::v1::AccessLogEntry>(&arena_)),
+        log_(log),
+        settings_(settings) {}
   ~AccessLogLine() {
     entry.set_drain(drain.empty() ? "none" : drain);
     entry.set_drained_bytes(drained_bytes);
-    log_.Submit(std::move(entry), settings_);
+    log_.Submit(entry, settings_);
   }
 
-  egress::v1::AccessLogEntry entry;  // the reactor's part
-  std::string drain;                 // the settlement's part
+  egress::v1::AccessLogEntry& entry;  // the reactor's part
+  std::string drain;                  // the settlement's part
   uint64_t drained_bytes = 0;
 
  private:
+  static google::protobuf::ArenaOptions FirstBlock(char* block, size_t size) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = size;
+    return options;
+  }
+
   AccessLog& log_;
   const AccessLogSettings settings_;
 };

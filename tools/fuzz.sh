@@ -29,7 +29,7 @@ all_transport=(service/transport/*.cc service/transport/dns/*.cc)
 service=(service/fetch_service.cc service/config.cc service/body_budget.cc
          service/caller_counts.cc service/quotas.cc service/quota_store.cc
          service/utf8_text.cc service/status_mapping.cc
-         service/access_log.cc service/proto_json.cc service/trace_context.cc
+         service/access_log.cc service/access_log_json.cc service/trace_context.cc
          "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
          "$genfiles/google/rpc/status.pb.cc" "$genfiles/google/rpc/error_details.pb.cc"
          tests/support/fault_server.cc)

@@ -1,6 +1,6 @@
-// AppendProtoJson writes what protobuf's own JSON printer writes (as JSON values: the
+// AppendAccessLogJson writes what protobuf's own JSON printer writes (as JSON values: the
 // order of fields may differ), for every kind of field the access log holds.
-#include "service/proto_json.h"
+#include "service/access_log_json.h"
 
 #include <string>
 
@@ -28,16 +28,16 @@ void ExpectSameAsProtobuf(const AccessLogEntry& entry) {
   std::string expected;
   ASSERT_TRUE(google::protobuf::util::MessageToJsonString(entry, &expected, options).ok());
   std::string ours;
-  AppendProtoJson(entry, &ours);
+  AppendAccessLogJson(entry, &ours);
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Parsed(ours), Parsed(expected)))
       << "ours:     " << ours << "\nprotobuf: " << expected;
 }
 
-TEST(ProtoJsonTest, AnEmptyEntryHasEveryPrimitiveFieldAndNoUnsetMessage) {
+TEST(AccessLogJsonTest, AnEmptyEntryHasEveryPrimitiveFieldAndNoUnsetMessage) {
   ExpectSameAsProtobuf(AccessLogEntry());
 }
 
-TEST(ProtoJsonTest, EveryFieldSetComesOutAsProtobufWritesIt) {
+TEST(AccessLogJsonTest, EveryFieldSetComesOutAsProtobufWritesIt) {
   AccessLogEntry entry;
   const auto* descriptor = entry.GetDescriptor();
   const auto* reflection = entry.GetReflection();
@@ -76,7 +76,7 @@ TEST(ProtoJsonTest, EveryFieldSetComesOutAsProtobufWritesIt) {
   ExpectSameAsProtobuf(entry);
 }
 
-TEST(ProtoJsonTest, TimestampsWithoutFractionsAndLongDurationsMatch) {
+TEST(AccessLogJsonTest, TimestampsWithoutFractionsAndLongDurationsMatch) {
   AccessLogEntry entry;
   entry.mutable_time()->set_seconds(0);
   entry.mutable_timing()->mutable_total()->set_seconds(86400 * 400);
@@ -84,11 +84,11 @@ TEST(ProtoJsonTest, TimestampsWithoutFractionsAndLongDurationsMatch) {
   ExpectSameAsProtobuf(entry);
 }
 
-TEST(ProtoJsonTest, BytesThatAreNotUtf8AreEscapedSoThatTheLineStaysValidJson) {
+TEST(AccessLogJsonTest, BytesThatAreNotUtf8AreEscapedSoThatTheLineStaysValidJson) {
   AccessLogEntry entry;
   entry.set_caller("caller-\xff\xfe");
   std::string ours;
-  AppendProtoJson(entry, &ours);
+  AppendAccessLogJson(entry, &ours);
   EXPECT_EQ(Parsed(ours).struct_value().fields().at("caller").string_value(),
             "caller-\\xFF\\xFE");
 }
