@@ -101,12 +101,16 @@ void Connection::MarkClosed(CloseReason reason) {
   }
 }
 
-std::string Connection::remote_address() const {
-  const auto address = remote_endpoint_.address();
+namespace {
+
+std::string EndpointText(const tcp::endpoint& endpoint) {
+  const auto address = endpoint.address();
   const std::string ip = address.to_string();
-  return address.is_v6() ? absl::StrCat("[", ip, "]:", remote_endpoint_.port())
-                         : absl::StrCat(ip, ":", remote_endpoint_.port());
+  return address.is_v6() ? absl::StrCat("[", ip, "]:", endpoint.port())
+                         : absl::StrCat(ip, ":", endpoint.port());
 }
+
+}  // namespace
 
 std::optional<net::ip::address> Connection::remote_ip() const {
   if (!opened_) return std::nullopt;  // set after remote_endpoint_, which stays put then
@@ -285,6 +289,7 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   if (ec) return std::exchange(status_done_, nullptr)(Fail(kConnectPhase, ec));
   stream_.tcp().socket() = std::move(socket);
   remote_endpoint_ = endpoint;
+  remote_address_ = EndpointText(endpoint);  // written once: every response reports it
   stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
   if (!stream_.use_tls()) {
     stream_.tcp().expires_never();

@@ -93,7 +93,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // timeout, and the lowest max. None until a response announced either. From any thread.
   std::optional<KeepAliveHint> keep_alive_hint() const;
   const DialTiming& dial_timing() const { return dial_timing_; }
-  std::string remote_address() const;
+  // "ip:port" ("[ip]:port" for IPv6) of the server; empty until the dial has connected.
+  const std::string& remote_address() const { return remote_address_; }
   // The address connected to; none until the dial has succeeded. From any thread.
   std::optional<boost::asio::ip::address> remote_ip() const;
   // The egress policy's check of the addresses the host resolved to, once the dial got
@@ -231,6 +232,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::weak_ptr<ConnectRace> race_;  // the same
   boost::asio::steady_timer read_cutoff_;  // see CutReadShortAfter
   boost::asio::ip::tcp::endpoint remote_endpoint_;
+  std::string remote_address_;  // remote_endpoint_ as text
   boost::beast::flat_buffer buffer_;
   GrowingReadSize read_size_;  // ReadMore's, reset between exchanges
   std::optional<ResponseParser> parser_;
