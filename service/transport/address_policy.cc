@@ -95,6 +95,7 @@ absl::StatusOr<Cidr> Cidr::Parse(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is not a CIDR: the prefix length must be 0 to ",
                                                    max_length));
   }
+  cidr.text = absl::StrCat(cidr.network.to_string(), "/", cidr.prefix_length);
   return cidr;
 }
 
@@ -104,10 +105,6 @@ bool Cidr::Contains(const ip::address& address) const {
     return PrefixEqual(network.to_v4().to_bytes(), address.to_v4().to_bytes(), prefix_length);
   }
   return PrefixEqual(network.to_v6().to_bytes(), address.to_v6().to_bytes(), prefix_length);
-}
-
-std::string Cidr::ToString() const {
-  return absl::StrCat(network.to_string(), "/", prefix_length);
 }
 
 absl::StatusOr<HostPattern> HostPattern::Parse(absl::string_view text) {

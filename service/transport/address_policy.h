@@ -20,11 +20,12 @@ namespace egress::transport {
 struct Cidr {
   boost::asio::ip::address network;
   int prefix_length = 0;
+  std::string text;  // "network/prefix_length", made once: rule names quote it per fetch
 
   // "10.0.0.0/8", "fc00::/7", or a single address ("192.0.2.1" means /32).
   static absl::StatusOr<Cidr> Parse(absl::string_view text);
   bool Contains(const boost::asio::ip::address& address) const;
-  std::string ToString() const;
+  const std::string& ToString() const { return text; }
 };
 
 // "api.example.com" matches that name only; "*.example.com" matches every name below
