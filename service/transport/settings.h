@@ -93,6 +93,31 @@ struct RetrySettings {
   bool enabled() const { return max_attempts > 1; }
 };
 
+// Which protocol connections to an origin speak (see egress.v1.Http2Mode).
+enum class Http2Mode {
+  kAuto,            // https: ALPN offers h2 and http/1.1; http: HTTP/1.1
+  kOff,             // HTTP/1.1 only
+  kRequired,        // https: ALPN offers h2 only; http: as kPriorKnowledge
+  kPriorKnowledge,  // http: HTTP/2 from the first byte (h2c); https: as kRequired
+};
+
+struct Http2Settings {
+  Http2Mode mode = Http2Mode::kAuto;
+  uint32_t max_concurrent_streams = 100;  // further bounded by the server's SETTINGS
+  uint32_t stream_window_bytes = 256 * 1024;
+  uint32_t connection_window_bytes = 1024 * 1024;
+  absl::Duration ping_interval = absl::Seconds(30);  // of a connection with no stream
+  absl::Duration ping_timeout = absl::Seconds(5);
+
+  // Whether ALPN offers h2 to an https origin.
+  bool OffersH2OverTls() const { return mode != Http2Mode::kOff; }
+  // Whether a connection must speak HTTP/2: ALPN offers nothing else to an https origin,
+  // and an http origin gets it with prior knowledge.
+  bool RequiresH2() const {
+    return mode == Http2Mode::kRequired || mode == Http2Mode::kPriorKnowledge;
+  }
+};
+
 struct TransportSettings;
 
 // Settings for the origins whose host matches, over the defaults. Unset fields keep the
@@ -119,6 +144,7 @@ struct OriginOverride {
   std::optional<bool> tls_session_resumption;
   std::optional<CircuitBreakerSettings> circuit_breaker;
   std::optional<RetrySettings> retry;
+  std::optional<Http2Settings> http2;
 
   bool HasTls() const {
     return !extra_ca_file.empty() || !client_cert_file.empty() || !client_key_file.empty();
@@ -156,6 +182,7 @@ struct TransportSettings {
   DrainSettings drain;
   CircuitBreakerSettings circuit_breaker;
   RetrySettings retry;
+  Http2Settings http2;
   uint64_t drain_budget_bytes = 32 * 1024 * 1024;  // ADAPTIVE drains, all origins together
   std::shared_ptr<const AddressPolicy> policy = std::make_shared<AddressPolicy>(PolicyRules{});
   size_t policy_history_size = 1000;  // the latest policy decisions kept, for dry runs
@@ -197,6 +224,7 @@ struct TransportSettings {
     s.drain = o->drain.value_or(s.drain);
     s.circuit_breaker = o->circuit_breaker.value_or(s.circuit_breaker);
     s.retry = o->retry.value_or(s.retry);
+    s.http2 = o->http2.value_or(s.http2);
     s.tls_session_resumption = o->tls_session_resumption.value_or(s.tls_session_resumption);
     s.keepalive_hint_margin = o->keepalive_hint_margin.value_or(s.keepalive_hint_margin);
     s.honor_keepalive_hints = o->honor_keepalive_hints.value_or(s.honor_keepalive_hints);

@@ -329,6 +329,57 @@ INSTANTIATE_TEST_SUITE_P(
             "transport.origins[0].retry.max_attempts: at most 10 (got 12)"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
+TEST(Config, Http2IsOfferedByDefaultAndAnOriginsEntryOverridesTheFieldsItSets) {
+  auto config = LoadConfigText(
+      "transport { http2 { stream_window_bytes: 65536 ping_interval { } } "
+      "origins { host: \"*.h2c.test\" http2 { mode: HTTP2_MODE_PRIOR_KNOWLEDGE "
+      "max_concurrent_streams: 8 } } origins { host: \"old.test\" "
+      "http2 { mode: HTTP2_MODE_OFF } } }",
+      "http2");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const transport::Http2Settings& defaults = config->transport.http2;
+  EXPECT_EQ(defaults.mode, transport::Http2Mode::kAuto);
+  EXPECT_TRUE(defaults.OffersH2OverTls());
+  EXPECT_FALSE(defaults.RequiresH2());
+  EXPECT_EQ(defaults.stream_window_bytes, 65536u);
+  EXPECT_EQ(defaults.ping_interval, absl::ZeroDuration());  // an explicit 0: never
+  const auto& shown = config->proto.transport().http2();  // GetConfig shows what applies
+  EXPECT_EQ(shown.mode(), v1::HTTP2_MODE_AUTO);
+  EXPECT_EQ(shown.max_concurrent_streams(), 100u);
+  EXPECT_EQ(shown.connection_window_bytes(), 1024u * 1024);
+  EXPECT_EQ(shown.ping_timeout().seconds(), 5);
+  const transport::TransportSettings h2c = config->transport.ForHost("api.h2c.test");
+  EXPECT_EQ(h2c.http2.mode, transport::Http2Mode::kPriorKnowledge);
+  EXPECT_TRUE(h2c.http2.RequiresH2());
+  EXPECT_EQ(h2c.http2.max_concurrent_streams, 8u);
+  EXPECT_EQ(h2c.http2.stream_window_bytes, 65536u);  // the transport's
+  EXPECT_FALSE(config->transport.ForHost("old.test").http2.OffersH2OverTls());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Http2, BadConfigTest,
+    ::testing::Values(
+        Bad{"streams_over_1000", "transport { http2 { max_concurrent_streams: 1001 } }",
+            "transport.http2.max_concurrent_streams: must be between 1 and 1000 (got 1001)"},
+        Bad{"stream_window_too_small", "transport { http2 { stream_window_bytes: 1000 } }",
+            "transport.http2.stream_window_bytes: must be between 16384 and 16777216 (got "
+            "1000)"},
+        Bad{"connection_window_below_stream",
+            "transport { http2 { stream_window_bytes: 2000000 connection_window_bytes: 100000 } }",
+            "transport.http2.connection_window_bytes: must be between 2000000 and 1073741824 "
+            "(got 100000)"},
+        Bad{"negative_ping_interval", "transport { http2 { ping_interval { seconds: -1 } } }",
+            "transport.http2.ping_interval: must not be negative (got -1s)"},
+        Bad{"ping_timeout_over_a_minute", "transport { http2 { ping_timeout { seconds: 61 } } }",
+            "transport.http2.ping_timeout: must be between 1ms and 1m (got 1m1s)"},
+        Bad{"unknown_mode", "transport { http2 { mode: 9 } }",
+            "transport.http2.mode: unknown mode 9"},
+        Bad{"origin_streams",
+            "transport { origins { host: \"a.test\" http2 { max_concurrent_streams: 5000 } } }",
+            "transport.origins[0].http2.max_concurrent_streams: must be between 1 and 1000 "
+            "(got 5000)"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
 INSTANTIATE_TEST_SUITE_P(
     Quotas, BadConfigTest,
     ::testing::Values(
