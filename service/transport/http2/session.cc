@@ -31,11 +31,6 @@ constexpr size_t kReadBufferBytes = 16 * 1024;
 constexpr size_t kMaxWriteBatchBytes = 64 * 1024;
 // A request's header block, compressed, at most (nghttp2's default, made explicit).
 constexpr size_t kMaxRequestHeaderBlockBytes = 64 * 1024;
-// A response header block as received may exceed its decoded limit by frame headers
-// and padding: one frame's worth.
-constexpr uint64_t kHeaderBlockSlack = 16 * 1024;
-// An HTTP/2 frame's header (RFC 9113 4.1).
-constexpr uint64_t kFrameHeaderBytes = 9;
 // The bytes of a server's GOAWAY debug data or nghttp2's message quoted in an error.
 constexpr size_t kMaxQuotedBytes = 200;
 
@@ -71,26 +66,6 @@ struct Session::Callbacks {
           e.what(), "); the connection was closed"));
       return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
-  }
-
-  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* frame, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      if (frame->type == NGHTTP2_HEADERS || frame->type == NGHTTP2_PUSH_PROMISE) {
-        session.header_block_bytes_ = 0;
-      } else if (frame->type != NGHTTP2_CONTINUATION) {
-        return 0;
-      }
-      session.header_block_bytes_ += frame->length + kFrameHeaderBytes;
-      if (session.header_block_bytes_ <= session.limits_.max_header_list_bytes + kHeaderBlockSlack) {
-        return 0;
-      }
-      session.observer_.OnUpstreamLimit(session.origin_, UpstreamLimit::kResponseHead);
-      session.ending_ = session.LimitExceeded(absl::StrCat(
-          "a header block of more than ", session.header_block_bytes_,
-          " bytes in HEADERS and CONTINUATION frames (the limit is ",
-          session.limits_.max_header_list_bytes, " decoded, transport.max_response_header_bytes)"));
-      return static_cast<int>(NGHTTP2_ERR_CALLBACK_FAILURE);
-    });
   }
 
   static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
@@ -188,7 +163,21 @@ struct Session::Callbacks {
         session.dropped_bytes_ += length;
         return 0;
       }
-      // Within the stream's window: nghttp2 ends the session (FLOW_CONTROL_ERROR) first.
+      // What a caller has not read is within the window it let the server fill; nghttp2
+      // resets a stream past it only once it writes again, after this read.
+      if (stream->body_.size() + length > session.limits_.stream_window_bytes) {
+        session.dropped_bytes_ += length;
+        session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
+                                                   "invalid HTTP/2 response from ",
+                                                   session.origin_key_,
+                                                   ": more DATA than the stream's "
+                                                   "flow-control window of ",
+                                                   session.limits_.stream_window_bytes,
+                                                   " bytes allows (FLOW_CONTROL_ERROR)")),
+                                               "UPSTREAM_INVALID_RESPONSE",
+                                               {{"origin", session.origin_key_}}));
+        return 0;
+      }
       stream->body_.commit(net::buffer_copy(stream->body_.prepare(length), net::buffer(data, length)));
       stream->buffered_bytes_ = stream->body_.size();
       session.UpdateBufferStats(static_cast<int64_t>(length));
@@ -214,13 +203,13 @@ struct Session::Callbacks {
           break;
         case NGHTTP2_RST_STREAM:
           // Egress fails a stream before it resets it; this one nghttp2 reset itself, for
-          // a response that broke HTTP/2's rules for messages.
+          // a response that broke HTTP/2's rules (more DATA than the window allowed).
           if (stream && stream->state_ != Stream::State::kFailed) {
             session.FailStream(*stream, WithReason(
                 absl::UnavailableError(absl::StrCat(
-                    "invalid HTTP/2 response from ", session.origin_key_, ": ",
-                    session.library_message_.empty() ? ErrorCodeName(frame->rst_stream.error_code)
-                                                     : session.library_message_)),
+                    "invalid HTTP/2 response from ", session.origin_key_,
+                    ": egress reset the stream (", ErrorCodeName(frame->rst_stream.error_code),
+                    ")")),
                 "UPSTREAM_INVALID_RESPONSE", {{"origin", session.origin_key_}}));
           }
           break;
@@ -339,7 +328,6 @@ Session::Session(UpstreamStream& upstream, std::shared_ptr<void> upstream_owner,
   if (nghttp2_session_callbacks_new(&callbacks) != 0) throw std::bad_alloc();
   std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> owned_callbacks(
       callbacks, &nghttp2_session_callbacks_del);
-  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, &Callbacks::OnBeginFrame);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Callbacks::OnBeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, &Callbacks::OnHeader);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameReceived);
@@ -690,7 +678,6 @@ void Session::FailStream(Stream& stream, absl::Status why) {
   if (stream.state_ == Stream::State::kFailed) return;
   stream.state_ = Stream::State::kFailed;
   stream.failure_ = std::move(why);
-  stream.head_.reset();
   DropBody(stream);
   stream.deadline_timer_.cancel();
   MarkReady(stream);

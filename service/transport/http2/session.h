@@ -38,10 +38,11 @@ struct SessionLimits {
   // hold up the others' bodies.
   uint32_t stream_window_bytes = 256 * 1024;
   uint32_t connection_window_bytes = 4 * 1024 * 1024;
-  // A response's header block (and trailers): decoded, counted as RFC 9113 counts
-  // SETTINGS_MAX_HEADER_LIST_SIZE (name + value + 32 a field), over it the stream fails;
-  // as received, HEADERS and CONTINUATION frames together, over it and 16 KiB the
-  // connection ends (a CONTINUATION flood). As transport.max_response_header_bytes.
+  // A response's header block (and trailers), decoded, counted as RFC 9113 counts
+  // SETTINGS_MAX_HEADER_LIST_SIZE (name + value + 32 a field): over it the stream fails
+  // (the rest of the block is decoded for nobody). As transport.max_response_header_bytes.
+  // A header block in more than 8 CONTINUATION frames ends the session (nghttp2's bound,
+  // Debian's fix of CVE-2024-28182).
   uint32_t max_header_list_bytes = 64 * 1024;
   uint32_t max_interim_responses = 5;  // 1xx heads before the final one, per stream
   // SETTINGS and PING acknowledgements waiting to be sent (a server that floods them
@@ -257,7 +258,6 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string library_message_;  // nghttp2's latest error message
   std::optional<int32_t> goaway_last_stream_id_;
   uint32_t goaway_error_ = 0;
-  uint64_t header_block_bytes_ = 0;  // of the header block being received, as received
 
   std::vector<uint8_t> read_buffer_;
   std::string next_write_;  // gathered from nghttp2, to go out next
