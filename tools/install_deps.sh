@@ -8,7 +8,7 @@ packages=(
   bazel-bootstrap g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost1.81-dev libboost-url1.81-dev libssl-dev libabsl-dev prometheus-cpp-dev
-  libc-ares-dev libhiredis-dev
+  libc-ares-dev libhiredis-dev libnghttp2-dev
   libgtest-dev libgmock-dev
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   redis-server

@@ -169,14 +169,6 @@ bool IsPrintableWithoutSpaces(absl::string_view text) {
   });
 }
 
-// A field value without the spaces and tabs around it (RFC 9110 5.5: they are not part
-// of it), as Beast's fields stored values.
-absl::string_view TrimSpacesAndTabs(absl::string_view value) {
-  const size_t first = value.find_first_not_of(" \t");
-  if (first == absl::string_view::npos) return {};
-  return value.substr(first, value.find_last_not_of(" \t") - first + 1);
-}
-
 // A request target as MakeRequest makes it: origin-form, printable ASCII only.
 absl::Status ValidateTarget(const std::string& target) {
   if (target.empty() || target[0] != '/' || !IsPrintableWithoutSpaces(target) ||
@@ -263,7 +255,13 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   return request;
 }
 
-absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
+absl::string_view TrimSpacesAndTabs(absl::string_view value) {
+  const size_t first = value.find_first_not_of(" \t");
+  if (first == absl::string_view::npos) return {};
+  return value.substr(first, value.find_last_not_of(" \t") - first + 1);
+}
+
+absl::Status ValidateForWire(const HttpRequest& request) {
   absl::Status valid = IsToken(request.method)
                            ? ValidateTarget(request.target)
                            : absl::InvalidArgumentError(absl::StrCat(
@@ -277,8 +275,12 @@ absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
     valid = absl::InvalidArgumentError(
         absl::StrCat("host ", Quoted(host), " has a space or a control character"));
   }
-  if (!valid.ok()) return valid;
+  return valid;
+}
 
+absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
+  if (absl::Status valid = ValidateForWire(request); !valid.ok()) return valid;
+  const std::string host = request.origin.HostHeader();
   size_t size = request.method.size() + request.target.size() + host.size() + 64 +
                 request.body.size();
   for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
@@ -289,13 +291,16 @@ absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
   for (const auto& [name, value] : request.headers) {
     absl::StrAppend(&wire, name, ": ", TrimSpacesAndTabs(value), "\r\n");
   }
-  const bool announces_body =
-      request.method == "POST" || request.method == "PUT" || request.method == "OPTIONS";
-  if (!request.body.empty() || announces_body) {
+  if (HasContentLength(request)) {
     absl::StrAppend(&wire, "Content-Length: ", request.body.size(), "\r\n");
   }
   absl::StrAppend(&wire, "\r\n", request.body);
   return wire;
+}
+
+bool HasContentLength(const HttpRequest& request) {
+  return !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+         request.method == "OPTIONS";
 }
 
 bool KeepsAlive(const HttpRequest& request) {

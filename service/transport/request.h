@@ -39,13 +39,25 @@ struct HttpRequest {
 absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
                                         HeaderList headers, std::string body);
 
+// What SerializeRequest checks again of a request before anything of it is written: the
+// method, the target and the headers as MakeRequest does, and that the host is printable
+// without spaces. INVALID_ARGUMENT, as MakeRequest would say it. HTTP/2 checks the same.
+absl::Status ValidateForWire(const HttpRequest& request);
+
+// A header value as it goes on the wire: without the spaces and tabs around it (RFC 9110
+// 5.5: they are not part of it), as Beast's fields stored values.
+absl::string_view TrimSpacesAndTabs(absl::string_view value);
+
 // The request as it is written to an HTTP/1.1 connection, in one piece: the request
-// line, Host, the headers in order, Content-Length when there is a body (or the method
-// is POST, PUT or OPTIONS, which announce an empty one), a blank line and the body.
-// Checks again what MakeRequest checks of the method, target and headers, so that a
-// request built some other way cannot smuggle a header or a second request:
-// INVALID_ARGUMENT, as MakeRequest would say it.
+// line, Host, the headers in order, Content-Length (see HasContentLength), a blank line
+// and the body.
+// Checks it first (ValidateForWire), so that a request built some other way cannot
+// smuggle a header or a second request.
 absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request);
+
+// Whether the request is sent with a Content-Length: it has a body, or its method is
+// POST, PUT or OPTIONS, which announce an empty one.
+bool HasContentLength(const HttpRequest& request);
 
 // Whether the request lets its connection be reused: no Connection header asks to
 // close it (HTTP/1.1 keeps connections open otherwise).

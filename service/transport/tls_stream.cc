@@ -15,7 +15,9 @@ namespace egress::transport {
 namespace net = boost::asio;
 
 TlsStream::TlsStream(executor_type executor, net::ssl::context& context)
-    : next_(std::move(executor)), ssl_(SSL_new(context.native_handle()), &SSL_free) {
+    : next_(std::move(executor)),
+      ssl_(SSL_new(context.native_handle()), &SSL_free),
+      send_turn_(next_.get_executor(), net::steady_timer::time_point::max()) {
   if (!ssl_) {
     throw boost::system::system_error(
         boost::beast::error_code(static_cast<int>(ERR_get_error()),
@@ -62,10 +64,18 @@ void TlsStream::Received(size_t bytes) {
   read_size_.Read(read_size_.next(), bytes);
 }
 
+void TlsStream::Sent(boost::beast::error_code ec) {
+  in_flight_.clear();
+  sending_ = false;
+  if (ec) send_error_ = ec;
+  send_turn_.cancel();
+}
+
 void TlsStream::ReleaseBuffers() {
   read_size_.Reset();
   if (input_.size() == 0) input_.shrink_to_fit();
   if (output_.size() == 0) output_.shrink_to_fit();
+  if (in_flight_.size() == 0) in_flight_.shrink_to_fit();
   // OpenSSL refuses while a record is partly read or written; before 3.0.14 it did not
   // see decrypted bytes still waiting in a record (CVE-2024-4741), so those are checked.
   if (SSL_has_pending(ssl_.get()) == 0) (void)SSL_free_buffers(ssl_.get());

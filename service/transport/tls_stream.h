@@ -13,6 +13,7 @@
 #include "boost/asio/compose.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/ssl/context.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/asio/write.hpp"
 #include "boost/beast/core/error.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
@@ -28,8 +29,14 @@ namespace egress::transport {
 // two buffers that grow when records pass; ReleaseBuffers() gives them, and OpenSSL's
 // own, back. Errors are those asio's stream reports, in its categories.
 //
-// One operation at a time (the Connection never reads and writes at once), on the TCP
-// stream's executor; its timeouts apply to every socket read and write.
+// One read and one write at a time (an HTTP/1.1 Connection runs one operation at a time;
+// an HTTP/2 session keeps a read in flight while it writes), on the TCP stream's
+// executor; its timeouts apply to every socket read and write. Records go out in the
+// order OpenSSL made them, one socket write at a time: a read's records (the answer to a
+// TLS 1.3 KeyUpdate, an alert) wait for the write's on their way. After the handshake,
+// a write never needs to read: renegotiation, which would, must be off
+// (SSL_OP_NO_RENEGOTIATION) when reads and writes overlap; a write that would read while
+// a read is in flight fails with already_started instead.
 class TlsStream {
  public:
   using executor_type = boost::beast::tcp_stream::executor_type;
@@ -121,7 +128,12 @@ class TlsStream {
   struct Operation {
     TlsStream& stream;
     Attempt attempt;
-    enum class Waiting { kNothing, kOutput, kInput } waiting = Waiting::kNothing;
+    enum class Waiting {
+      kNothing,
+      kTurn,    // the other operation's socket write, before ours may start
+      kOutput,  // our socket write
+      kInput,   // our socket read
+    } waiting = Waiting::kNothing;
     Step step{};
 
     template <class Self>
@@ -129,14 +141,16 @@ class TlsStream {
       switch (waiting) {
         case Waiting::kNothing:
           break;
+        case Waiting::kTurn:  // woken by a cancel: ec says nothing
+          return SendOutput(self);
         case Waiting::kOutput:
-          stream.output_.consume(transferred);
+          stream.Sent(ec);
           // An alert that could not be sent: the TLS error it reports is the one to keep.
           if (ec && !step.ec) return Complete(self, ec, 0);
           if (ec) return Complete(self, step.ec, 0);
-          if (!step.needs_input) return Complete(self, step.ec, step.bytes);
-          return ReadInput(self);
+          return AfterOutput(self);
         case Waiting::kInput:
+          stream.reading_ = false;
           stream.Received(transferred);
           if (ec) return Complete(self, stream.AfterSocketError(ec), 0);
           break;
@@ -145,10 +159,8 @@ class TlsStream {
       ERR_clear_error();
       const int result = attempt(stream.ssl_.get(), &bytes);
       step = stream.Classify(result, bytes);
-      if (stream.output_.size() > 0) {  // handshake messages, a request's records, an alert
-        waiting = Waiting::kOutput;
-        return boost::asio::async_write(stream.next_, stream.output_.data(), std::move(self));
-      }
+      // Handshake messages, a request's records, an alert.
+      if (stream.output_.size() > 0) return SendOutput(self);
       if (step.needs_input) return ReadInput(self);
       if (waiting != Waiting::kNothing) return Complete(self, step.ec, step.bytes);
       // Done inside the caller's call (bytes OpenSSL had decrypted already): the handler
@@ -160,8 +172,33 @@ class TlsStream {
                         });
     }
 
+    // Writes what OpenSSL has made, after the other operation's write if one is on its
+    // way (that one may take ours along: what is in output_ goes out whole).
+    template <class Self>
+    void SendOutput(Self& self) {
+      if (stream.send_error_) return Complete(self, stream.send_error_, 0);
+      if (stream.output_.size() == 0) return AfterOutput(self);  // the other write took it
+      if (stream.sending_) {
+        waiting = Waiting::kTurn;
+        return stream.send_turn_.async_wait(std::move(self));
+      }
+      waiting = Waiting::kOutput;
+      stream.sending_ = true;
+      // Records made while this write is on its way go to output_, not under it.
+      swap(stream.output_, stream.in_flight_);
+      boost::asio::async_write(stream.next_, stream.in_flight_.data(), std::move(self));
+    }
+
+    template <class Self>
+    void AfterOutput(Self& self) {
+      if (!step.needs_input) return Complete(self, step.ec, step.bytes);
+      return ReadInput(self);
+    }
+
     template <class Self>
     void ReadInput(Self& self) {
+      if (stream.reading_) return Complete(self, boost::asio::error::already_started, 0);
+      stream.reading_ = true;
       waiting = Waiting::kInput;
       stream.next_.async_read_some(stream.input_.prepare(stream.read_size_.next()),
                                    std::move(self));
@@ -191,6 +228,8 @@ class TlsStream {
   }
 
   void Received(size_t bytes);  // after a socket read into input_
+  // After the socket write of in_flight_: the next write may start.
+  void Sent(boost::beast::error_code ec);
   Step Classify(int result, size_t bytes);
   // A socket read's error as asio's stream reports it: an end of stream without the
   // server's close_notify is stream_truncated.
@@ -203,10 +242,17 @@ class TlsStream {
 
   boost::beast::tcp_stream next_;
   // Before ssl_, so that they outlive it: its BIO points at them.
-  boost::beast::flat_buffer input_;   // records read from the socket, for OpenSSL
-  boost::beast::flat_buffer output_;  // records from OpenSSL, for the socket
+  boost::beast::flat_buffer input_;      // records read from the socket, for OpenSSL
+  boost::beast::flat_buffer output_;     // records from OpenSSL, for the socket
+  boost::beast::flat_buffer in_flight_;  // records being written to the socket
   std::unique_ptr<SSL, decltype(&SSL_free)> ssl_;
   GrowingReadSize read_size_;  // reset when the buffers are released
+  bool reading_ = false;  // an operation's socket read is in flight
+  bool sending_ = false;  // an operation's socket write (of in_flight_) is in flight
+  // A socket write failed: records were lost, so nothing more may be sent.
+  boost::beast::error_code send_error_;
+  // Cancelled when a socket write ends, to wake an operation waiting with records.
+  boost::asio::steady_timer send_turn_;
 };
 
 }  // namespace egress::transport

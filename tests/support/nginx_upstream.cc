@@ -113,6 +113,7 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
                                                "/server.key;");
   const std::string tls = certificate + " ssl_protocols TLSv1.2 TLSv1.3;";
   nginx->keepalive_hint_port_ = FreePort();
+  nginx->http2_port_ = FreePort();
   const std::string config = absl::StrCat(R"(
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
 daemon off;
@@ -125,6 +126,7 @@ http {
   log_format conn '$connection $connection_requests $request_method $request_uri';
   access_log )", dir, R"(/logs/access.log conn;
   log_format tls '$server_port $ssl_protocol $ssl_session_reused $connection_requests $request_uri';
+  log_format h2 '$connection $connection_requests $server_protocol $request_method $request_uri';
   client_body_temp_path )", dir, R"(/tmp/body;
   proxy_temp_path )", dir, R"(/tmp/proxy;
   fastcgi_temp_path )", dir, R"(/tmp/fastcgi;
@@ -163,6 +165,11 @@ http {
     )", Locations(dir), R"(
   }
   server {
+    listen 127.0.0.1:)", nginx->http2_port_, R"( ssl http2;
+    access_log )", dir, R"(/logs/h2.log h2;
+    )", tls, Locations(dir), R"(
+  }
+  server {
     listen 127.0.0.1:)", nginx->keepalive_hint_port_, R"(;
     keepalive_timeout 2s 2s;
     keepalive_requests 3;
@@ -179,7 +186,7 @@ http {
       dir + "/logs/stderr.log");
   for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_,
                    nginx->mtls_port_, nginx->tls12_port_, nginx->tls13_port_,
-                   nginx->keepalive_hint_port_}) {
+                   nginx->keepalive_hint_port_, nginx->http2_port_}) {
     if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;
@@ -200,51 +207,71 @@ std::string NginxUpstream::HttpsUrl(const std::string& path) const {
   return absl::StrCat("https://localhost:", https_port_, path);
 }
 
+std::string NginxUpstream::Http2Url(const std::string& path) const {
+  return absl::StrCat("https://localhost:", http2_port_, path);
+}
+
+std::vector<std::vector<std::string>> NginxUpstream::WaitForLogLines(const std::string& log,
+                                                                     size_t fields,
+                                                                     const std::string& uri,
+                                                                     size_t expected) const {
+  std::vector<std::vector<std::string>> lines;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    lines.clear();
+    std::ifstream file(dir_ + "/logs/" + log);
+    std::string line;
+    while (std::getline(file, line)) {
+      std::vector<std::string> split = absl::StrSplit(line, ' ');
+      if (split.size() == fields && split.back() == uri) lines.push_back(std::move(split));
+    }
+    if (lines.size() >= expected || std::chrono::steady_clock::now() > give_up) return lines;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 std::vector<NginxUpstream::LogEntry> NginxUpstream::WaitForRequests(const std::string& uri,
                                                                     size_t expected) const {
   std::vector<LogEntry> entries;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (true) {
-    entries.clear();
-    std::ifstream log(dir_ + "/logs/access.log");
-    std::string line;
-    while (std::getline(log, line)) {
-      std::vector<std::string> fields = absl::StrSplit(line, ' ');
-      if (fields.size() != 4 || fields[3] != uri) continue;
-      LogEntry entry;
-      entry.connection = std::stoull(fields[0]);
-      entry.connection_requests = std::stoi(fields[1]);
-      entry.method = fields[2];
-      entry.uri = fields[3];
-      entries.push_back(entry);
-    }
-    if (entries.size() >= expected || std::chrono::steady_clock::now() > give_up) return entries;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (const auto& fields : WaitForLogLines("access.log", 4, uri, expected)) {
+    LogEntry entry;
+    entry.connection = std::stoull(fields[0]);
+    entry.connection_requests = std::stoi(fields[1]);
+    entry.method = fields[2];
+    entry.uri = fields[3];
+    entries.push_back(entry);
   }
+  return entries;
 }
 
 std::vector<NginxUpstream::TlsLogEntry> NginxUpstream::TlsRequests(const std::string& uri,
                                                                    size_t expected) const {
   std::vector<TlsLogEntry> entries;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (true) {
-    entries.clear();
-    std::ifstream log(dir_ + "/logs/tls.log");
-    std::string line;
-    while (std::getline(log, line)) {
-      std::vector<std::string> fields = absl::StrSplit(line, ' ');
-      if (fields.size() != 5 || fields[4] != uri) continue;
-      TlsLogEntry entry;
-      entry.port = std::stoi(fields[0]);
-      entry.protocol = fields[1];
-      entry.session_reused = fields[2] == "r";
-      entry.connection_requests = std::stoi(fields[3]);
-      entry.uri = fields[4];
-      entries.push_back(entry);
-    }
-    if (entries.size() >= expected || std::chrono::steady_clock::now() > give_up) return entries;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (const auto& fields : WaitForLogLines("tls.log", 5, uri, expected)) {
+    TlsLogEntry entry;
+    entry.port = std::stoi(fields[0]);
+    entry.protocol = fields[1];
+    entry.session_reused = fields[2] == "r";
+    entry.connection_requests = std::stoi(fields[3]);
+    entry.uri = fields[4];
+    entries.push_back(entry);
   }
+  return entries;
+}
+
+std::vector<NginxUpstream::Http2LogEntry> NginxUpstream::Http2Requests(const std::string& uri,
+                                                                       size_t expected) const {
+  std::vector<Http2LogEntry> entries;
+  for (const auto& fields : WaitForLogLines("h2.log", 5, uri, expected)) {
+    Http2LogEntry entry;
+    entry.connection = std::stoull(fields[0]);
+    entry.connection_requests = std::stoi(fields[1]);
+    entry.protocol = fields[2];
+    entry.method = fields[3];
+    entry.uri = fields[4];
+    entries.push_back(entry);
+  }
+  return entries;
 }
 
 int NginxUpstream::NewConnections(const std::string& uri, size_t expected) const {

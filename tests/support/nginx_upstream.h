@@ -61,6 +61,18 @@ class NginxUpstream {
   };
   // Entries for `uri` on tls12_port or tls13_port, waiting (up to 10 s) for `expected`.
   std::vector<TlsLogEntry> TlsRequests(const std::string& uri, size_t expected) const;
+  // HTTPS offering HTTP/2 through ALPN (and HTTP/1.1), logged to a log of its own
+  // (Http2Requests).
+  int http2_port() const { return http2_port_; }
+  struct Http2LogEntry {
+    uint64_t connection = 0;
+    int connection_requests = 0;
+    std::string protocol;  // "HTTP/2.0", "HTTP/1.1"
+    std::string method;
+    std::string uri;
+  };
+  // Entries for `uri` on http2_port, waiting (up to 10 s) for `expected`.
+  std::vector<Http2LogEntry> Http2Requests(const std::string& uri, size_t expected) const;
   // HTTP that announces `Keep-Alive: timeout=2`, closes connections idle for 2 s and
   // after 3 requests (the 3rd response says "Connection: close").
   int keepalive_hint_port() const { return keepalive_hint_port_; }
@@ -72,6 +84,7 @@ class NginxUpstream {
 
   std::string HttpUrl(const std::string& path) const;
   std::string HttpsUrl(const std::string& path) const;
+  std::string Http2Url(const std::string& path) const;
   // The bytes nginx serves for /cl/<name>.
   static std::string FileContent(const std::string& name);
   static std::vector<std::pair<std::string, size_t>> FileSizes();
@@ -83,6 +96,11 @@ class NginxUpstream {
 
  private:
   NginxUpstream() = default;
+  // The lines of logs/<log> with `fields` fields, the last `uri`, split into fields;
+  // waiting (up to 10 s) until there are `expected`.
+  std::vector<std::vector<std::string>> WaitForLogLines(const std::string& log, size_t fields,
+                                                        const std::string& uri,
+                                                        size_t expected) const;
 
   std::string dir_;
   std::string ca_file_;
@@ -94,6 +112,7 @@ class NginxUpstream {
   int tls12_port_ = 0;
   int tls13_port_ = 0;
   int keepalive_hint_port_ = 0;
+  int http2_port_ = 0;
 };
 
 }  // namespace egress::testing
