@@ -356,6 +356,7 @@ void FillHead(const Response& response, absl::Time start, const TraceContext& tr
   ToProto(c.idle_time, info->mutable_idle_time());
   info->set_connection_id(c.connection_id);
   info->set_remote_address(c.remote_address);
+  info->set_protocol(c.protocol);
   FillTiming(c, absl::Now() - start, out->mutable_timing());
   out->set_trace_id(trace.trace_id);
   out->set_span_id(trace.span_id);

@@ -366,6 +366,21 @@ void Metrics::OnCircuitBreakerRejected(const transport::Origin& origin) {
   ++For(origin).breaker_rejected;
 }
 
+void Metrics::OnStreamOpened(const transport::Origin& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).streams;
+}
+
+void Metrics::OnStreamClosed(const transport::Origin& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --For(origin).streams;
+}
+
+void Metrics::OnStreamReset(const transport::Origin& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++For(origin).streams_reset;
+}
+
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {
   fetch_duration_.Observe(absl::ToDoubleSeconds(duration));
   const auto index = static_cast<size_t>(code);
@@ -491,7 +506,8 @@ std::vector<MetricFamily> Metrics::Collect() const {
                               MetricType::Counter);
   MetricFamily retries = Family("egress_upstream_retries_total",
                                 "Fetches sent again, by reason: stale (a dead pooled "
-                                "connection), connect_failed, reset, status (502/503/504).",
+                                "connection), connect_failed, reset, status (502/503/504), "
+                                "refused_stream (HTTP/2: not processed by the server).",
                                 MetricType::Counter);
   MetricFamily budget_exhausted = Family(
       "egress_retry_budget_exhausted_total",
@@ -509,6 +525,14 @@ std::vector<MetricFamily> Metrics::Collect() const {
                                  MetricType::Gauge);
   MetricFamily pool = Family("egress_pool_connections",
                              "Opened upstream connections by state.", MetricType::Gauge);
+  MetricFamily streams = Family("egress_http2_streams",
+                                "HTTP/2 streams open on the origin's connections.",
+                                MetricType::Gauge);
+  MetricFamily streams_reset = Family(
+      "egress_http2_streams_reset_total",
+      "HTTP/2 response bodies let go of unread and ended with RST_STREAM(CANCEL) instead of "
+      "a drain; the connection carried on.",
+      MetricType::Counter);
   MetricFamily fetches = Family("egress_fetches_total", "Fetch and FetchStream RPCs by gRPC code.",
                                 MetricType::Counter);
   MetricFamily denied = Family("egress_policy_denied_total",
@@ -598,6 +622,8 @@ std::vector<MetricFamily> Metrics::Collect() const {
       AddSample(pool, {origin, {"state", "idle"}}, c.idle);
       AddSample(pool, {origin, {"state", "active"}}, c.active);
       AddSample(pool, {origin, {"state", "draining"}}, c.draining);
+      AddSample(streams, {origin}, c.streams);
+      AddSample(streams_reset, {origin}, c.streams_reset);
       if (c.cost.dial) AddSample(dial_cost, {origin}, absl::ToDoubleSeconds(*c.cost.dial));
       if (c.cost.body_bytes_per_second) {
         AddSample(body_rate, {origin}, *c.cost.body_bytes_per_second);
@@ -649,7 +675,7 @@ std::vector<MetricFamily> Metrics::Collect() const {
       requests,       opened,           closed,     started,   completed,  abandoned,
       skipped,        bytes,            retries,    budget_exhausted, breaker_opened,
       breaker_rejected,
-      breakers,       pool,             fetches,    denied,    would_deny, dial_cost,
+      breakers,       pool,             streams,    streams_reset,         fetches,    denied,    would_deny, dial_cost,
       body_rate,      drain_time,       drain_aware, surplus,  budget,     dns,
       buffered,       labels,           evictions,  tls};
   CollectUpstreamInput(families);

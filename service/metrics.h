@@ -78,6 +78,9 @@ class Metrics final : public transport::TransportObserver,
   void OnCircuitBreakerStateChanged(const transport::Origin& origin, transport::BreakerState from,
                                     transport::BreakerState to) override;
   void OnCircuitBreakerRejected(const transport::Origin& origin) override;
+  void OnStreamOpened(const transport::Origin& origin) override;
+  void OnStreamClosed(const transport::Origin& origin) override;
+  void OnStreamReset(const transport::Origin& origin) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -113,6 +116,8 @@ class Metrics final : public transport::TransportObserver,
     int64_t idle = 0;
     int64_t active = 0;
     int64_t draining = 0;
+    int64_t streams = 0;         // HTTP/2 streams open
+    uint64_t streams_reset = 0;  // unread HTTP/2 bodies ended by RST_STREAM
     transport::OriginCost cost;
     std::array<std::array<uint64_t, 2>, 2> drain_aware{};  // [wait, dial][new, drained]
     std::array<uint64_t, 2> surplus{};                     // [closed, kept]

@@ -16,6 +16,7 @@
 #include "boost/asio/write.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "service/transport/error_reason.h"
+#include "service/transport/http2/alpn.h"
 #include "service/transport/tls.h"
 
 namespace egress::transport {
@@ -293,7 +294,7 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
   if (!stream_.use_tls()) {
     stream_.tcp().expires_never();
-    return OnDialed();
+    return OnDialed(/*http2=*/dial_settings_.http2.RequiresH2());  // h2c: prior knowledge
   }
 
   SSL* ssl = stream_.tls().native_handle();
@@ -310,6 +311,11 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   // Keyed by the origin, so a session verified for one host is never offered to another
   // (a resumed handshake does not verify the certificate again).
   if (dial_settings_.tls_session_resumption) OfferTlsSession(ssl, origin_.Key());
+  if (const Http2Settings& http2 = dial_settings_.http2; http2.OffersH2OverTls() &&
+      !http2::OfferHttp2(ssl, /*http1_fallback=*/!http2.RequiresH2())) {
+    return std::exchange(status_done_, nullptr)(
+        absl::ResourceExhaustedError("TLS: OpenSSL could not set ALPN (out of memory)"));
+  }
   phase_start_ = absl::Now();
   ExpireAfter(dial_settings_.tls_handshake_timeout);
   stream_.tls().async_handshake(Guarded(&Connection::OnHandshake));
@@ -321,6 +327,12 @@ void Connection::OnHandshake(beast::error_code ec) {
   if (ec) {
     // The server may have lost its ticket keys: the next dial does a full handshake.
     ForgetOfferedTlsSession(ssl);
+    // Offered h2 alone, a server that speaks only HTTP/1.1 may end the handshake with an
+    // alert (no_application_protocol) rather than choose nothing.
+    if (dial_settings_.http2.RequiresH2() && ec.category() == net::error::get_ssl_category() &&
+        ERR_GET_REASON(ec.value()) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
+      return std::exchange(status_done_, nullptr)(Http2NotNegotiated());
+    }
     return std::exchange(status_done_, nullptr)(Fail(kTlsPhase, ec));
   }
   dial_timing_.tls_resumed = SSL_session_reused(ssl) == 1;
@@ -333,15 +345,48 @@ void Connection::OnHandshake(beast::error_code ec) {
         "does not match host \"", origin_.host, "\"")));
   }
   stream_.tcp().expires_never();
+  const bool http2 = http2::NegotiatedProtocol(ssl) == http2::kHttp2Protocol;
+  if (!http2 && dial_settings_.http2.RequiresH2()) {
+    return std::exchange(status_done_, nullptr)(Http2NotNegotiated());
+  }
   ReleaseIdleBuffers();  // a warmed or spare connection may wait long for its first request
-  OnDialed();
+  OnDialed(http2);
 }
 
-void Connection::OnDialed() {
+absl::Status Connection::Http2NotNegotiated() const {
+  return WithReason(
+      absl::UnavailableError(absl::StrCat(
+          "TLS handshake with ", origin_.Key(), ": the server did not choose HTTP/2 (h2) by "
+          "ALPN, which transport.http2.mode requires for it; set the mode to AUTO to fall "
+          "back to HTTP/1.1")),
+      "HTTP2_NOT_NEGOTIATED", {{"origin", origin_.Key()}});
+}
+
+void Connection::OnDialed(bool http2) {
+  if (http2) {
+    const TransportSettings& s = dial_settings_;
+    http2::SessionLimits limits;
+    limits.max_concurrent_streams = s.http2.max_concurrent_streams;
+    limits.stream_window_bytes = s.http2.stream_window_bytes;
+    limits.connection_window_bytes = s.http2.connection_window_bytes;
+    limits.max_header_list_bytes = s.max_response_header_bytes;
+    limits.max_interim_responses = s.max_interim_responses;
+    session_ = std::make_shared<http2::Session>(stream_, shared_from_this(), origin_, limits,
+                                                observer_);
+    session_->Start();
+    protocol_ = Protocol::kHttp2;
+  }
   state_ = ConnectionState::kActive;
   opened_ = true;
   observer_.OnConnectionOpened(origin_, dial_timing_);
   std::exchange(status_done_, nullptr)(absl::OkStatus());
+}
+
+std::shared_ptr<http2::Stream> Connection::OpenStream(const HttpRequest& request,
+                                                      absl::Time deadline,
+                                                      http2::Stream::HeadCallback on_head) {
+  ++requests_;
+  return session_->Open(request, deadline, std::move(on_head));
 }
 
 void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
@@ -721,6 +766,7 @@ std::optional<CloseReason> Connection::ReuseVerdict() const {
 
 bool Connection::StillOpenAndQuiet() {
   if (closing_) return false;  // its socket is closed, or about to be: poll would skip it
+  if (session_) return session_->Usable();  // its read is always pending: no poll
   // A poll that does not wait. A server that closed may have sent a TLS close_notify
   // first, so the hang-up is looked for even when there are bytes to read.
   pollfd check{stream_.tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
@@ -760,6 +806,7 @@ void Connection::Close() {
 }
 
 void Connection::Abandon() {
+  if (session_) std::exchange(session_, nullptr)->Abandon();
   CloseOnStrand();
   step_done_ = nullptr;
   status_done_ = nullptr;
@@ -770,6 +817,7 @@ void Connection::Abandon() {
 
 void Connection::CloseOnStrand() {
   closing_ = true;
+  if (session_) session_->Close();  // its streams fail; the socket closes below
   if (auto lookup = lookup_.lock()) lookup->Cancel();
   if (auto race = race_.lock()) race->Cancel();
   read_cutoff_.cancel();

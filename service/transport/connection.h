@@ -23,6 +23,7 @@
 #include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
 #include "service/transport/drain_decision.h"
+#include "service/transport/http2/session.h"
 #include "service/transport/keep_alive_hint.h"
 #include "service/transport/observer.h"
 #include "service/transport/read_size.h"
@@ -67,6 +68,10 @@ struct ResponseLimits {
 // I/O is pending.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
+  // What the connection speaks once dialed: HTTP/1.1, one exchange at a time through
+  // the methods below, or HTTP/2, many at once as streams of session().
+  enum class Protocol { kHttp1, kHttp2 };
+
   // Run by one thread: a connection's handlers must never run concurrently.
   using Executor = boost::asio::io_context::executor_type;
   using StatusCallback = std::function<void(absl::Status)>;
@@ -79,6 +84,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
              Origin origin, uint64_t id, TransportObserver& observer);
 
   uint64_t id() const { return id_; }
+  // Set by the dial; kHttp1 until then. From any thread.
+  Protocol protocol() const { return protocol_.load(); }
+  // "h2" or "http/1.1", for ConnectionInfo.protocol.
+  absl::string_view protocol_name() const {
+    return protocol() == Protocol::kHttp2 ? "h2" : "http/1.1";
+  }
+  // The HTTP/2 session of a connection whose dial chose HTTP/2; null otherwise. Read it
+  // after the dial's callback.
+  const std::shared_ptr<http2::Session>& session() const { return session_; }
   const Origin& origin() const { return origin_; }
   ConnectionState state() const { return state_.load(); }
   // Moves an opened connection between the pool (idle) and a request (active).
@@ -103,7 +117,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Resolves the origin's host (the lookup counts against `caller`'s limit), connects
   // and, for https, verifies the server's certificate for the host name and completes
-  // the handshake. `resolver` must outlive the dial.
+  // the handshake. `resolver` must outlive the dial. settings.http2 decides the
+  // protocol: ALPN offers h2 to an https origin unless it is off, and an http origin
+  // speaks HTTP/2 with prior knowledge when required; a connection that speaks it
+  // starts its session before `done` runs. An https origin that must speak HTTP/2 and
+  // whose server did not choose it fails the dial (UNAVAILABLE, HTTP2_NOT_NEGOTIATED).
   void Dial(const TransportSettings& settings, absl::Time deadline, Resolver& resolver,
             std::string caller, StatusCallback done);
 
@@ -142,8 +160,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<CloseReason> ReuseVerdict() const;
 
   // For an idle connection about to be reused: false when the server has closed it or
-  // sent bytes nobody asked for. Needs no loop: no I/O is pending on an idle one.
+  // sent bytes nobody asked for. Needs no loop: no I/O is pending on an idle one. For
+  // HTTP/2: whether the session still takes streams (no GOAWAY, not ended).
   bool StillOpenAndQuiet();
+
+  // An HTTP/2 stream for `request` on session() (see Session::Open), counted as one of
+  // the connection's requests.
+  std::shared_ptr<http2::Stream> OpenStream(const HttpRequest& request, absl::Time deadline,
+                                            http2::Stream::HeadCallback on_head);
 
   // Closes the socket, aborting any pending operation. Safe from any thread.
   void Close();
@@ -195,7 +219,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnConnect(boost::beast::error_code ec, ConnectRace::Socket socket,
                  boost::asio::ip::tcp::endpoint endpoint);
   void OnHandshake(boost::beast::error_code ec);
-  void OnDialed();
+  // An https origin that must speak HTTP/2 did not choose it.
+  absl::Status Http2NotNegotiated() const;
+  // The dial is done: starts the HTTP/2 session when the connection speaks it.
+  void OnDialed(bool http2);
   void OnWrite(boost::beast::error_code ec, size_t bytes_transferred);
   void ReadHead();
   void OnReadHead(boost::beast::error_code ec, size_t bytes_transferred);
@@ -220,6 +247,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const Origin origin_;
   TransportObserver& observer_;
   std::atomic<ConnectionState> state_{ConnectionState::kConnecting};
+  std::atomic<Protocol> protocol_{Protocol::kHttp1};
+  std::shared_ptr<http2::Session> session_;  // set on the loop, before the dial's callback
   std::atomic<bool> opened_{false};  // the dial succeeded
   std::atomic<int> requests_{0};
   const absl::Time created_ = absl::Now();

@@ -30,6 +30,7 @@ absl::string_view ToString(CloseReason reason) {
     case CloseReason::kServerHint: return "server_hint";
     case CloseReason::kMaxAge: return "max_age";
     case CloseReason::kMaxRequests: return "max_requests";
+    case CloseReason::kGoaway: return "goaway";
   }
   return "unknown";
 }
@@ -40,6 +41,7 @@ absl::string_view ToString(RetryReason reason) {
     case RetryReason::kConnectFailed: return "connect_failed";
     case RetryReason::kReset: return "reset";
     case RetryReason::kStatus: return "status";
+    case RetryReason::kRefusedStream: return "refused_stream";
   }
   return "unknown";
 }

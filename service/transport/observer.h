@@ -45,8 +45,9 @@ enum class CloseReason {
   kServerHint,       // past what the server announced in Keep-Alive (timeout less the margin, max)
   kMaxAge,           // older than max_connection_age (less its jitter), retired when idle
   kMaxRequests,      // carried max_requests_per_connection requests
+  kGoaway,           // HTTP/2: the server sent GOAWAY, or the session ended, and its streams did
 };
-inline constexpr size_t kCloseReasonCount = 14;
+inline constexpr size_t kCloseReasonCount = 15;
 
 enum class DrainSkipReason {
   kConnectionClose,  // the response says Connection: close: the connection is lost anyway
@@ -73,8 +74,9 @@ enum class RetryReason {
   kConnectFailed,  // the connection or its TLS handshake failed: nothing was written
   kReset,          // the connection failed or closed before a response (idempotent only)
   kStatus,         // a 502, 503 or 504 response (idempotent only)
+  kRefusedStream,  // HTTP/2: the server did not process the stream (GOAWAY, REFUSED_STREAM)
 };
-inline constexpr size_t kRetryReasonCount = 4;
+inline constexpr size_t kRetryReasonCount = 5;
 
 // A bound on upstream input that a response went past; the fetch failed UNAVAILABLE
 // and the connection was closed.
@@ -213,6 +215,13 @@ class TransportObserver {
                                             BreakerState to) = 0;
   // A fetch failed at once because its origin's breaker is open (or half-open, probing).
   virtual void OnCircuitBreakerRejected(const Origin& origin) = 0;
+  // HTTP/2: a request got a stream on one of the origin's connections, or its stream
+  // ended; the difference is the streams open now.
+  virtual void OnStreamOpened(const Origin& origin) = 0;
+  virtual void OnStreamClosed(const Origin& origin) = 0;
+  // HTTP/2: a body its caller let go of unread was ended with RST_STREAM(CANCEL), not
+  // drained; the connection carries on.
+  virtual void OnStreamReset(const Origin& origin) = 0;
 };
 
 }  // namespace egress::transport

@@ -49,7 +49,8 @@ ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
   if (inserted) {
     it->second.origin = origin;
     if (auto recent = recent_cost_index_.find(it->first); recent != recent_cost_index_.end()) {
-      it->second.cost = std::move(recent->second->second);
+      it->second.cost = std::move(recent->second->second.cost);
+      it->second.speaks_h2 = recent->second->second.speaks_h2;
       recent_costs_.erase(recent->second);
       recent_cost_index_.erase(recent);
     }
@@ -63,8 +64,8 @@ ConnectionPool::OriginIterator ConnectionPool::EraseIfUnused(OriginIterator it) 
   // ADAPTIVE's estimates survive a quiet spell (the idle timeout retiring the last
   // connection); an origin that never got as far as a dial has none to keep.
   const OriginCost& learned = pool.cost.estimate();
-  if (learned.dial || learned.body_bytes_per_second || learned.drain_time) {
-    recent_costs_.emplace_front(it->first, std::move(pool.cost));
+  if (learned.dial || learned.body_bytes_per_second || learned.drain_time || pool.speaks_h2) {
+    recent_costs_.emplace_front(it->first, Learned{std::move(pool.cost), pool.speaks_h2});
     recent_cost_index_[it->first] = recent_costs_.begin();
     if (recent_costs_.size() > kMaxRecentCosts) {
       recent_cost_index_.erase(recent_costs_.back().first);
@@ -137,7 +138,38 @@ ConnectionPool::Lease ConnectionPool::TakeIdle(OriginPool& pool, absl::Time now)
   lease.connection = std::move(entry.connection);
   lease.reused = true;
   lease.idle_for = now - entry.since;
+  if (lease.connection->protocol() == Connection::Protocol::kHttp2) {
+    pool.streams.emplace(lease.connection->id(), 1);  // shared from now on
+    lease.multiplexed = true;
+  }
   return lease;
+}
+
+std::optional<ConnectionPool::Lease> ConnectionPool::LeaseStream(OriginPool& pool) {
+  const absl::Time now = absl::Now();
+  for (auto& [id, leased] : pool.streams) {
+    const std::shared_ptr<Connection>& connection = pool.live.at(id);
+    const http2::Session& session = *connection->session();
+    // Past its lifetime or denied by a new policy: its streams finish, and it retires.
+    if (!session.Usable() || leased >= session.StreamLimit() || DeniedByPolicy(*connection) ||
+        RetireAfterExchange(FactsOf(*connection), LimitsOf(pool).lifetime, now)) {
+      continue;
+    }
+    ++leased;
+    ++pool.reused;
+    Lease lease;
+    lease.connection = connection;
+    lease.reused = true;
+    lease.multiplexed = true;
+    return lease;
+  }
+  return std::nullopt;
+}
+
+bool ConnectionPool::AwaitsHttp2Dial(const OriginPool& pool) const {
+  return pool.speaks_h2 && std::any_of(pool.live.begin(), pool.live.end(), [](const auto& entry) {
+           return entry.second->state() == ConnectionState::kConnecting;
+         });
 }
 
 void ConnectionPool::RemoveIdle(OriginPool& pool, const Connection& connection) {
@@ -193,9 +225,16 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
       OriginPool& pool = PoolFor(origin);
       const absl::Time now = absl::Now();
       bool served = false;
-      // Most recently used first; expired ones are retired on the way.
-      if (!fresh) RetireExpiredNewest(pool, now, deferred);
-      if (!fresh && !pool.idle.empty()) {
+      // A stream on a busy HTTP/2 connection first; then idle connections, most
+      // recently used first, expired ones retired on the way.
+      if (!fresh) {
+        if (std::optional<Lease> stream = LeaseStream(pool)) {
+          deferred.callbacks.emplace_back(std::move(done), *std::move(stream));
+          served = true;
+        }
+      }
+      if (!served && !fresh) RetireExpiredNewest(pool, now, deferred);
+      if (!served && !fresh && !pool.idle.empty()) {
         deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, now));
         served = true;
         Warm(pool, deferred);
@@ -206,6 +245,10 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
         if (decision && decision->choice == DrainAwareChoice::kWait) {
           wait_id = Enqueue(pool, WaitFor::kDrain, fresh, std::min(now + decision->wait, deadline),
                             deadline, std::move(done));
+        } else if (!fresh && AwaitsHttp2Dial(pool) &&
+                   pool.waiters.size() < LimitsOf(pool).max_waiting) {
+          // The connection being dialed will carry this request's stream too.
+          wait_id = Enqueue(pool, WaitFor::kRoom, fresh, deadline, deadline, std::move(done));
         } else if (HasRoom(pool)) {
           Lease lease = NewConnection(pool);
           if (decision) {
@@ -317,35 +360,82 @@ void ConnectionPool::CancelWait(WaitId id) {
   Run(deferred);
 }
 
+bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> connection,
+                                  Deferred& deferred) {
+  pool.warming.erase(connection->id());
+  if (connection->protocol() == Connection::Protocol::kHttp2) pool.speaks_h2 = true;
+  const ConnectionFacts facts = FactsOf(*connection);
+  if (facts.hint) pool.last_hint = facts.hint;
+  std::optional<CloseReason> spent;
+  if (shut_down_) {
+    RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
+  } else if (DeniedByPolicy(*connection)) {  // dialed under a policy since replaced
+    RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
+  } else if (spent = RetireAfterExchange(facts, LimitsOf(pool).lifetime, absl::Now()); spent) {
+    RetireLocked(pool, connection, *spent, deferred);
+  } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin) {
+    RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
+  } else {
+    connection->SetPooled(true);
+    pool.idle.push_back(IdleEntry{std::move(connection), absl::Now()});
+    return true;
+  }
+  return false;
+}
+
 bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
   Deferred deferred;
   bool kept = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
-    pool.warming.erase(connection->id());
-    const ConnectionFacts facts = FactsOf(*connection);
-    if (facts.hint) pool.last_hint = facts.hint;
-    std::optional<CloseReason> spent;
-    if (shut_down_) {
-      RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
-    } else if (DeniedByPolicy(*connection)) {  // dialed under a policy since replaced
-      RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
-    } else if (spent = RetireAfterExchange(facts, LimitsOf(pool).lifetime, absl::Now()); spent) {
-      RetireLocked(pool, connection, *spent, deferred);
-    } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin) {
-      RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
-    } else {
-      connection->SetPooled(true);
-      pool.idle.push_back(IdleEntry{std::move(connection), absl::Now()});
-      kept = true;
-    }
+    kept = KeepOrRetire(pool, std::move(connection), deferred);
     ServeWaiters(pool, /*retired=*/!kept, deferred);
     Warm(pool, deferred);
-    EraseIfUnused(pool.origin);  // `connection` is moved from when kept
+    EraseIfUnused(pool.origin);  // `connection` is moved from
   }
   Run(deferred);
   return kept;
+}
+
+void ConnectionPool::Share(const std::shared_ptr<Connection>& connection) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OriginPool& pool = PoolFor(connection->origin());
+    if (pool.live.count(connection->id()) != 0) {  // not retired meanwhile
+      pool.speaks_h2 = true;
+      pool.streams.emplace(connection->id(), 1);  // the dialing request's
+      ServeWaiters(pool, /*retired=*/false, deferred);
+    }
+    EraseIfUnused(connection->origin());
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::ReturnStream(const std::shared_ptr<Connection>& connection) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OriginPool& pool = PoolFor(connection->origin());
+    bool retired = false;
+    // Not found: retired already, and its streams with it.
+    if (auto it = pool.streams.find(connection->id()); it != pool.streams.end()) {
+      if (--it->second == 0) {
+        pool.streams.erase(it);
+        if (!connection->StillOpenAndQuiet()) {  // GOAWAY, or the session ended
+          RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
+          retired = true;
+        } else {
+          retired = !KeepOrRetire(pool, connection, deferred);
+        }
+      }
+      ServeWaiters(pool, retired, deferred);
+      Warm(pool, deferred);
+    }
+    EraseIfUnused(connection->origin());
+  }
+  Run(deferred);
 }
 
 void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, CloseReason reason) {
@@ -367,6 +457,7 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
   pool.warming.erase(connection->id());
+  pool.streams.erase(connection->id());
   if (pool.live.erase(connection->id()) == 0) return;  // retired already
   connection->MarkClosed(reason);
   deferred.closes.push_back(connection);
@@ -380,9 +471,14 @@ void ConnectionPool::ServeWaiters(OriginPool& pool, bool retired, Deferred& defe
   for (auto it = pool.waiters.begin(); it != pool.waiters.end();) {
     Waiter& waiter = *it;
     std::optional<Lease> lease;
-    if (!waiter.fresh && !pool.idle.empty()) {
+    if (!waiter.fresh && waiter.what == WaitFor::kRoom) lease = LeaseStream(pool);
+    if (lease) {
+      // A stream on a shared HTTP/2 connection.
+    } else if (!waiter.fresh && !pool.idle.empty()) {
       lease = TakeIdle(pool, now);
       if (waiter.what == WaitFor::kDrain) lease->drain_choice = DrainAwareChoice::kWait;
+    } else if (waiter.what == WaitFor::kRoom && !waiter.fresh && AwaitsHttp2Dial(pool)) {
+      return;  // the HTTP/2 connection being dialed is for them all
     } else if (waiter.what == WaitFor::kRoom && HasRoom(pool)) {
       lease = NewConnection(pool);
     } else if (waiter.what == WaitFor::kDrain && retired && HasRoom(pool)) {
@@ -529,6 +625,7 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
     s.opened = pool.opened;
     s.reused = pool.reused;
     s.waiting = static_cast<int>(pool.waiters.size());
+    for (const auto& [id, leased] : pool.streams) s.streams += static_cast<int>(leased);
     s.server_hint = pool.last_hint;
     const absl::Time now = absl::Now();
     for (const IdleEntry& entry : pool.idle) {

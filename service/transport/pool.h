@@ -35,6 +35,7 @@ struct OriginStats {
   int draining = 0;
   int idle = 0;
   int waiting = 0;      // requests queued for a connection
+  int streams = 0;      // HTTP/2 streams leased on its connections
   uint64_t opened = 0;  // connections created for this origin
   uint64_t reused = 0;  // requests that got an idle connection
   absl::Duration oldest_idle_age;  // of the idle connection made longest ago; 0 when none
@@ -92,6 +93,9 @@ class ConnectionPool {
     // A new connection while drains are under way: one of them may end before the dial
     // does, and AwaitReturn hands it over.
     bool may_race = false;
+    // A stream on an HTTP/2 connection others may be using too: the request opens its
+    // stream on connection->session() and gives it back with ReturnStream.
+    bool multiplexed = false;
   };
   using LeaseCallback = std::function<void(absl::StatusOr<Lease>)>;
   using WaitId = uint64_t;
@@ -123,6 +127,16 @@ class ConnectionPool {
   bool Return(std::shared_ptr<Connection> connection);
   // Closes a connection and frees its place.
   void Retire(const std::shared_ptr<Connection>& connection, CloseReason reason);
+
+  // HTTP/2. A connection a request has just dialed that speaks HTTP/2: it carries that
+  // request's stream (the lease the request holds becomes a stream lease) and from now
+  // on other requests' streams too, up to its session's stream limit; requests queued
+  // for the origin get streams on it at once.
+  void Share(const std::shared_ptr<Connection>& connection);
+  // A stream leased on an HTTP/2 connection has ended: a queued request gets its place;
+  // a connection left with no stream idles (or is retired, as Return decides, or because
+  // its session takes no more streams: kGoaway).
+  void ReturnStream(const std::shared_ptr<Connection>& connection);
 
   OriginCost CostOf(const Origin& origin);
   // What was learned of an origin's costs (see CostModel); each returns the new estimate.
@@ -165,8 +179,8 @@ class ConnectionPool {
   };
   // One origin's connections and waiters; erased as soon as it has neither (an origin
   // asked for once must not cost memory and lock time for good). References to it stay
-  // valid only until the public call that took them returns. Its cost model outlives it
-  // in recent_costs_ when it learned anything.
+  // valid only until the public call that took them returns. Its cost model (and whether
+  // it speaks HTTP/2) outlives it in recent_costs_ when it learned anything.
   struct OriginPool {
     Origin origin;
     std::map<uint64_t, std::shared_ptr<Connection>> live;  // by connection id
@@ -177,6 +191,12 @@ class ConnectionPool {
     CostModel cost;
     std::optional<KeepAliveHint> last_hint;
     std::set<uint64_t> warming;  // ids of connections dialed for min_idle, until they idle
+    // HTTP/2 connections with streams leased, by id: how many. A shared connection with
+    // none left idles in `idle` like any other.
+    std::map<uint64_t, uint32_t> streams;
+    // A connection of the origin has spoken HTTP/2: while one is being dialed, a request
+    // finding no stream waits for it rather than dialing another.
+    bool speaks_h2 = false;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -204,6 +224,14 @@ class ConnectionPool {
     return limits_.For(pool.origin.host);
   }
   Lease NewConnection(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A stream on a shared HTTP/2 connection with room for one, if any.
+  std::optional<Lease> LeaseStream(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a request finding no stream should wait for an HTTP/2 dial under way.
+  bool AwaitsHttp2Dial(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A connection that has no exchange or stream left: to a waiter, to `idle`, or
+  // retired (shutdown, policy, lifetime, pool full). True when it idles.
+  bool KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> connection,
+                    Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The most recently used idle connection, taken out of the pool.
   Lease TakeIdle(OriginPool& pool, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyDraining(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -245,9 +273,14 @@ class ConnectionPool {
   mutable std::mutex mu_;
   PoolLimitsByHost limits_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
-  // Cost models of erased origins, most recently used first, at most kMaxRecentCosts.
-  std::list<std::pair<std::string, CostModel>> recent_costs_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::list<std::pair<std::string, CostModel>>::iterator>
+  // What erased origins taught (cost models, HTTP/2), most recently used first, at most
+  // kMaxRecentCosts.
+  struct Learned {
+    CostModel cost;
+    bool speaks_h2 = false;
+  };
+  std::list<std::pair<std::string, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::list<std::pair<std::string, Learned>>::iterator>
       recent_cost_index_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const AddressPolicy> policy_ ABSL_GUARDED_BY(mu_);  // none: no check
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -18,6 +18,7 @@ namespace net = boost::asio;
 struct ResponseBody::State {
   Transport* transport = nullptr;
   std::shared_ptr<Connection> connection;
+  std::shared_ptr<http2::Stream> stream;  // HTTP/2: the body is this stream's
   absl::Time deadline;
   std::mutex mu;
   bool reading ABSL_GUARDED_BY(mu) = false;
@@ -88,6 +89,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       cancelled_ = true;
       // Under the lock: a head that arrives now finds the connection closing (see Deliver).
       if (connection_) connection_->Close();  // the pending I/O fails and reports back
+      if (stream_) stream_->Reset();  // HTTP/2: the stream alone; the connection is shared
       wait_id = wait_id_;
       race_wait_id = std::exchange(race_wait_id_, 0);
     }
@@ -124,21 +126,18 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     {
       std::lock_guard<std::mutex> lock(mu_);
       wait_id_ = 0;
-      connection_ = lease->connection;
+      // A shared HTTP/2 connection is never closed for one request: its stream is.
+      if (!lease->multiplexed) connection_ = lease->connection;
       cancelled = cancelled_;
     }
     lease_ = *std::move(lease);
     if (cancelled) {
-      transport_.pool_.Retire(lease_.connection, CloseReason::kCancelled);
+      GiveBack(CloseReason::kCancelled);
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     if (lease_.reused && !lease_.connection->StillOpenAndQuiet()) {
-      // Closed by the server while idle (or talking out of turn): take another.
-      transport_.pool_.Retire(lease_.connection, CloseReason::kStale);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        connection_ = nullptr;
-      }
+      // Closed by the server while idle (or talking out of turn), or gone away: another.
+      GiveBack(CloseReason::kStale);
       return Acquire(/*fresh=*/false);
     }
     if (lease_.reused) {
@@ -147,12 +146,13 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       RecordDecision(std::move(check));
       if (verdict.denied) {
         transport_.observer_.OnPolicyDenied(request_.origin, *verdict.denied);
-        transport_.pool_.Retire(lease_.connection, CloseReason::kPolicy);
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          connection_ = nullptr;
-        }
+        GiveBack(CloseReason::kPolicy);
         return Finish(PolicyDenial(request_.origin, verdict, request_.caller));
+      }
+      const Http2Settings& http2 = settings_.http2;
+      if (lease_.multiplexed && http2.ping_interval > absl::ZeroDuration() &&
+          lease_.idle_for >= http2.ping_interval) {
+        return CheckIdleSession(http2.ping_timeout);
       }
       return Send();
     }
@@ -163,6 +163,31 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
                   [self = shared_from_this(), dialing](absl::Status status) {
                     self->OnDial(dialing, std::move(status));
                   });
+  }
+
+  // Lets go of the lease before sending: a connection of its own is retired for
+  // `reason`; a stream on a shared HTTP/2 connection is given back (the connection goes
+  // on carrying the others, and retires when they end if it must).
+  void GiveBack(CloseReason reason) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connection_ = nullptr;
+    }
+    if (lease_.multiplexed) return transport_.pool_.ReturnStream(lease_.connection);
+    transport_.pool_.Retire(lease_.connection, reason);
+  }
+
+  // An HTTP/2 connection idle for ping_interval is asked for a PING before it carries the
+  // request: one whose server does not answer within `timeout` is retired (its socket
+  // may be dead without a word) and the request takes another.
+  void CheckIdleSession(absl::Duration timeout) {
+    lease_.connection->session()->Ping(
+        std::min(timeout, std::max(deadline_ - absl::Now(), absl::ZeroDuration())),
+        [self = shared_from_this()](absl::Status status) {
+          if (status.ok()) return self->Send();
+          self->transport_.pool_.Retire(self->lease_.connection, CloseReason::kStale);
+          self->Acquire(/*fresh=*/false);
+        });
   }
 
   // Dialing while drains are under way: a drained connection that comes back before the
@@ -280,6 +305,14 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       transport_.pool_.Retire(connection, CloseReason::kCancelled);
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
+    if (connection->protocol() == Connection::Protocol::kHttp2) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        connection_ = nullptr;  // shared from now on: a cancel resets the stream
+      }
+      lease_.multiplexed = true;
+      transport_.pool_.Share(connection);
+    }
     Send();
   }
 
@@ -291,6 +324,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     transport_.observer_.OnUpstreamRequest(request_.origin,
                                            lease_.connection->requests() > 0);
     send_start_ = absl::Now();
+    if (lease_.multiplexed) return SendStream();
     const TransportSettings& settings = settings_;
     lease_.connection->Send(
         request_, settings.response_header_timeout,
@@ -300,6 +334,46 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         [self = shared_from_this()](absl::StatusOr<ResponseHead> head, bool response_started) {
           self->OnHead(std::move(head), response_started);
         });
+  }
+
+  // HTTP/2: the request on a stream of its own; the head comes to OnStreamHead.
+  void SendStream() {
+    transport_.observer_.OnStreamOpened(request_.origin);
+    bool cancelled;
+    {
+      // Under the lock: the head (which Deliver takes the stream with) may come on the
+      // session's thread before OpenStream has returned here; it waits for the lock.
+      // OpenStream runs no callback inside the call.
+      std::lock_guard<std::mutex> lock(mu_);
+      stream_ = lease_.connection->OpenStream(
+          request_, deadline_, [self = shared_from_this()](absl::StatusOr<ResponseHead> head) {
+            self->OnStreamHead(std::move(head));
+          });
+      cancelled = cancelled_;
+      if (cancelled) stream_->Reset();  // a cancel that came before the stream was there
+    }
+  }
+
+  void OnStreamHead(absl::StatusOr<ResponseHead> head) {
+    if (head.ok()) return Deliver(*std::move(head));
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+      stream_ = nullptr;
+    }
+    transport_.observer_.OnStreamClosed(request_.origin);
+    transport_.pool_.ReturnStream(lease_.connection);
+    if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
+    // The server did not process it (GOAWAY, REFUSED_STREAM): safe to send again
+    // whatever the method (RFC 9113 8.7), on another connection, a few times.
+    if (http2::WasNotProcessed(head.status()) && refused_retries_ < kMaxRefusedRetries) {
+      ++refused_retries_;
+      retried_ = true;
+      transport_.observer_.OnRetry(request_.origin, RetryReason::kRefusedStream);
+      return Acquire(/*fresh=*/false);
+    }
+    Finish(head.status());
   }
 
   void OnHead(absl::StatusOr<ResponseHead> head, bool response_started) {
@@ -335,16 +409,24 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void Deliver(ResponseHead head) {
     bool cancelled;
+    std::shared_ptr<http2::Stream> stream;
     {
-      // From here Cancel has no effect. One that came first closed the connection under
-      // the head: nothing is delivered, and the connection never reaches the pool.
+      // From here Cancel has no effect. One that came first closed the connection (or
+      // reset the stream) under the head: nothing is delivered, and the connection
+      // never reaches the pool (a shared one carries on).
       std::lock_guard<std::mutex> lock(mu_);
       cancelled = cancelled_;
       finished_ = true;
       connection_ = nullptr;
+      stream = std::exchange(stream_, nullptr);
     }
     if (cancelled) {
-      transport_.pool_.Retire(lease_.connection, CloseReason::kCancelled);
+      if (stream) {
+        transport_.observer_.OnStreamClosed(request_.origin);
+        transport_.pool_.ReturnStream(lease_.connection);
+      } else {
+        transport_.pool_.Retire(lease_.connection, CloseReason::kCancelled);
+      }
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     Response response;
@@ -356,6 +438,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     details.was_idle = lease_.reused;
     details.idle_time = lease_.idle_for;
     details.remote_address = connection->remote_address();
+    details.protocol = std::string(connection->protocol_name());
     if (!lease_.reused) details.dial = connection->dial_timing();
     details.time_to_first_byte = absl::Now() - send_start_;
     details.retried = retried_;
@@ -364,6 +447,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     auto state = std::make_shared<ResponseBody::State>();
     state->transport = &transport_;
     state->connection = connection;
+    state->stream = std::move(stream);
     state->deadline = deadline_;
     response.body.reset(new ResponseBody(std::move(state)));
     Finish(std::move(response));
@@ -399,6 +483,9 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
+  // HTTP/2 streams the server did not process, sent again on another connection.
+  static constexpr int kMaxRefusedRetries = 3;
+  int refused_retries_ = 0;
   // Set when admitted by the origin's circuit breaker, which is given the fetch's end.
   std::optional<CircuitBreakers::Admission> breaker_admission_;
   bool origin_unreached_ = false;  // the lookup failed: the end says nothing of the origin
@@ -411,6 +498,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
+  std::shared_ptr<http2::Stream> stream_ ABSL_GUARDED_BY(mu_);   // HTTP/2, until the head
   ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool
   // A dial racing a drain (Lease::may_race): the first to finish carries the request.
   enum class Race { kOn, kDialWon, kDrainedWon };
@@ -430,6 +518,7 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
     state_->reading = !ended;
   }
   if (ended) return done(std::string());
+  if (state_->stream) return ReadStream(max_bytes, std::move(done));
   state_->connection->ReadBody(
       max_bytes, state_->deadline,
       [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
@@ -458,12 +547,38 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
       });
 }
 
+void ResponseBody::ReadStream(size_t max_bytes, Connection::ReadCallback done) {
+  state_->stream->Read(
+      max_bytes, state_->deadline,
+      [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
+        bool aborted, release;
+        {
+          std::lock_guard<std::mutex> lock(state->mu);
+          state->reading = false;
+          aborted = state->closed;
+          // As for HTTP/1.1: the body ended (with these bytes), failed, or was let go of.
+          release = aborted || !bytes.ok() || bytes->empty() || state->stream->BodyEnded();
+          state->released = state->released || release;
+        }
+        if (!release) return done(std::move(bytes));
+        state->transport->FinishStream(*state, /*failed=*/!bytes.ok() && !aborted);
+        if (aborted) bytes = absl::CancelledError("the response body was closed during a read");
+        done(std::move(bytes));
+      });
+}
+
 void ResponseBody::Close() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->closed) return;
     state_->closed = true;
     if (state_->released) return;
+    if (state_->reading && state_->stream) {
+      // The stream is reset now (nothing waits for a drain on HTTP/2): the read in
+      // flight ends CANCELLED, and its callback gives the stream back.
+      state_->stream->Reset();
+      return;
+    }
     if (state_->reading) {
       // The read in flight may finish within the drain's time cap, and the rest drain
       // as usual; if not, the connection closes under it. Either way its callback
@@ -477,6 +592,7 @@ void ResponseBody::Close() {
     }
     state_->released = true;
   }
+  if (state_->stream) return state_->transport->FinishStream(*state_, /*failed=*/false);
   state_->transport->FinishResponse(state_->connection, state_->TakeSettled());
 }
 
@@ -701,6 +817,21 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection,
                             const DrainOutcome& outcome) {
                           AfterDrain(connection, outcome, settled);
                         });
+}
+
+void Transport::FinishStream(ResponseBody::State& body, bool failed) {
+  const Origin& origin = body.connection->origin();
+  std::string outcome = "pooled";  // read to its end: the connection carries on
+  if (failed) {
+    outcome = "stream_failed";
+  } else if (!body.stream->BodyEnded()) {
+    body.stream->Reset();
+    observer_.OnStreamReset(origin);
+    outcome = "reset";
+  }
+  observer_.OnStreamClosed(origin);
+  pool_.ReturnStream(body.connection);
+  Settle(body.TakeSettled(), {std::move(outcome), 0});
 }
 
 void Transport::AfterDrain(const std::shared_ptr<Connection>& connection,

@@ -38,6 +38,7 @@ struct ConnectionDetails {
   bool was_idle = false;  // it came from the idle pool
   absl::Duration idle_time;
   std::string remote_address;
+  std::string protocol;  // "http/1.1" or "h2"
   DialTiming dial;  // zero for a reused connection
   absl::Duration time_to_first_byte;
   bool retried = false;  // sent more than once: a dead pooled connection replaced, or retried
@@ -45,7 +46,8 @@ struct ConnectionDetails {
 
 // What became of a response's connection once its body was let go of, for the access
 // log: "pooled" (nothing was left to read), "drained", "drain_abandoned:<reason>",
-// "drain_skipped:<reason>" or "closed:<reason>" (the reasons as the metrics name them).
+// "drain_skipped:<reason>" or "closed:<reason>" (the reasons as the metrics name them);
+// for HTTP/2, "pooled", "reset" (RST_STREAM for a body left unread) or "stream_failed".
 struct BodySettlement {
   std::string outcome;
   uint64_t drained_bytes = 0;
@@ -79,6 +81,7 @@ class ResponseBody {
   friend class Transport;
   struct State;
   explicit ResponseBody(std::shared_ptr<State> state);
+  void ReadStream(size_t max_bytes, Connection::ReadCallback done);
 
   std::shared_ptr<State> state_;
 };
@@ -174,6 +177,10 @@ class Transport {
   void FinishResponse(const std::shared_ptr<Connection>& connection, SettledCallback settled);
   void AfterDrain(const std::shared_ptr<Connection>& connection, const DrainOutcome& outcome,
                   const SettledCallback& settled);
+  // The end of an HTTP/2 response whose body the caller is done with (or whose stream
+  // `failed`): a body left unread is reset (RST_STREAM), and the stream goes back to the
+  // pool.
+  void FinishStream(ResponseBody::State& body, bool failed);
 
   TransportObserver& observer_;
   mutable std::mutex mu_;

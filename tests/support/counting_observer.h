@@ -97,6 +97,9 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
     ++breaker_transitions_to[static_cast<size_t>(to)];
   }
   void OnCircuitBreakerRejected(const transport::Origin&) override { ++breaker_rejected; }
+  void OnStreamOpened(const transport::Origin&) override { ++streams_opened; }
+  void OnStreamClosed(const transport::Origin&) override { ++streams_closed; }
+  void OnStreamReset(const transport::Origin&) override { ++streams_reset; }
   int BreakerTransitionsTo(transport::BreakerState s) const {
     return breaker_transitions_to[static_cast<size_t>(s)];
   }
@@ -160,6 +163,9 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> retries{0};
   std::array<std::atomic<int>, 3> breaker_transitions_to{};  // by BreakerState
   std::atomic<int> breaker_rejected{0};
+  std::atomic<int> streams_opened{0};
+  std::atomic<int> streams_closed{0};
+  std::atomic<int> streams_reset{0};
   std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};

@@ -114,6 +114,8 @@ std::unique_ptr<NginxUpstream> NginxUpstream::Start(const std::string& dir) {
   const std::string tls = certificate + " ssl_protocols TLSv1.2 TLSv1.3;";
   nginx->keepalive_hint_port_ = FreePort();
   nginx->http2_port_ = FreePort();
+  nginx->h2c_port_ = FreePort();
+  nginx->http2_goaway_port_ = FreePort();
   const std::string config = absl::StrCat(R"(
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
 daemon off;
@@ -170,6 +172,17 @@ http {
     )", tls, Locations(dir), R"(
   }
   server {
+    listen 127.0.0.1:)", nginx->h2c_port_, R"( http2;
+    access_log )", dir, R"(/logs/h2.log h2;
+    )", Locations(dir), R"(
+  }
+  server {
+    listen 127.0.0.1:)", nginx->http2_goaway_port_, R"( ssl http2;
+    keepalive_requests 10;
+    access_log )", dir, R"(/logs/h2.log h2;
+    )", tls, Locations(dir), R"(
+  }
+  server {
     listen 127.0.0.1:)", nginx->keepalive_hint_port_, R"(;
     keepalive_timeout 2s 2s;
     keepalive_requests 3;
@@ -186,7 +199,8 @@ http {
       dir + "/logs/stderr.log");
   for (int port : {nginx->http_port_, nginx->https_port_, nginx->idle_close_port_,
                    nginx->mtls_port_, nginx->tls12_port_, nginx->tls13_port_,
-                   nginx->keepalive_hint_port_, nginx->http2_port_}) {
+                   nginx->keepalive_hint_port_, nginx->http2_port_, nginx->h2c_port_,
+                   nginx->http2_goaway_port_}) {
     if (!WaitForPort(port, 5) || !nginx->process_->Running()) {
       std::ifstream log(dir + "/logs/error.log");
       std::stringstream text;
@@ -209,6 +223,14 @@ std::string NginxUpstream::HttpsUrl(const std::string& path) const {
 
 std::string NginxUpstream::Http2Url(const std::string& path) const {
   return absl::StrCat("https://localhost:", http2_port_, path);
+}
+
+std::string NginxUpstream::H2cUrl(const std::string& path) const {
+  return absl::StrCat("http://localhost:", h2c_port_, path);
+}
+
+std::string NginxUpstream::Http2GoawayUrl(const std::string& path) const {
+  return absl::StrCat("https://localhost:", http2_goaway_port_, path);
 }
 
 std::vector<std::vector<std::string>> NginxUpstream::WaitForLogLines(const std::string& log,

@@ -71,8 +71,13 @@ class NginxUpstream {
     std::string method;
     std::string uri;
   };
-  // Entries for `uri` on http2_port, waiting (up to 10 s) for `expected`.
+  // Entries for `uri` on http2_port, h2c_port and http2_goaway_port, waiting (up to 10 s)
+  // for `expected`.
   std::vector<Http2LogEntry> Http2Requests(const std::string& uri, size_t expected) const;
+  // HTTP/2 over cleartext, with prior knowledge only (no upgrade, no HTTP/1.1).
+  int h2c_port() const { return h2c_port_; }
+  // As http2_port, but each connection carries 10 requests, then nginx sends GOAWAY.
+  int http2_goaway_port() const { return http2_goaway_port_; }
   // HTTP that announces `Keep-Alive: timeout=2`, closes connections idle for 2 s and
   // after 3 requests (the 3rd response says "Connection: close").
   int keepalive_hint_port() const { return keepalive_hint_port_; }
@@ -85,6 +90,8 @@ class NginxUpstream {
   std::string HttpUrl(const std::string& path) const;
   std::string HttpsUrl(const std::string& path) const;
   std::string Http2Url(const std::string& path) const;
+  std::string H2cUrl(const std::string& path) const;
+  std::string Http2GoawayUrl(const std::string& path) const;
   // The bytes nginx serves for /cl/<name>.
   static std::string FileContent(const std::string& name);
   static std::vector<std::pair<std::string, size_t>> FileSizes();
@@ -113,6 +120,8 @@ class NginxUpstream {
   int tls13_port_ = 0;
   int keepalive_hint_port_ = 0;
   int http2_port_ = 0;
+  int h2c_port_ = 0;
+  int http2_goaway_port_ = 0;
 };
 
 }  // namespace egress::testing

@@ -397,7 +397,29 @@ void Session::StartOnLoop() {
 bool Session::CanOpenStream() const {
   const State state = state_;
   return (state == State::kNew || state == State::kOpen) && !closing_ &&
-         open_streams_ < std::min(limits_.max_concurrent_streams, server_max_streams_.load());
+         open_streams_ < StreamLimit();
+}
+
+bool Session::Usable() const {
+  const State state = state_;
+  return (state == State::kNew || state == State::kOpen) && !closing_;
+}
+
+uint32_t Session::StreamLimit() const {
+  return std::min(limits_.max_concurrent_streams, server_max_streams_.load());
+}
+
+void Session::Abandon() {
+  closing_ = true;
+  for (const auto& [id, stream] : streams_) {  // a callback may own the stream's holder
+    stream->head_done_ = nullptr;
+    stream->read_done_ = nullptr;
+  }
+  streams_.clear();
+  ready_.clear();
+  deferred_.clear();
+  pings_.clear();
+  upstream_owner_.reset();
 }
 
 bool Session::TakeSlot() {

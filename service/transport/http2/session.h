@@ -142,10 +142,21 @@ class Session : public std::enable_shared_from_this<Session> {
   // when their request was never sent), the socket closes. Idempotent.
   void Close();
 
+  // For a transport whose loops have stopped (no handler will run again): lets go of
+  // the streams, pings and owner the session holds, without running their callbacks,
+  // so that the cycles through them (a stream holds its session) end.
+  void Abandon();
+
   // Whether Open would get a stream now: the session is usable (started or about to be,
   // no GOAWAY, not ended) and fewer than min(server's SETTINGS_MAX_CONCURRENT_STREAMS,
   // limits.max_concurrent_streams) streams are open. From any thread.
   bool CanOpenStream() const;
+  // Whether the session takes new streams at all (no GOAWAY, not ended or closing),
+  // however many are open. From any thread.
+  bool Usable() const;
+  // Streams it may have open at once: min(server's SETTINGS_MAX_CONCURRENT_STREAMS,
+  // limits.max_concurrent_streams). From any thread.
+  uint32_t StreamLimit() const;
   uint32_t open_streams() const { return open_streams_; }
   uint64_t streams_opened() const { return streams_opened_; }
   SessionStats stats() const;
