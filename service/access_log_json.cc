@@ -181,6 +181,7 @@ void AppendAccessLogJson(const egress::v1::AccessLogEntry& e, std::string* out) 
   AppendField("span_id", e.span_id(), out);
   AppendField("parent_span_id", e.parent_span_id(), out);
   AppendField("redirects", e.redirects(), out);
+  AppendField("protocol", e.protocol(), out);
   out->push_back('}');
 }
 

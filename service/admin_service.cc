@@ -399,6 +399,7 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
       ToProto(stats.oldest_idle_age, origin->mutable_oldest_idle_age());
     }
     origin->set_requests_served(stats.requests_served);
+    origin->set_streams(static_cast<uint32_t>(stats.streams));
     if (stats.server_hint && stats.server_hint->timeout) {
       ToProto(*stats.server_hint->timeout, origin->mutable_server_keepalive_timeout());
     }

@@ -722,6 +722,7 @@ class ExchangeReactor {
     entry.set_remote_address(c.remote_address);
     entry.set_connection_reused(c.reused);
     entry.set_connection_id(c.connection_id);
+    entry.set_protocol(c.protocol);
     FillTiming(c, absl::ZeroDuration(), entry.mutable_timing());
     allow_rule_ = response.policy_rule;
     NoteWouldDeny(response.would_deny_rules);
