@@ -241,7 +241,7 @@ class Upstream:
     the server blocks `servers` adds. Its access log tells which requests came on a new
     connection and which resumed a TLS session."""
 
-    def __init__(self, wan, work, servers=""):
+    def __init__(self, wan, work, servers="", http2_port=None):
         self.dir = readable_tempdir("nginx-", work)
         www = os.path.join(self.dir, "www", "cl")
         os.makedirs(www)
@@ -249,8 +249,12 @@ class Upstream:
             with open(os.path.join(www, str(size)), "wb") as out:
                 out.write(b"x" * size)
         self.log = os.path.join(self.dir, "access.log")
-        http = UPSTREAM_HTTP.format(dir=self.dir, pki=os.path.join(work, "pki"),
-                                    address=SERVER_ADDRESS, port=HTTPS_PORT, json=JSON_BODY)
+        values = {"dir": self.dir, "pki": os.path.join(work, "pki"), "address": SERVER_ADDRESS,
+                  "json": JSON_BODY}
+        http = UPSTREAM_HTTP.format(**values) + UPSTREAM_SERVER.format(
+            **values, port=HTTPS_PORT, options="ssl")
+        if http2_port:  # the same server again, speaking HTTP/2 to those that ask (ALPN)
+            http += UPSTREAM_SERVER.format(**values, port=http2_port, options="ssl http2")
         self.process = start_nginx(wan, wan.SERVER, self.dir, http + servers, SERVER_ADDRESS,
                                    HTTPS_PORT)
 
@@ -284,8 +288,10 @@ UPSTREAM_HTTP = """
   log_format counted '$connection $connection_requests $uri $ssl_session_reused';
   access_log {dir}/access.log counted;
   keepalive_timeout 300s;
+"""
+UPSTREAM_SERVER = """
   server {{
-    listen {address}:{port} ssl;
+    listen {address}:{port} {options};
     ssl_certificate {pki}/server.pem;
     ssl_certificate_key {pki}/server.key;
     ssl_protocols TLSv1.3;

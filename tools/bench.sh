@@ -5,6 +5,7 @@
 #   tools/bench.sh --smoke    # a few requests per scenario, results printed only (CI)
 #   tools/bench.sh --lifecycle [--smoke]   # only issue 16's rows (bench/lifecycle.py)
 #   tools/bench.sh --isolation [--smoke]   # only issue 18's rows (bench/isolation.py)
+#   tools/bench.sh --http2 [--smoke]       # only issue 19's rows (bench/http2.py)
 #   tools/bench.sh --loopback [--smoke]    # only the loopback tables, printed
 # Needs root (network namespaces, TUN devices). Installs what it needs first.
 set -euo pipefail
@@ -21,6 +22,9 @@ if [[ "${1:-}" == --lifecycle ]]; then
   shift
 elif [[ "${1:-}" == --isolation ]]; then
   script=bench/isolation.py
+  shift
+elif [[ "${1:-}" == --http2 ]]; then
+  script=bench/http2.py
   shift
 fi
 exec /usr/bin/python3 "$script" --bin=bazel-bin --go_client="$go_client" "$@"

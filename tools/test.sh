@@ -26,6 +26,7 @@ bazel build //... && test_all //... || status=1
 phase "benchmark smoke run"
 record "bench smoke" tools/bench.sh --smoke
 record "isolation bench smoke" tools/bench.sh --isolation --smoke
+record "http2 bench smoke" tools/bench.sh --http2 --smoke
 
 # The image is built (mostly downloads, and a build inside it) and run while the ASan
 # build compiles, not beside any test. Its egressctl is a copy of the optimized one:
@@ -56,8 +57,8 @@ tools/fuzz.sh 20 | tee -a "$log"
 bazel shutdown
 
 phase "done"
-passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|((isolation )?bench smoke|container image): ok)' "$log")
-failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|((isolation )?bench smoke|container image|fuzz targets): FAILED)' "$log")
+passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|((isolation |http2 )?bench smoke|container image): ok)' "$log")
+failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|((isolation |http2 )?bench smoke|container image|fuzz targets): FAILED)' "$log")
 rm -rf "$log" "$work"
 echo "$passed passed, $failed failed"
 exit $status

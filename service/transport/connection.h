@@ -84,6 +84,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
              Origin origin, uint64_t id, TransportObserver& observer);
 
   uint64_t id() const { return id_; }
+  // Whether the dial succeeded. From any thread.
+  bool opened() const { return opened_.load(); }
   // Set by the dial; kHttp1 until then. From any thread.
   Protocol protocol() const { return protocol_.load(); }
   // "h2" or "http/1.1", for ConnectionInfo.protocol.

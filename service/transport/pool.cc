@@ -50,7 +50,7 @@ ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
     it->second.origin = origin;
     if (auto recent = recent_cost_index_.find(it->first); recent != recent_cost_index_.end()) {
       it->second.cost = std::move(recent->second->second.cost);
-      it->second.speaks_h2 = recent->second->second.speaks_h2;
+      it->second.speaks = recent->second->second.speaks;
       recent_costs_.erase(recent->second);
       recent_cost_index_.erase(recent);
     }
@@ -64,8 +64,8 @@ ConnectionPool::OriginIterator ConnectionPool::EraseIfUnused(OriginIterator it) 
   // ADAPTIVE's estimates survive a quiet spell (the idle timeout retiring the last
   // connection); an origin that never got as far as a dial has none to keep.
   const OriginCost& learned = pool.cost.estimate();
-  if (learned.dial || learned.body_bytes_per_second || learned.drain_time || pool.speaks_h2) {
-    recent_costs_.emplace_front(it->first, Learned{std::move(pool.cost), pool.speaks_h2});
+  if (learned.dial || learned.body_bytes_per_second || learned.drain_time || pool.speaks) {
+    recent_costs_.emplace_front(it->first, Learned{std::move(pool.cost), pool.speaks});
     recent_cost_index_[it->first] = recent_costs_.begin();
     if (recent_costs_.size() > kMaxRecentCosts) {
       recent_cost_index_.erase(recent_costs_.back().first);
@@ -167,7 +167,12 @@ std::optional<ConnectionPool::Lease> ConnectionPool::LeaseStream(OriginPool& poo
 }
 
 bool ConnectionPool::AwaitsHttp2Dial(const OriginPool& pool) const {
-  return pool.speaks_h2 && std::any_of(pool.live.begin(), pool.live.end(), [](const auto& entry) {
+  const Http2Mode mode = LimitsOf(pool).http2_mode;
+  const bool offered = mode != Http2Mode::kOff &&
+                       (pool.origin.tls || mode == Http2Mode::kRequired ||
+                        mode == Http2Mode::kPriorKnowledge);
+  const bool may_share = pool.speaks ? *pool.speaks == Connection::Protocol::kHttp2 : offered;
+  return may_share && std::any_of(pool.live.begin(), pool.live.end(), [](const auto& entry) {
            return entry.second->state() == ConnectionState::kConnecting;
          });
 }
@@ -363,7 +368,7 @@ void ConnectionPool::CancelWait(WaitId id) {
 bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> connection,
                                   Deferred& deferred) {
   pool.warming.erase(connection->id());
-  if (connection->protocol() == Connection::Protocol::kHttp2) pool.speaks_h2 = true;
+  if (connection->opened()) pool.speaks = connection->protocol();
   const ConnectionFacts facts = FactsOf(*connection);
   if (facts.hint) pool.last_hint = facts.hint;
   std::optional<CloseReason> spent;
@@ -398,14 +403,16 @@ bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
   return kept;
 }
 
-void ConnectionPool::Share(const std::shared_ptr<Connection>& connection) {
+void ConnectionPool::Dialed(const std::shared_ptr<Connection>& connection) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
     if (pool.live.count(connection->id()) != 0) {  // not retired meanwhile
-      pool.speaks_h2 = true;
-      pool.streams.emplace(connection->id(), 1);  // the dialing request's
+      pool.speaks = connection->protocol();
+      if (connection->protocol() == Connection::Protocol::kHttp2) {
+        pool.streams.emplace(connection->id(), 1);  // the dialing request's
+      }
       ServeWaiters(pool, /*retired=*/false, deferred);
     }
     EraseIfUnused(connection->origin());

@@ -55,6 +55,8 @@ struct PoolLimits {
   LifetimeLimits lifetime{};
   // Idle connections kept ready (dialed in the background), within max_conns_per_origin.
   uint32_t min_idle = 0;
+  // Whether connections may speak HTTP/2 (transport.http2.mode).
+  Http2Mode http2_mode = Http2Mode::kAuto;
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -128,11 +130,12 @@ class ConnectionPool {
   // Closes a connection and frees its place.
   void Retire(const std::shared_ptr<Connection>& connection, CloseReason reason);
 
-  // HTTP/2. A connection a request has just dialed that speaks HTTP/2: it carries that
-  // request's stream (the lease the request holds becomes a stream lease) and from now
-  // on other requests' streams too, up to its session's stream limit; requests queued
-  // for the origin get streams on it at once.
-  void Share(const std::shared_ptr<Connection>& connection);
+  // A connection a request has just dialed: what it speaks is what its origin speaks.
+  // One that speaks HTTP/2 carries that request's stream (the request's lease becomes a
+  // stream lease) and from now on other requests' streams too, up to its session's
+  // stream limit; requests queued for it get streams at once, or, when it speaks
+  // HTTP/1.1, dial their own.
+  void Dialed(const std::shared_ptr<Connection>& connection);
   // A stream leased on an HTTP/2 connection has ended: a queued request gets its place;
   // a connection left with no stream idles (or is retired, as Return decides, or because
   // its session takes no more streams: kGoaway).
@@ -194,9 +197,10 @@ class ConnectionPool {
     // HTTP/2 connections with streams leased, by id: how many. A shared connection with
     // none left idles in `idle` like any other.
     std::map<uint64_t, uint32_t> streams;
-    // A connection of the origin has spoken HTTP/2: while one is being dialed, a request
-    // finding no stream waits for it rather than dialing another.
-    bool speaks_h2 = false;
+    // What the origin's connections speak, once one has been dialed: while one is being
+    // dialed to an origin that speaks (or may speak) HTTP/2, a request finding no stream
+    // waits for it rather than dialing another.
+    std::optional<Connection::Protocol> speaks;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -226,7 +230,8 @@ class ConnectionPool {
   Lease NewConnection(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A stream on a shared HTTP/2 connection with room for one, if any.
   std::optional<Lease> LeaseStream(OriginPool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether a request finding no stream should wait for an HTTP/2 dial under way.
+  // Whether a request finding no stream should wait for a dial under way: the origin
+  // speaks HTTP/2, or has not said and is offered it.
   bool AwaitsHttp2Dial(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A connection that has no exchange or stream left: to a waiter, to `idle`, or
   // retired (shutdown, policy, lifetime, pool full). True when it idles.
@@ -277,7 +282,7 @@ class ConnectionPool {
   // kMaxRecentCosts.
   struct Learned {
     CostModel cost;
-    bool speaks_h2 = false;
+    std::optional<Connection::Protocol> speaks;
   };
   std::list<std::pair<std::string, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::list<std::pair<std::string, Learned>>::iterator>

@@ -306,13 +306,11 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     if (connection->protocol() == Connection::Protocol::kHttp2) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        connection_ = nullptr;  // shared from now on: a cancel resets the stream
-      }
+      std::lock_guard<std::mutex> lock(mu_);
+      connection_ = nullptr;  // shared from now on: a cancel resets the stream
       lease_.multiplexed = true;
-      transport_.pool_.Share(connection);
     }
+    transport_.pool_.Dialed(connection);
     Send();
   }
 
@@ -652,7 +650,7 @@ PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
                       LifetimeLimits{s.max_connection_age, s.max_connection_age_jitter_percent,
                                      s.max_requests_per_connection, s.keepalive_hint_margin,
                                      s.honor_keepalive_hints},
-                      min_idle};
+                      min_idle, s.http2.mode};
   };
   limits.defaults = limits_of(settings, 0);  // pre-warming is for origins overrides name
   for (const OriginOverride& o : settings.origin_overrides) {

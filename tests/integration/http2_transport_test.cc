@@ -148,6 +148,20 @@ TEST_F(Http2TransportTest, ConcurrentFetchesShareOneConnection) {
   EXPECT_EQ(observer_.requests_reused, kFetches);
 }
 
+TEST_F(Http2TransportTest, ConcurrentFetchesToAnOriginNeverDialedOpenOneConnection) {
+  // Nothing is known of the origin: the first fetch dials, the others wait for what its
+  // ALPN says, and h2 carries them all.
+  constexpr int kFetches = 16;
+  std::vector<std::future<absl::StatusOr<std::string>>> fetches;
+  for (int i = 0; i < kFetches; ++i) {
+    fetches.push_back(std::async(std::launch::async,
+                                 [&] { return GetBody(nginx_->Http2Url("/cl/4k?t=never")); }));
+  }
+  for (auto& fetch : fetches) ASSERT_TRUE(fetch.get().ok());
+  EXPECT_EQ(observer_.opened, 1);
+  EXPECT_EQ(ConnectionsServing("/cl/4k?t=never", kFetches).size(), 1u);
+}
+
 TEST_F(Http2TransportTest, FetchesFindingNoConnectionWaitForTheOneBeingDialed) {
   // The origin has spoken h2, and its connection idled out: of fetches that come
   // together, the first dials and the others wait for its connection, not dial their own.

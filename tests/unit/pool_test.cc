@@ -46,7 +46,13 @@ class PoolTest : public ::testing::Test {
     thread_.join();
   }
 
+  // The connections here are never dialed: they model HTTP/1.1 unless `limits` offers
+  // HTTP/2 (see MakeHttp2Pool).
   void MakePool(PoolLimits limits) {
+    if (limits.http2_mode == Http2Mode::kAuto) limits.http2_mode = Http2Mode::kOff;
+    MakeHttp2Pool(limits);
+  }
+  void MakeHttp2Pool(PoolLimits limits) {
     pool_ = std::make_unique<ConnectionPool>(
         io_.get_executor(), PoolLimitsByHost{limits, {}},
         [this](const Origin& origin) {
@@ -103,6 +109,27 @@ TEST_F(PoolTest, EmptyPoolHandsOutANewConnection) {
   EXPECT_FALSE(lease->reused);
   EXPECT_EQ(Stats().connecting, 1);
   EXPECT_EQ(Stats().opened, 1u);
+}
+
+// HTTP/2 offered to an origin whose protocol is not known yet: a request finding no
+// connection while one is being dialed waits for that dial (which may carry it as a
+// stream); the dial turning out HTTP/1.1, it gets a connection of its own.
+TEST_F(PoolTest, ARequestWaitsForTheDialUnderWayUntilItsProtocolIsKnown) {
+  MakeHttp2Pool({});
+  auto first = Acquire();
+  ASSERT_TRUE(first.ok());
+  auto second = StartAcquire();
+  EXPECT_FALSE(second->served.HasBeenNotified());
+  EXPECT_EQ(Stats().waiting, 1);
+  pool_->Dialed(first->connection);  // an undialed connection: HTTP/1.1
+  second->served.WaitForNotification();
+  ASSERT_TRUE(second->result->ok());
+  EXPECT_NE((*second->result)->connection, first->connection);
+  EXPECT_FALSE((*second->result)->multiplexed);
+  // Known for HTTP/1.1 now: the next request dials at once, however many are dialing.
+  auto third = Acquire();
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(Stats().opened, 3u);
 }
 
 TEST_F(PoolTest, ReturnedConnectionIsReusedMostRecentFirst) {
