@@ -125,6 +125,7 @@ ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
   Lease lease;
   lease.connection = factory_(pool.origin);
   pool.live.emplace(lease.connection->id(), lease.connection);
+  pool.dialing.insert(lease.connection->id());
   ++pool.opened;
   return lease;
 }
@@ -172,9 +173,7 @@ bool ConnectionPool::AwaitsHttp2Dial(const OriginPool& pool) const {
                        (pool.origin.tls || mode == Http2Mode::kRequired ||
                         mode == Http2Mode::kPriorKnowledge);
   const bool may_share = pool.speaks ? *pool.speaks == Connection::Protocol::kHttp2 : offered;
-  return may_share && std::any_of(pool.live.begin(), pool.live.end(), [](const auto& entry) {
-           return entry.second->state() == ConnectionState::kConnecting;
-         });
+  return may_share && !pool.dialing.empty();
 }
 
 void ConnectionPool::RemoveIdle(OriginPool& pool, const Connection& connection) {
@@ -368,6 +367,7 @@ void ConnectionPool::CancelWait(WaitId id) {
 bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> connection,
                                   Deferred& deferred) {
   pool.warming.erase(connection->id());
+  pool.dialing.erase(connection->id());
   if (connection->opened()) pool.speaks = connection->protocol();
   const ConnectionFacts facts = FactsOf(*connection);
   if (facts.hint) pool.last_hint = facts.hint;
@@ -409,6 +409,7 @@ void ConnectionPool::Dialed(const std::shared_ptr<Connection>& connection) {
     std::lock_guard<std::mutex> lock(mu_);
     OriginPool& pool = PoolFor(connection->origin());
     if (pool.live.count(connection->id()) != 0) {  // not retired meanwhile
+      pool.dialing.erase(connection->id());
       pool.speaks = connection->protocol();
       if (connection->protocol() == Connection::Protocol::kHttp2) {
         pool.streams.emplace(connection->id(), 1);  // the dialing request's
@@ -464,6 +465,7 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
   pool.warming.erase(connection->id());
+  pool.dialing.erase(connection->id());
   pool.streams.erase(connection->id());
   if (pool.live.erase(connection->id()) == 0) return;  // retired already
   connection->MarkClosed(reason);

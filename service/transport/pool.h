@@ -201,6 +201,9 @@ class ConnectionPool {
     // dialed to an origin that speaks (or may speak) HTTP/2, a request finding no stream
     // waits for it rather than dialing another.
     std::optional<Connection::Protocol> speaks;
+    // Ids of connections handed out to be dialed, until Dialed, Return or Retire: what
+    // they will speak is not known yet.
+    std::set<uint64_t> dialing;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -283,6 +286,9 @@ class ConnectionPool {
   struct Learned {
     CostModel cost;
     std::optional<Connection::Protocol> speaks;
+    // Ids of connections handed out to be dialed, until Dialed, Return or Retire: what
+    // they will speak is not known yet.
+    std::set<uint64_t> dialing;
   };
   std::list<std::pair<std::string, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::list<std::pair<std::string, Learned>>::iterator>
