@@ -236,6 +236,22 @@ TEST_F(Http2TransportTest, CancelBeforeTheHeadResetsItsStreamAlone) {
   EXPECT_EQ(observer_.opened, 1);
 }
 
+TEST_F(Http2TransportTest, ADeadlineEndsItsStreamAloneWithDeadlineExceeded) {
+  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=deadline")).ok());
+  auto request = MakeRequest("GET", nginx_->Http2Url("/slow-head?t=deadline"), {}, "");
+  ASSERT_TRUE(request.ok());
+  std::promise<absl::StatusOr<Response>> promise;
+  transport_->Fetch(*std::move(request), absl::Now() + absl::Milliseconds(200),
+                    [&](absl::StatusOr<Response> r) { promise.set_value(std::move(r)); });
+  const auto late = promise.get_future().get();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+  auto next = Get(nginx_->Http2Url("/cl/1k?t=deadline"));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE(next->connection.reused);
+  EXPECT_EQ(ReadAll(*next->body)->size(), 1024u);
+  EXPECT_EQ(observer_.opened, 1);
+}
+
 TEST_F(Http2TransportTest, ARequestBodyGoesUp) {
   const std::string upload(300 * 1024, 'u');
   std::promise<absl::StatusOr<Response>> promise;
