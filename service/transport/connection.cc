@@ -349,6 +349,9 @@ void Connection::OnHandshake(beast::error_code ec) {
   if (!http2 && dial_settings_.http2.RequiresH2()) {
     return std::exchange(status_done_, nullptr)(Http2NotNegotiated());
   }
+  // HTTP/2 forbids renegotiation (OfferHttp2 turned it off); HTTP/1.1 may need it (a
+  // TLS 1.2 server asking for a client certificate for one location).
+  if (!http2) SSL_clear_options(ssl, SSL_OP_NO_RENEGOTIATION);
   ReleaseIdleBuffers();  // a warmed or spare connection may wait long for its first request
   OnDialed(http2);
 }
@@ -371,8 +374,12 @@ void Connection::OnDialed(bool http2) {
     limits.connection_window_bytes = s.http2.connection_window_bytes;
     limits.max_header_list_bytes = s.max_response_header_bytes;
     limits.max_interim_responses = s.max_interim_responses;
+    http2::Session::Events events;
+    events.unusable = [ended = session_ended_](const absl::Status&) {
+      if (ended) ended();
+    };
     session_ = std::make_shared<http2::Session>(stream_, shared_from_this(), origin_, limits,
-                                                observer_);
+                                                observer_, std::move(events));
     session_->Start();
     protocol_ = Protocol::kHttp2;
   }

@@ -166,6 +166,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // HTTP/2: whether the session still takes streams (no GOAWAY, not ended).
   bool StillOpenAndQuiet();
 
+  // Runs `ended` (on the loop) when the connection's HTTP/2 session takes no more
+  // streams: GOAWAY, an error, the server's close. Before the dial.
+  void OnSessionEnded(std::function<void()> ended) { session_ended_ = std::move(ended); }
+
   // An HTTP/2 stream for `request` on session() (see Session::Open), counted as one of
   // the connection's requests.
   std::shared_ptr<http2::Stream> OpenStream(const HttpRequest& request, absl::Time deadline,
@@ -251,6 +255,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<ConnectionState> state_{ConnectionState::kConnecting};
   std::atomic<Protocol> protocol_{Protocol::kHttp1};
   std::shared_ptr<http2::Session> session_;  // set on the loop, before the dial's callback
+  std::function<void()> session_ended_;      // see OnSessionEnded
   std::atomic<bool> opened_{false};  // the dial succeeded
   std::atomic<int> requests_{0};
   const absl::Time created_ = absl::Now();

@@ -31,6 +31,7 @@ absl::string_view ToString(CloseReason reason) {
     case CloseReason::kMaxAge: return "max_age";
     case CloseReason::kMaxRequests: return "max_requests";
     case CloseReason::kGoaway: return "goaway";
+    case CloseReason::kHttp2Off: return "http2_off";
   }
   return "unknown";
 }

@@ -46,8 +46,9 @@ enum class CloseReason {
   kMaxAge,           // older than max_connection_age (less its jitter), retired when idle
   kMaxRequests,      // carried max_requests_per_connection requests
   kGoaway,           // HTTP/2: the server sent GOAWAY, or the session ended, and its streams did
+  kHttp2Off,         // HTTP/2, and the config in force turned it off for the origin
 };
-inline constexpr size_t kCloseReasonCount = 15;
+inline constexpr size_t kCloseReasonCount = 16;
 
 enum class DrainSkipReason {
   kConnectionClose,  // the response says Connection: close: the connection is lost anyway

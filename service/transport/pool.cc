@@ -142,6 +142,11 @@ ConnectionPool::Lease ConnectionPool::TakeIdle(OriginPool& pool, absl::Time now)
   if (lease.connection->protocol() == Connection::Protocol::kHttp2) {
     pool.streams.emplace(lease.connection->id(), 1);  // shared from now on
     lease.multiplexed = true;
+    const absl::Duration ping_interval = LimitsOf(pool).http2_ping_interval;
+    if (ping_interval > absl::ZeroDuration() && lease.idle_for >= ping_interval) {
+      lease.check_first = true;
+      pool.checking.insert(lease.connection->id());
+    }
   }
   return lease;
 }
@@ -151,8 +156,10 @@ std::optional<ConnectionPool::Lease> ConnectionPool::LeaseStream(OriginPool& poo
   for (auto& [id, leased] : pool.streams) {
     const std::shared_ptr<Connection>& connection = pool.live.at(id);
     const http2::Session& session = *connection->session();
-    // Past its lifetime or denied by a new policy: its streams finish, and it retires.
-    if (!session.Usable() || leased >= session.StreamLimit() || DeniedByPolicy(*connection) ||
+    // Being checked, past its lifetime, denied by a new policy or HTTP/2 turned off: its
+    // streams finish, and it retires (or, checked, takes streams again).
+    if (!session.Usable() || leased >= session.StreamLimit() || pool.checking.count(id) != 0 ||
+        LimitsOf(pool).http2_mode == Http2Mode::kOff || DeniedByPolicy(*connection) ||
         RetireAfterExchange(FactsOf(*connection), LimitsOf(pool).lifetime, now)) {
       continue;
     }
@@ -173,7 +180,7 @@ bool ConnectionPool::AwaitsHttp2Dial(const OriginPool& pool) const {
                        (pool.origin.tls || mode == Http2Mode::kRequired ||
                         mode == Http2Mode::kPriorKnowledge);
   const bool may_share = pool.speaks ? *pool.speaks == Connection::Protocol::kHttp2 : offered;
-  return may_share && !pool.dialing.empty();
+  return may_share && !pool.dial_failed && !pool.dialing.empty();
 }
 
 void ConnectionPool::RemoveIdle(OriginPool& pool, const Connection& connection) {
@@ -253,6 +260,14 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
                    pool.waiters.size() < LimitsOf(pool).max_waiting) {
           // The connection being dialed will carry this request's stream too.
           wait_id = Enqueue(pool, WaitFor::kRoom, fresh, deadline, deadline, std::move(done));
+        } else if (!fresh && AwaitsHttp2Dial(pool)) {
+          deferred.callbacks.emplace_back(
+              std::move(done),
+              WithReason(absl::ResourceExhaustedError(absl::StrCat(
+                             pool.waiters.size(), " requests already wait for the connection "
+                             "being dialed to ", origin.Key(),
+                             " (transport.max_waiting_per_origin); retry later")),
+                         "ORIGIN_BUSY", {{"origin", origin.Key()}}, kRetryAfterLoad));
         } else if (HasRoom(pool)) {
           Lease lease = NewConnection(pool);
           if (decision) {
@@ -335,12 +350,17 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
                   std::move(waiter->done), id);  // the same id: CancelWait still finds it
         }
       } else {
+        const uint32_t max_conns = LimitsOf(pool).max_conns_per_origin;
         deferred.callbacks.emplace_back(
             std::move(waiter->done),
-            absl::DeadlineExceededError(absl::StrCat(
-                "deadline expired while waiting for a connection to ", key, ": all ",
-                LimitsOf(pool).max_conns_per_origin,
-                " connections allowed by transport.max_conns_per_origin are busy")));
+            absl::DeadlineExceededError(
+                max_conns == 0 || HasRoom(pool)
+                    ? absl::StrCat("deadline expired while waiting for the connection being "
+                                   "dialed to ", key)
+                    : absl::StrCat("deadline expired while waiting for a connection to ", key,
+                                   ": all ", max_conns,
+                                   " connections allowed by transport.max_conns_per_origin "
+                                   "are busy")));
       }
       EraseIfUnused(origins_.find(key));
     }
@@ -374,6 +394,9 @@ bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> 
   std::optional<CloseReason> spent;
   if (shut_down_) {
     RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
+  } else if (connection->protocol() == Connection::Protocol::kHttp2 &&
+             LimitsOf(pool).http2_mode == Http2Mode::kOff) {
+    RetireLocked(pool, connection, CloseReason::kHttp2Off, deferred);
   } else if (DeniedByPolicy(*connection)) {  // dialed under a policy since replaced
     RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
   } else if (spent = RetireAfterExchange(facts, LimitsOf(pool).lifetime, absl::Now()); spent) {
@@ -410,11 +433,43 @@ void ConnectionPool::Dialed(const std::shared_ptr<Connection>& connection) {
     OriginPool& pool = PoolFor(connection->origin());
     if (pool.live.count(connection->id()) != 0) {  // not retired meanwhile
       pool.dialing.erase(connection->id());
+      pool.dial_failed = false;
       pool.speaks = connection->protocol();
       if (connection->protocol() == Connection::Protocol::kHttp2) {
         pool.streams.emplace(connection->id(), 1);  // the dialing request's
       }
       ServeWaiters(pool, /*retired=*/false, deferred);
+    }
+    EraseIfUnused(connection->origin());
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::Checked(const std::shared_ptr<Connection>& connection, bool answered) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OriginPool& pool = PoolFor(connection->origin());
+    if (pool.checking.erase(connection->id()) != 0) {
+      if (!answered) RetireLocked(pool, connection, CloseReason::kStale, deferred);
+      ServeWaiters(pool, /*retired=*/!answered, deferred);
+    }
+    EraseIfUnused(connection->origin());
+  }
+  Run(deferred);
+}
+
+void ConnectionPool::SessionEnded(const std::shared_ptr<Connection>& connection) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OriginPool& pool = PoolFor(connection->origin());
+    const bool idle = pool.live.count(connection->id()) != 0 &&
+                      pool.streams.count(connection->id()) == 0 &&
+                      pool.dialing.count(connection->id()) == 0;
+    if (idle) {
+      RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
+      ServeWaiters(pool, /*retired=*/true, deferred);
     }
     EraseIfUnused(connection->origin());
   }
@@ -431,6 +486,7 @@ void ConnectionPool::ReturnStream(const std::shared_ptr<Connection>& connection)
     if (auto it = pool.streams.find(connection->id()); it != pool.streams.end()) {
       if (--it->second == 0) {
         pool.streams.erase(it);
+        pool.checking.erase(connection->id());  // a check given up on: no one waits for it
         if (!connection->StillOpenAndQuiet()) {  // GOAWAY, or the session ended
           RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
           retired = true;
@@ -465,8 +521,11 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
   pool.warming.erase(connection->id());
-  pool.dialing.erase(connection->id());
+  if (pool.dialing.erase(connection->id()) != 0 && reason == CloseReason::kDialFailed) {
+    pool.dial_failed = true;
+  }
   pool.streams.erase(connection->id());
+  pool.checking.erase(connection->id());
   if (pool.live.erase(connection->id()) == 0) return;  // retired already
   connection->MarkClosed(reason);
   deferred.closes.push_back(connection);
@@ -549,6 +608,18 @@ void ConnectionPool::SetLimits(PoolLimitsByHost limits) {
       while (pool.idle.size() > LimitsOf(pool).max_idle_per_origin) {
         const std::shared_ptr<Connection> oldest = pool.idle.front().connection;
         RetireLocked(pool, oldest, CloseReason::kPoolFull, deferred);
+      }
+      if (LimitsOf(pool).http2_mode == Http2Mode::kOff) {
+        std::vector<std::shared_ptr<Connection>> http2;
+        for (const IdleEntry& entry : pool.idle) {
+          if (entry.connection->protocol() == Connection::Protocol::kHttp2) {
+            http2.push_back(entry.connection);
+          }
+        }
+        for (const auto& connection : http2) {
+          RetireLocked(pool, connection, CloseReason::kHttp2Off, deferred);
+        }
+        if (pool.speaks == Connection::Protocol::kHttp2) pool.speaks.reset();
       }
       // No Warm here: the transport swaps its settings in after the limits, and a dial
       // started now would still use the old ones. The next sweep warms.
@@ -657,18 +728,18 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
 
 std::vector<std::shared_ptr<Connection>> ConnectionPool::Shutdown() {
   Deferred deferred;
-  std::vector<std::shared_ptr<Connection>> busy;
+  std::vector<std::shared_ptr<Connection>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shut_down_) return busy;
+    if (shut_down_) return all;
     shut_down_ = true;  // the idle sweep sees it and stops
     for (auto it = origins_.begin(); it != origins_.end();) {
       OriginPool& pool = it->second;
+      for (const auto& [id, connection] : pool.live) all.push_back(connection);
       while (!pool.idle.empty()) {
         const std::shared_ptr<Connection> connection = pool.idle.back().connection;
         RetireLocked(pool, connection, CloseReason::kShutdown, deferred);
       }
-      for (const auto& [id, connection] : pool.live) busy.push_back(connection);
       for (Waiter& waiter : pool.waiters) {
         CancelTimer(waiter.timer);
         deferred.callbacks.emplace_back(std::move(waiter.done),
@@ -679,7 +750,7 @@ std::vector<std::shared_ptr<Connection>> ConnectionPool::Shutdown() {
     }
   }
   Run(deferred);
-  return busy;
+  return all;
 }
 
 }  // namespace egress::transport

@@ -55,8 +55,10 @@ struct PoolLimits {
   LifetimeLimits lifetime{};
   // Idle connections kept ready (dialed in the background), within max_conns_per_origin.
   uint32_t min_idle = 0;
-  // Whether connections may speak HTTP/2 (transport.http2.mode).
+  // Whether connections may speak HTTP/2 (transport.http2.mode), and how long one may
+  // idle before it is checked with a PING (0: never).
   Http2Mode http2_mode = Http2Mode::kAuto;
+  absl::Duration http2_ping_interval = absl::ZeroDuration();
 };
 
 // The limits of each origin: the defaults, or those of the first matching host pattern.
@@ -98,6 +100,9 @@ class ConnectionPool {
     // A stream on an HTTP/2 connection others may be using too: the request opens its
     // stream on connection->session() and gives it back with ReturnStream.
     bool multiplexed = false;
+    // An HTTP/2 connection idle for PoolLimits::http2_ping_interval: the request checks
+    // it with a PING and tells Checked the answer; nobody else gets a stream on it first.
+    bool check_first = false;
   };
   using LeaseCallback = std::function<void(absl::StatusOr<Lease>)>;
   using WaitId = uint64_t;
@@ -140,6 +145,12 @@ class ConnectionPool {
   // a connection left with no stream idles (or is retired, as Return decides, or because
   // its session takes no more streams: kGoaway).
   void ReturnStream(const std::shared_ptr<Connection>& connection);
+  // The answer to a lease's check_first PING: a connection that answered takes streams
+  // from others again; one that did not is retired (kStale).
+  void Checked(const std::shared_ptr<Connection>& connection, bool answered);
+  // An HTTP/2 connection's session takes no more streams (GOAWAY, an error, the server's
+  // close): one idle is retired now (kGoaway), one with streams when they end.
+  void SessionEnded(const std::shared_ptr<Connection>& connection);
 
   OriginCost CostOf(const Origin& origin);
   // What was learned of an origin's costs (see CostModel); each returns the new estimate.
@@ -155,8 +166,9 @@ class ConnectionPool {
   // connected to) are retired at once, and from now on a connection coming back that it
   // denies is retired instead of idling (CloseReason::kPolicy).
   void SetPolicy(std::shared_ptr<const AddressPolicy> policy);
-  // Closes every idle connection and refuses new requests. Returns the connections still
-  // busy (connecting, active or draining), for their owner to let go of once no loop runs.
+  // Closes every idle connection and refuses new requests. Returns every connection it
+  // had (idle ones closing, busy ones under way), for their owner to let go of what they
+  // hold once no loop runs (a close posted to a loop that stops never happens).
   std::vector<std::shared_ptr<Connection>> Shutdown();
 
   // Cost models kept of origins whose last connection is gone (see OriginPool).
@@ -204,6 +216,11 @@ class ConnectionPool {
     // Ids of connections handed out to be dialed, until Dialed, Return or Retire: what
     // they will speak is not known yet.
     std::set<uint64_t> dialing;
+    // A dial failed since the last one succeeded: requests dial their own again, each
+    // failing in its own time rather than one after another behind a single dial.
+    bool dial_failed = false;
+    // HTTP/2 connections being checked with a PING (Lease::check_first).
+    std::set<uint64_t> checking;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -286,9 +303,6 @@ class ConnectionPool {
   struct Learned {
     CostModel cost;
     std::optional<Connection::Protocol> speaks;
-    // Ids of connections handed out to be dialed, until Dialed, Return or Retire: what
-    // they will speak is not known yet.
-    std::set<uint64_t> dialing;
   };
   std::list<std::pair<std::string, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::list<std::pair<std::string, Learned>>::iterator>

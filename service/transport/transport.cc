@@ -83,10 +83,12 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void Cancel() override {
     ConnectionPool::WaitId wait_id = 0, race_wait_id = 0;
+    bool was_pinging;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_ || finished_) return;
       cancelled_ = true;
+      was_pinging = std::exchange(pinging_, false);  // the PING's answer is not waited for
       // Under the lock: a head that arrives now finds the connection closing (see Deliver).
       if (connection_) connection_->Close();  // the pending I/O fails and reports back
       if (stream_) stream_->Reset();  // HTTP/2: the stream alone; the connection is shared
@@ -99,6 +101,12 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       if (id) {
         net::post(transport_.loops_.first(), [pool = &transport_.pool_, id] { pool->CancelWait(id); });
       }
+    }
+    if (was_pinging) {
+      net::post(transport_.loops_.first(), [self = shared_from_this()] {
+        self->Release(self->lease_, CloseReason::kCancelled);
+        self->Finish(absl::CancelledError("the caller cancelled the request"));
+      });
     }
   }
 
@@ -149,11 +157,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         GiveBack(CloseReason::kPolicy);
         return Finish(PolicyDenial(request_.origin, verdict, request_.caller));
       }
-      const Http2Settings& http2 = settings_.http2;
-      if (lease_.multiplexed && http2.ping_interval > absl::ZeroDuration() &&
-          lease_.idle_for >= http2.ping_interval) {
-        return CheckIdleSession(http2.ping_timeout);
-      }
+      if (lease_.check_first) return CheckIdleSession();
       return Send();
     }
     // Taken first: a drained connection that comes back at once replaces lease_.
@@ -173,19 +177,48 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       std::lock_guard<std::mutex> lock(mu_);
       connection_ = nullptr;
     }
-    if (lease_.multiplexed) return transport_.pool_.ReturnStream(lease_.connection);
-    transport_.pool_.Retire(lease_.connection, reason);
+    Release(lease_, reason);
   }
 
-  // An HTTP/2 connection idle for ping_interval is asked for a PING before it carries the
-  // request: one whose server does not answer within `timeout` is retired (its socket
-  // may be dead without a word) and the request takes another.
-  void CheckIdleSession(absl::Duration timeout) {
+  // A lease not used after all: a connection of its own is retired for `reason`, a
+  // stream on a shared one given back.
+  void Release(const ConnectionPool::Lease& lease, CloseReason reason) {
+    if (lease.multiplexed) return transport_.pool_.ReturnStream(lease.connection);
+    transport_.pool_.Retire(lease.connection, reason);
+  }
+
+  // An HTTP/2 connection idle for ping_interval (Lease::check_first) is asked for a PING
+  // before it carries the request, and nobody else's stream goes on it meanwhile: one
+  // whose server does not answer within ping_timeout (or before the deadline) is retired
+  // (its socket may be dead without a word) and the request takes another. A cancel
+  // during the PING ends the fetch at once.
+  void CheckIdleSession() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pinging_ = true;
+    }
+    const absl::Duration left = std::max(deadline_ - absl::Now(), absl::ZeroDuration());
+    // Cut short by this fetch's deadline, a PING without an answer says nothing of the
+    // connection: it stays for others.
+    const bool cut_short = left < settings_.http2.ping_timeout;
     lease_.connection->session()->Ping(
-        std::min(timeout, std::max(deadline_ - absl::Now(), absl::ZeroDuration())),
-        [self = shared_from_this()](absl::Status status) {
+        std::min(settings_.http2.ping_timeout, left),
+        [self = shared_from_this(), cut_short](absl::Status status) {
+          bool waited;  // the fetch was still waiting for the answer (no cancel)
+          {
+            std::lock_guard<std::mutex> lock(self->mu_);
+            waited = std::exchange(self->pinging_, false);
+          }
+          const bool inconclusive = cut_short && absl::IsDeadlineExceeded(status);
+          self->transport_.pool_.Checked(self->lease_.connection, status.ok() || inconclusive);
+          if (!waited) return;
           if (status.ok()) return self->Send();
-          self->transport_.pool_.Retire(self->lease_.connection, CloseReason::kStale);
+          self->Release(self->lease_, CloseReason::kStale);  // a stream lease: given back
+          if (absl::Now() >= self->deadline_) {
+            return self->Finish(absl::DeadlineExceededError(absl::StrCat(
+                "deadline expired while checking an idle HTTP/2 connection to ",
+                self->request_.origin.Key())));
+          }
           self->Acquire(/*fresh=*/false);
         });
   }
@@ -204,12 +237,14 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void OnDrainedReturn(absl::StatusOr<ConnectionPool::Lease> drained) {
     if (!drained.ok()) return;  // the dial won (or the deadline passed): the dial carries on
-    if (!drained->connection->StillOpenAndQuiet()) {
-      return transport_.pool_.Retire(drained->connection, CloseReason::kStale);
+    // An idle HTTP/2 connection comes as a stream lease (not one in need of a check: the
+    // dial carries on instead).
+    if (!drained->connection->StillOpenAndQuiet() || drained->check_first) {
+      return Release(*drained, CloseReason::kStale);
     }
     AddressCheck check = CheckPooled(*drained->connection);
     if (check.verdict.denied) {  // the dial, checked itself, carries on
-      return transport_.pool_.Retire(drained->connection, CloseReason::kPolicy);
+      return Release(*drained, CloseReason::kPolicy);
     }
     bool take;
     {
@@ -218,10 +253,11 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       race_wait_id_ = 0;
       if (take) {
         race_ = Race::kDrainedWon;
-        connection_ = drained->connection;
+        if (!drained->multiplexed) connection_ = drained->connection;
       }
     }
     if (!take) {
+      if (drained->multiplexed) return transport_.pool_.ReturnStream(drained->connection);
       transport_.pool_.Return(drained->connection);
       return;
     }
@@ -319,8 +355,10 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       transport_.observer_.OnDrainAwareAcquisition(request_.origin, *lease_.drain_choice,
                                                    lease_.reused);
     }
-    transport_.observer_.OnUpstreamRequest(request_.origin,
-                                           lease_.connection->requests() > 0);
+    // A stream's lease knows whether it is its connection's first (others may open
+    // theirs on a new HTTP/2 connection before the request that dialed it does).
+    transport_.observer_.OnUpstreamRequest(
+        request_.origin, lease_.multiplexed ? lease_.reused : lease_.connection->requests() > 0);
     send_start_ = absl::Now();
     if (lease_.multiplexed) return SendStream();
     const TransportSettings& settings = settings_;
@@ -364,12 +402,20 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     transport_.pool_.ReturnStream(lease_.connection);
     if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
     // The server did not process it (GOAWAY, REFUSED_STREAM): safe to send again
-    // whatever the method (RFC 9113 8.7), on another connection, a few times.
+    // whatever the method (RFC 9113 8.7), a few times.
     if (http2::WasNotProcessed(head.status()) && refused_retries_ < kMaxRefusedRetries) {
       ++refused_retries_;
       retried_ = true;
       transport_.observer_.OnRetry(request_.origin, RetryReason::kRefusedStream);
       return Acquire(/*fresh=*/false);
+    }
+    // A reused connection that failed before any response (the server closed it while
+    // idle): an idempotent request goes again, once, on a fresh connection, as on HTTP/1.1.
+    if (lease_.reused && absl::IsUnavailable(head.status()) && !retried_ &&
+        request_.IsIdempotent()) {
+      retried_ = true;
+      transport_.observer_.OnRetry(request_.origin, RetryReason::kStale);
+      return Acquire(/*fresh=*/true);
     }
     Finish(head.status());
   }
@@ -432,7 +478,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     ConnectionDetails& details = response.connection;
     const auto& connection = lease_.connection;
     details.connection_id = connection->id();
-    details.reused = connection->requests() > 1;
+    details.reused = lease_.multiplexed ? lease_.reused : connection->requests() > 1;
     details.was_idle = lease_.reused;
     details.idle_time = lease_.idle_for;
     details.remote_address = connection->remote_address();
@@ -497,6 +543,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
   std::shared_ptr<http2::Stream> stream_ ABSL_GUARDED_BY(mu_);   // HTTP/2, until the head
+  bool pinging_ ABSL_GUARDED_BY(mu_) = false;  // CheckIdleSession waits for the answer
   ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool
   // A dial racing a drain (Lease::may_race): the first to finish carries the request.
   enum class Race { kOn, kDialWon, kDrainedWon };
@@ -650,7 +697,7 @@ PoolLimitsByHost Transport::PoolLimitsOf(const TransportSettings& settings) {
                       LifetimeLimits{s.max_connection_age, s.max_connection_age_jitter_percent,
                                      s.max_requests_per_connection, s.keepalive_hint_margin,
                                      s.honor_keepalive_hints},
-                      min_idle, s.http2.mode};
+                      min_idle, s.http2.mode, s.http2.ping_interval};
   };
   limits.defaults = limits_of(settings, 0);  // pre-warming is for origins overrides name
   for (const OriginOverride& o : settings.origin_overrides) {
@@ -719,17 +766,22 @@ Transport::Transport(TransportObserver& observer, std::shared_ptr<const Snapshot
 }
 
 Transport::~Transport() {
-  const std::vector<std::shared_ptr<Connection>> busy = pool_.Shutdown();
+  const std::vector<std::shared_ptr<Connection>> connections = pool_.Shutdown();
   loops_.Stop();
   // A busy connection holds its operation's callbacks, which own the exchange that owns
-  // the connection: let go of them now that no handler can run, or they never would.
-  for (const auto& connection : busy) connection->Abandon();
+  // the connection, and an HTTP/2 one its session, which holds it back: let go of them
+  // now that no handler can run (an idle one's close was posted to a loop that stopped).
+  for (const auto& connection : connections) connection->Abandon();
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
-  return std::make_shared<Connection>(loops_.Next().get_executor(),
-                                      Current()->TlsFor(origin.host), origin,
-                                      next_connection_id_++, observer_);
+  auto connection = std::make_shared<Connection>(loops_.Next().get_executor(),
+                                                 Current()->TlsFor(origin.host), origin,
+                                                 next_connection_id_++, observer_);
+  connection->OnSessionEnded([this, weak = std::weak_ptr<Connection>(connection)] {
+    if (auto ended = weak.lock()) pool_.SessionEnded(ended);
+  });
+  return connection;
 }
 
 void Transport::Warm(std::shared_ptr<Connection> connection) {
