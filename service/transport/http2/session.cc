@@ -158,15 +158,14 @@ struct Session::Callbacks {
   static int OnDataChunk(nghttp2_session*, uint8_t /*flags*/, int32_t stream_id,
                          const uint8_t* data, size_t length, void* user_data) {
     return Protected(user_data, [&](Session& session) {
+      // The connection's window reopens as bytes arrive (Settle): callers that stop
+      // reading hold their own streams' windows, not the one all streams share.
+      session.received_bytes_ += length;
       Stream* stream = session.Find(stream_id);
-      if (!stream || stream->state_ == Stream::State::kFailed) {
-        session.dropped_bytes_ += length;
-        return 0;
-      }
+      if (!stream || stream->state_ == Stream::State::kFailed) return 0;
       // What a caller has not read is within the window it let the server fill; nghttp2
       // resets a stream past it only once it writes again, after this read.
       if (stream->body_.size() + length > session.limits_.stream_window_bytes) {
-        session.dropped_bytes_ += length;
         session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
                                                    "invalid HTTP/2 response from ",
                                                    session.origin_key_,
@@ -435,6 +434,7 @@ std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time dea
   absl::StatusOr<HeaderList> headers = RequestHeaderBlock(request);
   auto stream = std::make_shared<Stream>(shared_from_this(), request.body, std::move(on_head));
   const bool slot = headers.ok() && TakeSlot();
+  if (!slot) stream->closed_ = true;  // it was given no place
   net::post(executor_, [self = shared_from_this(), stream, headers = std::move(headers), slot,
                         deadline, method = request.method] {
     self->Guard([&] {
@@ -442,14 +442,12 @@ std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time dea
         // MakeRequest refuses what cannot be written; this is the defence should a
         // request reach here some other way.
         self->observer_.OnTransportException();
-        stream->closed_ = true;
         self->FailStream(*stream, absl::InternalError(absl::StrCat(
                                       "egress could not write the ", method, " request for ",
                                       self->origin_key_, ": ", headers.status().message())));
         return self->Settle();
       }
       if (!slot) {
-        stream->closed_ = true;
         self->FailStream(*stream, self->NotProcessed(absl::StrCat(
                                       "no HTTP/2 stream was free on the connection (",
                                       self->open_streams_.load(), " open)")));
@@ -636,9 +634,9 @@ void Session::OnWriteTimeout() {
 void Session::Settle() {
   do {
     DeliverReady();
-    if (dropped_bytes_ > 0 && state_ != State::kEnded) {
+    if (received_bytes_ > 0 && state_ != State::kEnded) {
       const int result = nghttp2_session_consume_connection(
-          session_.get(), static_cast<size_t>(std::exchange(dropped_bytes_, 0)));
+          session_.get(), static_cast<size_t>(std::exchange(received_bytes_, 0)));
       if (nghttp2_is_fatal(result)) return End(LibraryFailure(result));
     }
     Flush();
@@ -680,10 +678,14 @@ void Session::ReportUnusable(const absl::Status& why) {
   if (events_.unusable) deferred_.push_back([this, why] { events_.unusable(why); });
 }
 
-void Session::CloseStream(Stream& stream) {
-  if (std::exchange(stream.closed_, true)) return;
+bool Session::ReleasePlace(Stream& stream) {
+  if (stream.closed_.exchange(true)) return false;
   --open_streams_;
-  if (events_.stream_closed) deferred_.push_back(events_.stream_closed);
+  return true;
+}
+
+void Session::CloseStream(Stream& stream) {
+  if (ReleasePlace(stream) && events_.stream_closed) deferred_.push_back(events_.stream_closed);
 }
 
 Stream* Session::Find(int32_t id) const {
@@ -698,6 +700,9 @@ void Session::MarkReady(Stream& stream) {
 
 void Session::FailStream(Stream& stream, absl::Status why) {
   if (stream.state_ == Stream::State::kFailed) return;
+  // Whoever hears of the failure may open another stream at once: its place is free now,
+  // whenever nghttp2 lets go of the stream (see Stream::closed_).
+  CloseStream(stream);
   stream.state_ = Stream::State::kFailed;
   stream.failure_ = std::move(why);
   DropBody(stream);
@@ -731,8 +736,8 @@ std::string Session::TakeBody(Stream& stream, size_t max_bytes) {
   stream.buffered_bytes_ = stream.body_.size();
   UpdateBufferStats(-static_cast<int64_t>(n));
   if (state_ != State::kEnded) {
-    // Both windows; the stream's only while nghttp2 still has it.
-    const int result = nghttp2_session_consume(session_.get(), stream.id_, n);
+    // The stream's window (the connection's reopened as the bytes came).
+    const int result = nghttp2_session_consume_stream(session_.get(), stream.id_, n);
     if (nghttp2_is_fatal(result)) End(LibraryFailure(result));
   }
   return bytes;
@@ -745,13 +750,10 @@ void Session::DropBody(Stream& stream) {
   stream.body_.shrink_to_fit();
   stream.buffered_bytes_ = 0;
   UpdateBufferStats(-static_cast<int64_t>(n));
-  dropped_bytes_ += n;  // the connection window's share reopens in Settle
 }
 
 void Session::OnStreamDropped(uint64_t unread_bytes) {
   UpdateBufferStats(-static_cast<int64_t>(unread_bytes));
-  dropped_bytes_ += unread_bytes;
-  Settle();
 }
 
 void Session::OnStreamDeadline(Stream& stream) {

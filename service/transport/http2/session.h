@@ -32,10 +32,11 @@ struct SessionLimits {
   // lower, is the limit.
   uint32_t max_concurrent_streams = 100;
   // The receive windows egress advertises. A stream's window opens again only as its
-  // caller reads (nghttp2_session_consume), so a slow caller makes egress buffer at most
-  // one stream window for its stream, and all streams together at most the connection
-  // window; a connection window below the sum of the stream windows lets slow readers
-  // hold up the others' bodies.
+  // caller reads (nghttp2_session_consume_stream), so a slow caller makes egress buffer
+  // at most one stream window for its stream; the connection's reopens as bytes arrive,
+  // so that callers who stop reading hold up nobody else's body (it bounds what is in
+  // flight, not what is held: all streams together hold at most max_concurrent_streams
+  // stream windows).
   uint32_t stream_window_bytes = 256 * 1024;
   uint32_t connection_window_bytes = 4 * 1024 * 1024;
   // A response's header block (and trailers), decoded, counted as RFC 9113 counts
@@ -212,6 +213,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Stream steps, on the loop.
   bool TakeSlot();
+  // Gives the stream's place back, once (from any thread); true if this call did.
+  bool ReleasePlace(Stream& stream);
   void CloseStream(Stream& stream);  // it gives its place back
   void MarkReady(Stream& stream);
   void FailStream(Stream& stream, absl::Status why);
@@ -258,7 +261,7 @@ class Session : public std::enable_shared_from_this<Session> {
   absl::flat_hash_map<int32_t, std::shared_ptr<Stream>> streams_;  // known to nghttp2
   std::vector<std::shared_ptr<Stream>> ready_;  // with something to deliver
   std::vector<std::function<void()>> deferred_;  // callbacks nghttp2's callbacks owe
-  uint64_t dropped_bytes_ = 0;  // received for nobody: the connection window reopens
+  uint64_t received_bytes_ = 0;  // DATA received: the connection window reopens in Settle
   absl::flat_hash_map<uint64_t, PendingPing> pings_;
   uint64_t pings_sent_ = 0;
 

@@ -45,6 +45,8 @@ void Stream::ReadOnLoop(size_t max_bytes, absl::Time deadline, ReadCallback done
 }
 
 void Stream::Reset() {
+  // The caller is done with it: its place goes now, before the RST_STREAM (see closed_).
+  session_->ReleasePlace(*this);
   net::post(session_->executor_, [self = shared_from_this()] {
     Session& session = *self->session_;
     session.Guard([&] {

@@ -76,9 +76,12 @@ class Stream : public std::enable_shared_from_this<Stream> {
   int32_t id_ = 0;  // the HTTP/2 stream id, once submitted
   State state_ = State::kAwaitingHead;
   absl::Status failure_;
-  // Set once nghttp2 no longer knows the stream (closed, or never sent): it holds no
-  // place among the session's open streams any more.
-  bool closed_ = false;
+  // The stream holds no place among the session's open streams any more: closed by
+  // nghttp2, failed, reset by its caller, or never given one (Session::ReleasePlace). A
+  // caller done with it lets its place go at once, so that the pool, which counts places
+  // by caller, and the session agree; nghttp2 holds back a new request's HEADERS while
+  // the server's own count (streams whose RST_STREAM has not gone out) is at its limit.
+  std::atomic<bool> closed_{false};
 
   // The request body, as nghttp2 asks for it; freed once sent.
   std::string request_body_;
