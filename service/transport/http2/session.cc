@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -494,7 +495,7 @@ void Session::Ping(absl::Duration timeout, StatusCallback done) {
 
 void Session::PingOnLoop(absl::Duration timeout, StatusCallback done) {
   if (state_ == State::kEnded || state_ == State::kNew) {
-    return done(state_ == State::kEnded ? ended_
+    return done(state_ == State::kEnded ? ForCaller(ended_)
                                         : absl::FailedPreconditionError(
                                               "the HTTP/2 session has not been started"));
   }
@@ -642,7 +643,7 @@ void Session::End(absl::Status why) {
   }
   for (auto& [opaque, ping] : std::exchange(pings_, {})) {
     ping.timer->cancel();
-    deferred_.push_back([done = std::move(ping.done), why] { done(why); });
+    deferred_.push_back([done = std::move(ping.done), why] { done(ForCaller(why)); });
   }
   write_timer_.cancel();
   // No GOAWAY: the server learns of the close from TCP, as after an HTTP/1.1 exchange.
@@ -655,7 +656,7 @@ void Session::End(absl::Status why) {
 
 void Session::ReportUnusable(const absl::Status& why) {
   if (std::exchange(unusable_reported_, true)) return;
-  if (events_.unusable) deferred_.push_back([this, why] { events_.unusable(why); });
+  if (events_.unusable) deferred_.push_back([this, why] { events_.unusable(ForCaller(why)); });
 }
 
 void Session::CloseStream(Stream& stream) {
@@ -795,6 +796,14 @@ void Session::OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string
           "): it takes no new streams on this connection")),
       "UPSTREAM_CLOSED", {{"origin", origin_key_}}));
   // nghttp2 closes the streams above last_stream_id itself, with REFUSED_STREAM.
+}
+
+absl::Status Session::ForCaller(const absl::Status& status) {
+  absl::Status copy(status.code(), status.message());
+  status.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
+    copy.SetPayload(type_url, absl::Cord(std::string(payload)));
+  });
+  return copy;
 }
 
 absl::Status Session::NotProcessed(absl::string_view why) const {

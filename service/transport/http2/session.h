@@ -217,6 +217,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string_view debug);
   Stream* Find(int32_t id) const;
 
+  // `status` for a callback, sharing nothing with the session's own copy: copies of an
+  // absl::Status share a reference-counted representation, which the loop may let go of
+  // while the caller still reads its copy; ThreadSanitizer cannot see that count
+  // (Debian's Abseil is not instrumented) and would report a race.
+  static absl::Status ForCaller(const absl::Status& status);
   // Failures, in words a caller can act on.
   absl::Status NotProcessed(absl::string_view why) const;
   absl::Status LimitExceeded(absl::string_view what) const;
