@@ -362,6 +362,24 @@ TEST_F(Http2HostileTest, InvalidResponseHeadFailsTheStreamOnly) {
   EXPECT_EQ(client->Get("/next").value_or("?"), "ok");
 }
 
+TEST_F(Http2HostileTest, StatusCodeBelow100IsAnInvalidResponse) {
+  ScriptedH2Server server([](H2Peer& peer) {
+    if (!peer.Handshake()) return;
+    auto request = peer.ReadRequest();
+    if (!request) return;
+    // nghttp2 takes any three digits (found by fuzz/http2_response_fuzzer.cc).
+    peer.WriteFrame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, request->stream_id,
+                    H2Peer::HeaderBlock({{":status", "050"}}));
+    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
+    UntilClosed(peer);
+  });
+  auto client = Connect(server);
+  auto head = client->Open("GET", "/050").head.get();
+  EXPECT_EQ(ReasonName(head.status()), "UPSTREAM_INVALID_RESPONSE") << head.status();
+  EXPECT_THAT(head.status().message(), HasSubstr("status code 50 is below 100"));
+  EXPECT_EQ(client->Get("/next").value_or("?"), "ok");
+}
+
 TEST_F(Http2HostileTest, DataPastTheStreamWindowFailsTheStreamHavingBufferedOneWindow) {
   ScriptedH2Server server([](H2Peer& peer) {
     if (!peer.Handshake()) return;

@@ -220,8 +220,8 @@ struct Session::Callbacks {
             const absl::string_view debug(reinterpret_cast<const char*>(frame->goaway.opaque_data),
                                           frame->goaway.opaque_data_len);
             const std::string what = absl::StrCat(
-                debug.empty() ? session.library_message_ : std::string(debug), " (",
-                ErrorCodeName(frame->goaway.error_code), ")");
+                debug.empty() ? std::exchange(session.library_message_, {}) : absl::CEscape(debug),
+                " (", ErrorCodeName(frame->goaway.error_code), ")");
             session.ending_ =
                 frame->goaway.error_code == NGHTTP2_ENHANCE_YOUR_CALM
                     ? session.LimitExceeded(what)
@@ -273,12 +273,12 @@ struct Session::Callbacks {
     return Protected(user_data, [&](Session& session) {
       Stream* stream = session.Find(frame->hd.stream_id);
       if (stream) {
+        // nghttp2's message (if it gave one for this frame) says more than its code.
+        std::string what = std::exchange(session.library_message_, {});
+        if (what.empty()) what = nghttp2_strerror(library_error);
         session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
                                                    "invalid HTTP/2 response from ",
-                                                   session.origin_key_, ": ",
-                                                   nghttp2_strerror(library_error),
-                                                   session.library_message_.empty() ? "" : ": ",
-                                                   session.library_message_)),
+                                                   session.origin_key_, ": ", what)),
                                                "UPSTREAM_INVALID_RESPONSE",
                                                {{"origin", session.origin_key_}}));
       }
@@ -289,7 +289,9 @@ struct Session::Callbacks {
   static int OnError(nghttp2_session*, int /*library_error*/, const char* message,
                      size_t length, void* user_data) {
     return Protected(user_data, [&](Session& session) {
-      session.library_message_.assign(message, std::min(length, kMaxQuotedBytes));
+      // It may quote the server's bytes.
+      session.library_message_ =
+          absl::CEscape(absl::string_view(message, std::min(length, kMaxQuotedBytes)));
       return 0;
     });
   }
@@ -395,16 +397,21 @@ void Session::StartOnLoop() {
   Settle();
 }
 
-bool Session::CanOpenStream() const {
+bool Session::Usable() const {
   const State state = state_;
-  return (state == State::kNew || state == State::kOpen) && !closing_ &&
-         open_streams_ < std::min(limits_.max_concurrent_streams, server_max_streams_.load());
+  return (state == State::kNew || state == State::kOpen) && !closing_;
 }
+
+uint32_t Session::StreamLimit() const {
+  return std::min(limits_.max_concurrent_streams, server_max_streams_.load());
+}
+
+bool Session::CanOpenStream() const { return Usable() && open_streams_ < StreamLimit(); }
 
 bool Session::TakeSlot() {
   uint32_t open = open_streams_;
   do {
-    if (!CanOpenStream()) return false;
+    if (!Usable() || open >= StreamLimit()) return false;
   } while (!open_streams_.compare_exchange_weak(open, open + 1));
   return true;
 }
@@ -569,12 +576,11 @@ void Session::Flush() {
   if (write_in_flight_) return;
   if (next_write_.empty()) {
     if (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get())) {
-      End(goaway_last_stream_id_
-              ? WithReason(absl::UnavailableError(absl::StrCat(
-                               origin_key_, " sent GOAWAY and its last stream has ended")),
-                           "UPSTREAM_CLOSED", {{"origin", origin_key_}})
-              : absl::UnavailableError(absl::StrCat("the HTTP/2 session with ", origin_key_,
-                                                    " has ended")));
+      const std::string why =
+          goaway_last_stream_id_
+              ? absl::StrCat(origin_key_, " sent GOAWAY and its last stream has ended")
+              : absl::StrCat("the HTTP/2 session with ", origin_key_, " has ended");
+      End(WithReason(absl::UnavailableError(why), "UPSTREAM_CLOSED", {{"origin", origin_key_}}));
     }
     return;
   }
@@ -743,7 +749,15 @@ void Session::OnStreamDeadline(Stream& stream) {
 void Session::OnHeadersReceived(Stream& stream, bool end_stream) {
   if (stream.state_ == Stream::State::kAwaitingHead) {
     const int status = stream.head_in_progress_.status_code;
-    if (status >= 100 && status < 200) {  // interim: the final head follows
+    if (status < 100) {  // found by fuzz/http2_response_fuzzer.cc: nghttp2 takes 000-099
+      nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_,
+                                NGHTTP2_PROTOCOL_ERROR);
+      return FailStream(stream, WithReason(absl::UnavailableError(absl::StrCat(
+                                               "invalid HTTP/2 response from ", origin_key_,
+                                               ": status code ", status, " is below 100")),
+                                           "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_key_}}));
+    }
+    if (status < 200) {  // interim: the final head follows
       if (++stream.interim_responses_ > limits_.max_interim_responses) {
         observer_.OnUpstreamLimit(origin_, UpstreamLimit::kInterimResponses);
         nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_, NGHTTP2_CANCEL);
@@ -831,15 +845,17 @@ absl::Status Session::LibraryFailure(int code) {
     case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
       return LimitExceeded("a header block in too many CONTINUATION frames; a flood");
     case NGHTTP2_ERR_NOMEM:
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "egress ran out of memory in the HTTP/2 session with ", origin_key_));
-    default:
+      return WithReason(absl::ResourceExhaustedError(absl::StrCat(
+                            "egress ran out of memory in the HTTP/2 session with ", origin_key_)),
+                        "LIMIT_EXCEEDED", {{"origin", origin_key_}});
+    default: {
+      const std::string detail = std::exchange(library_message_, {});
       return WithReason(absl::UnavailableError(absl::StrCat(
                             "HTTP/2 protocol error from ", origin_key_, ": ",
-                            nghttp2_strerror(code),
-                            library_message_.empty() ? "" : ": ", library_message_,
+                            nghttp2_strerror(code), detail.empty() ? "" : ": ", detail,
                             "; the connection was closed")),
                         "UPSTREAM_PROTOCOL_ERROR", {{"origin", origin_key_}});
+    }
   }
 }
 

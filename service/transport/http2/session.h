@@ -199,8 +199,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void End(absl::Status why);
   void ReportUnusable(const absl::Status& why);
 
-  // Stream steps, on the loop.
+  // Started or about to be, no GOAWAY, not ended or closing. From any thread.
+  bool Usable() const;
+  // min(the server's SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams).
+  uint32_t StreamLimit() const;
+  // Takes a place among the open streams, if there is one. From any thread.
   bool TakeSlot();
+
+  // Stream steps, on the loop.
   void CloseStream(Stream& stream);  // it gives its place back
   void MarkReady(Stream& stream);
   void FailStream(Stream& stream, absl::Status why);
