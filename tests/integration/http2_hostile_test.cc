@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "service/transport/error_reason.h"
 #include "service/transport/http2/session.h"
+#include "service/transport/request.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/http2_client.h"
 #include "tests/support/scripted_h2_server.h"
@@ -42,6 +43,12 @@ void UntilClosed(H2Peer& peer) {
   }
 }
 
+// The script's end when the connection is to carry on: the next request gets "ok".
+void AnswerTheNextRequest(H2Peer& peer) {
+  if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
+  UntilClosed(peer);
+}
+
 // What a write batch may hold: 64 KiB gathered, and a frame begun past it.
 constexpr uint64_t kMaxWriteBuffer = 2 * (64 * 1024 + 16 * 1024 + 9);
 
@@ -55,6 +62,14 @@ class Http2HostileTest : public ::testing::Test {
     auto client = Http2Client::Connect(server.port(), options, observer_);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  // The session is still usable: a request gets the script's "ok" (AnswerTheNextRequest).
+  void ExpectTheConnectionCarriesOn(Http2Client& client) {
+    auto next = client.Get("/next");
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_EQ(*next, "ok");
+    EXPECT_EQ(client.unusable_events(), 0);
   }
 
   // Waits until the session is unusable, then returns why.
@@ -114,18 +129,14 @@ TEST_F(Http2HostileTest, RefusedStreamIsNotProcessedAndTheConnectionCarriesOn) {
     auto refused = peer.ReadRequest();
     if (!refused) return;
     peer.WriteFrame(h2::kRstStream, 0, refused->stream_id, H2Peer::Uint32(h2::kRefusedStream));
-    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-    UntilClosed(peer);
+    AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
   auto refused = client->Open("POST", "/refused", "body").head.get();
   EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
   EXPECT_TRUE(WasNotProcessed(refused.status()));
   EXPECT_THAT(refused.status().message(), HasSubstr("refused the stream"));
-  auto next = client->Get("/next");
-  ASSERT_TRUE(next.ok()) << next.status();
-  EXPECT_EQ(*next, "ok");
-  EXPECT_EQ(client->unusable_events(), 0);
+  ExpectTheConnectionCarriesOn(*client);
 }
 
 TEST_F(Http2HostileTest, StreamResetAfterItsHeadIsUnavailableAndMayHaveBeenProcessed) {
@@ -305,18 +316,14 @@ TEST_F(Http2HostileTest, DecodedHeadersPastTheLimitFailTheStreamOnly) {
     block += length + std::string(4000, 'v');
     for (int i = 0; i < 20; ++i) block.push_back(static_cast<char>(0xbe));  // index 62
     peer.WriteFrame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, request->stream_id, block);
-    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-    UntilClosed(peer);
+    AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
   auto head = client->Open("GET", "/bomb").head.get();
   EXPECT_EQ(ReasonName(head.status()), "UPSTREAM_LIMIT_EXCEEDED") << head.status();
   EXPECT_THAT(head.status().message(), HasSubstr("response headers over the limit"));
   EXPECT_EQ(observer_.LimitHit(UpstreamLimit::kResponseHead), 1);
-  auto next = client->Get("/next");
-  ASSERT_TRUE(next.ok()) << next.status();
-  EXPECT_EQ(*next, "ok");
-  EXPECT_EQ(client->unusable_events(), 0);
+  ExpectTheConnectionCarriesOn(*client);
 }
 
 TEST_F(Http2HostileTest, InterimResponsesAreSkippedUpToTheLimit) {
@@ -353,13 +360,12 @@ TEST_F(Http2HostileTest, InvalidResponseHeadFailsTheStreamOnly) {
     // Upper-case field names are malformed in HTTP/2 (RFC 9113 8.2.1).
     peer.WriteFrame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, request->stream_id,
                     H2Peer::HeaderBlock({{":status", "200"}, {"X-Upper", "1"}}));
-    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-    UntilClosed(peer);
+    AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
   auto head = client->Open("GET", "/invalid").head.get();
   EXPECT_EQ(ReasonName(head.status()), "UPSTREAM_INVALID_RESPONSE") << head.status();
-  EXPECT_EQ(client->Get("/next").value_or("?"), "ok");
+  ExpectTheConnectionCarriesOn(*client);
 }
 
 TEST_F(Http2HostileTest, StatusCodeBelow100IsAnInvalidResponse) {
@@ -370,14 +376,13 @@ TEST_F(Http2HostileTest, StatusCodeBelow100IsAnInvalidResponse) {
     // nghttp2 takes any three digits (found by fuzz/http2_response_fuzzer.cc).
     peer.WriteFrame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, request->stream_id,
                     H2Peer::HeaderBlock({{":status", "050"}}));
-    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-    UntilClosed(peer);
+    AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
   auto head = client->Open("GET", "/050").head.get();
   EXPECT_EQ(ReasonName(head.status()), "UPSTREAM_INVALID_RESPONSE") << head.status();
   EXPECT_THAT(head.status().message(), HasSubstr("status code 50 is below 100"));
-  EXPECT_EQ(client->Get("/next").value_or("?"), "ok");
+  ExpectTheConnectionCarriesOn(*client);
 }
 
 TEST_F(Http2HostileTest, DataPastTheStreamWindowFailsTheStreamHavingBufferedOneWindow) {
@@ -389,8 +394,7 @@ TEST_F(Http2HostileTest, DataPastTheStreamWindowFailsTheStreamHavingBufferedOneW
                     H2Peer::HeaderBlock({{":status", "200"}}));
     const std::string piece(16384, 'd');
     for (int i = 0; i < 40; ++i) peer.WriteFrame(h2::kData, 0, request->stream_id, piece);
-    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-    UntilClosed(peer);
+    AnswerTheNextRequest(peer);
   });
   SessionLimits limits;
   limits.stream_window_bytes = 64 * 1024;
@@ -403,8 +407,7 @@ TEST_F(Http2HostileTest, DataPastTheStreamWindowFailsTheStreamHavingBufferedOneW
   EXPECT_THAT(body.status().message(), HasSubstr("flow-control window of 65536 bytes"));
   EXPECT_LE(client->session()->stats().peak_buffered_body_bytes, limits.stream_window_bytes);
   // The rest of the stream's DATA was dropped, and its windows given back.
-  EXPECT_EQ(client->Get("/next").value_or("?"), "ok");
-  EXPECT_EQ(client->unusable_events(), 0);
+  ExpectTheConnectionCarriesOn(*client);
 }
 
 TEST_F(Http2HostileTest, WindowThatNeverOpensEndsTheUploadAtItsDeadline) {
@@ -418,8 +421,7 @@ TEST_F(Http2HostileTest, WindowThatNeverOpensEndsTheUploadAtItsDeadline) {
       if (frame->type == h2::kRstStream && frame->stream_id == upload->stream_id) break;
     }
     reset_seen = true;
-    if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-    UntilClosed(peer);
+    AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
   const absl::Time start = absl::Now();
@@ -434,7 +436,7 @@ TEST_F(Http2HostileTest, WindowThatNeverOpensEndsTheUploadAtItsDeadline) {
               HasSubstr("65535 of 102400 bytes sent; the server's flow-control window stayed "
                         "closed"));
   EXPECT_LT(absl::Now() - start, Scaled(absl::Seconds(2)));
-  EXPECT_EQ(client->Get("/next").value_or("?"), "ok");
+  ExpectTheConnectionCarriesOn(*client);
   EXPECT_TRUE(reset_seen);
 }
 
@@ -511,6 +513,25 @@ TEST_F(Http2HostileTest, PingWithoutAnswerTimesOutAndTheSessionStays) {
   EXPECT_TRUE(absl::IsDeadlineExceeded(ping)) << ping;
   EXPECT_EQ(ReasonName(ping), "UPSTREAM_TIMEOUT");
   EXPECT_TRUE(client->session()->CanOpenStream());
+}
+
+TEST_F(Http2HostileTest, AbandonedSessionLetsGoOfTheCallbacksItHolds) {
+  ScriptedH2Server server([](H2Peer& peer) {
+    if (peer.Handshake()) UntilClosed(peer);  // never answers
+  });
+  auto client = Connect(server);
+  auto request = MakeRequest("GET", absl::StrCat("http://127.0.0.1:", server.port(), "/never"),
+                             {}, "");
+  ASSERT_TRUE(request.ok());
+  auto token = std::make_shared<int>(0);  // what a caller's callback owns
+  auto stream = client->session()->Open(*request, absl::InfiniteFuture(),
+                                        [token](absl::StatusOr<ResponseHead>) {});
+  client->OnLoop([] {});  // the stream is submitted
+  client->StopLoop();     // the transport shuts down under the pending head
+  stream.reset();
+  EXPECT_EQ(token.use_count(), 2);  // the session's open stream holds the callback
+  client->session()->Abandon();
+  EXPECT_EQ(token.use_count(), 1);
 }
 
 TEST_F(Http2HostileTest, RequestGoesOutAsHttp2Headers) {

@@ -436,9 +436,14 @@ std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time dea
       }
       if (!slot) {
         stream->closed_ = true;
-        self->FailStream(*stream, self->NotProcessed(absl::StrCat(
-                                      "no HTTP/2 stream was free on the connection (",
-                                      self->open_streams_.load(), " open)")));
+        self->FailStream(*stream, self->NotProcessed(
+                                      self->Usable()
+                                          ? absl::StrCat("no HTTP/2 stream was free on the "
+                                                         "connection (",
+                                                         self->open_streams_.load(), " of ",
+                                                         self->StreamLimit(), " open)")
+                                          : std::string("the HTTP/2 connection takes no new "
+                                                        "streams (GOAWAY, closed or failed)")));
         return self->Settle();
       }
       self->Submit(stream, *headers, deadline);
@@ -543,6 +548,23 @@ void Session::Close() {
                            "CANCELLED", {{"origin", self->origin_key_}}));
     });
   });
+}
+
+void Session::Abandon() {
+  state_ = State::kEnded;
+  for (auto& [id, stream] : std::exchange(streams_, {})) {
+    stream->head_done_ = nullptr;
+    stream->read_done_ = nullptr;
+  }
+  for (auto& stream : std::exchange(ready_, {})) {
+    stream->head_done_ = nullptr;
+    stream->read_done_ = nullptr;
+  }
+  pings_.clear();
+  deferred_.clear();
+  beast::error_code ignored;
+  upstream_.tcp().socket().close(ignored);
+  upstream_owner_.reset();
 }
 
 void Session::ReadMore() {

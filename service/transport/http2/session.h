@@ -142,6 +142,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // when their request was never sent), the socket closes. Idempotent.
   void Close();
 
+  // For a transport whose loops have stopped (no handler will run again): closes the
+  // socket and drops the callbacks of the open streams and pings without running them,
+  // so that what they hold is freed (as Connection::Abandon). On the loop's thread, or
+  // once it has stopped.
+  void Abandon();
+
   // Whether Open would get a stream now: the session is usable (started or about to be,
   // no GOAWAY, not ended) and fewer than min(server's SETTINGS_MAX_CONCURRENT_STREAMS,
   // limits.max_concurrent_streams) streams are open. From any thread.
