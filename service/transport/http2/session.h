@@ -31,7 +31,7 @@ struct SessionLimits {
   // Streams open at once, at most; the server's SETTINGS_MAX_CONCURRENT_STREAMS, when
   // lower, is the limit.
   uint32_t max_concurrent_streams = 100;
-  // The receive windows egress advertises. A stream's window opens again only as its
+  // The receive windows egress advertises (1 to 2^31 - 1). A stream's window opens again only as its
   // caller reads (nghttp2_session_consume), so a slow caller makes egress buffer at most
   // one stream window for its stream, and all streams together at most the connection
   // window; a connection window below the sum of the stream windows lets slow readers
@@ -77,7 +77,9 @@ bool WasNotProcessed(const absl::Status& status);
 
 // One HTTP/2 client connection (RFC 9113), driven by nghttp2 (framing, HPACK, flow
 // control), over an already connected UpstreamStream: plain TCP (h2c with prior
-// knowledge) or TLS whose ALPN chose "h2" (see alpn.h).
+// knowledge) or TLS whose ALPN chose "h2". Over TLS the handshake must have been set up
+// with OfferHttp2 (alpn.h), which also turns renegotiation off: the session reads and
+// writes at once, which TlsStream carries only without it.
 //
 // Threading: all of its work runs on the stream's executor, one thread per loop (an
 // implicit strand); the public methods may be called from any thread and dispatch onto
@@ -99,7 +101,10 @@ bool WasNotProcessed(const absl::Status& status);
 // nghttp2 reset the stream), UPSTREAM_PROTOCOL_ERROR (the connection broke HTTP/2),
 // UPSTREAM_LIMIT_EXCEEDED (a bound in SessionLimits), UPSTREAM_CLOSED,
 // UPSTREAM_CONNECTION_FAILED, UPSTREAM_TIMEOUT (a write or a PING); DEADLINE_EXCEEDED
-// (reason DEADLINE_EXCEEDED) for a stream's deadline; CANCELLED for Reset and Close.
+// (reason DEADLINE_EXCEEDED) for a stream's deadline; CANCELLED for Reset and Close;
+// RESOURCE_EXHAUSTED (REQUEST_TOO_LARGE) for request headers over 64 KiB compressed.
+// The observer hears of OnUpstreamLimit (kResponseHead, kTrailers, kInterimResponses)
+// and OnTransportException.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   using HeadCallback = Stream::HeadCallback;
