@@ -7,6 +7,7 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ std::string ReasonName(const absl::Status& status) {
 void UntilClosed(H2Peer& peer) {
   while (peer.ReadFrame()) {
   }
+}
+
+// The handshake and the client's first request; none if either failed.
+std::optional<H2Request> FirstRequest(H2Peer& peer) {
+  if (!peer.Handshake()) return std::nullopt;
+  return peer.ReadRequest();
 }
 
 // Answers the client's first PING: after it, the client has the server's SETTINGS.
@@ -150,11 +157,9 @@ TEST_F(Http2HostileTest, RefusedStreamIsNotProcessedAndTheConnectionCarriesOn) {
 
 TEST_F(Http2HostileTest, StreamResetAfterItsHeadIsUnavailableAndMayHaveBeenProcessed) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
-    peer.WriteFrame(h2::kHeaders, h2::kEndHeaders, request->stream_id,
-                    H2Peer::HeaderBlock({{":status", "200"}}));
+    peer.WriteHead(request->stream_id, "200");
     peer.WriteFrame(h2::kData, 0, request->stream_id, "partial");
     peer.WriteFrame(h2::kRstStream, 0, request->stream_id, H2Peer::Uint32(0x2));
     UntilClosed(peer);
@@ -172,11 +177,9 @@ TEST_F(Http2HostileTest, StreamResetAfterItsHeadIsUnavailableAndMayHaveBeenProce
 
 TEST_F(Http2HostileTest, ServerClosingMidBodyFailsTheRead) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
-    peer.WriteFrame(h2::kHeaders, h2::kEndHeaders, request->stream_id,
-                    H2Peer::HeaderBlock({{":status", "200"}}));
+    peer.WriteHead(request->stream_id, "200");
     peer.WriteFrame(h2::kData, 0, request->stream_id, "partial");
   });  // the script ends: the connection closes
   auto client = Connect(server);
@@ -189,7 +192,7 @@ TEST_F(Http2HostileTest, ServerClosingMidBodyFailsTheRead) {
 
 TEST_F(Http2HostileTest, SettingsFloodEndsTheSessionNamingTheLimit) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake() || !peer.ReadRequest()) return;
+    if (!FirstRequest(peer)) return;
     std::string flood;
     for (int i = 0; i < 5000; ++i) flood += H2Peer::Settings({});
     peer.Write(flood);
@@ -207,7 +210,7 @@ TEST_F(Http2HostileTest, SettingsFloodEndsTheSessionNamingTheLimit) {
 
 TEST_F(Http2HostileTest, SettingsFrameWithTooManyEntriesEndsTheSession) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake() || !peer.ReadRequest()) return;
+    if (!FirstRequest(peer)) return;
     std::vector<std::pair<uint16_t, uint32_t>> entries(100, {0x99, 1});  // unknown ids
     peer.Write(H2Peer::Settings(entries));
     UntilClosed(peer);
@@ -221,7 +224,7 @@ TEST_F(Http2HostileTest, SettingsFrameWithTooManyEntriesEndsTheSession) {
 TEST_F(Http2HostileTest, PingFloodFromAServerThatReadsNothingEndsTheSession) {
   ScriptedH2Server server(
       [](H2Peer& peer) {
-        if (!peer.Handshake() || !peer.ReadRequest()) return;
+        if (!FirstRequest(peer)) return;
         std::string flood;
         for (int i = 0; i < 20000; ++i) flood += H2Peer::Frame(h2::kPing, 0, 0, "pingping");
         // Reading none of the answers, until the client gives up: once the socket's
@@ -241,8 +244,7 @@ TEST_F(Http2HostileTest, PingFloodFromAServerThatReadsNothingEndsTheSession) {
 
 TEST_F(Http2HostileTest, PingsFromAServerThatReadsAreAnswered) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     int answered = 0;
     for (int i = 0; i < 200; ++i) {
@@ -263,8 +265,7 @@ TEST_F(Http2HostileTest, PingsFromAServerThatReadsAreAnswered) {
 
 TEST_F(Http2HostileTest, EndlessContinuationFramesEndTheSession) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     peer.WriteFrame(h2::kHeaders, 0, request->stream_id, H2Peer::HeaderBlock({{":status", "200"}}));
     const std::string empty = H2Peer::Frame(h2::kContinuation, 0, request->stream_id, "");
@@ -282,8 +283,7 @@ TEST_F(Http2HostileTest, EndlessContinuationFramesEndTheSession) {
 
 TEST_F(Http2HostileTest, HugeHeaderBlockFailsItsStreamThenEndsTheSession) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     // Frames of 16,000 bytes of fields without end: past 64 KiB decoded in the fifth.
     peer.WriteFrame(h2::kHeaders, 0, request->stream_id, H2Peer::HeaderBlock({{":status", "200"}}));
@@ -307,8 +307,7 @@ TEST_F(Http2HostileTest, HugeHeaderBlockFailsItsStreamThenEndsTheSession) {
 
 TEST_F(Http2HostileTest, DecodedHeadersPastTheLimitFailTheStreamOnly) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     // One field of 4,000 bytes into HPACK's dynamic table, then named again by its index
     // 20 times: 4 KB on the wire, 80 KB decoded.
@@ -337,15 +336,13 @@ TEST_F(Http2HostileTest, DecodedHeadersPastTheLimitFailTheStreamOnly) {
 
 TEST_F(Http2HostileTest, InterimResponsesAreSkippedUpToTheLimit) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
-    const std::string interim = H2Peer::HeaderBlock({{":status", "103"}, {"link", "</a>"}});
-    for (int i = 0; i < 2; ++i) peer.WriteFrame(h2::kHeaders, h2::kEndHeaders, request->stream_id, interim);
+    for (int i = 0; i < 2; ++i) peer.WriteHead(request->stream_id, "103", 0, {{"link", "</a>"}});
     peer.Respond(request->stream_id, 200, "final");
     auto endless = peer.ReadRequest();
     if (!endless) return;
-    for (int i = 0; i < 6; ++i) peer.WriteFrame(h2::kHeaders, h2::kEndHeaders, endless->stream_id, interim);
+    for (int i = 0; i < 6; ++i) peer.WriteHead(endless->stream_id, "103", 0, {{"link", "</a>"}});
     UntilClosed(peer);
   });
   auto client = Connect(server);
@@ -363,12 +360,10 @@ TEST_F(Http2HostileTest, InterimResponsesAreSkippedUpToTheLimit) {
 
 TEST_F(Http2HostileTest, InvalidResponseHeadFailsTheStreamOnly) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     // Upper-case field names are malformed in HTTP/2 (RFC 9113 8.2.1).
-    peer.WriteFrame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, request->stream_id,
-                    H2Peer::HeaderBlock({{":status", "200"}, {"X-Upper", "1"}}));
+    peer.WriteHead(request->stream_id, "200", h2::kEndStream, {{"X-Upper", "1"}});
     AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
@@ -379,12 +374,10 @@ TEST_F(Http2HostileTest, InvalidResponseHeadFailsTheStreamOnly) {
 
 TEST_F(Http2HostileTest, StatusCodeBelow100IsAnInvalidResponse) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     // nghttp2 takes any three digits (found by fuzz/http2_response_fuzzer.cc).
-    peer.WriteFrame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, request->stream_id,
-                    H2Peer::HeaderBlock({{":status", "050"}}));
+    peer.WriteHead(request->stream_id, "050", h2::kEndStream);
     AnswerTheNextRequest(peer);
   });
   auto client = Connect(server);
@@ -396,11 +389,9 @@ TEST_F(Http2HostileTest, StatusCodeBelow100IsAnInvalidResponse) {
 
 TEST_F(Http2HostileTest, DataPastTheStreamWindowFailsTheStreamHavingBufferedOneWindow) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
-    peer.WriteFrame(h2::kHeaders, h2::kEndHeaders, request->stream_id,
-                    H2Peer::HeaderBlock({{":status", "200"}}));
+    peer.WriteHead(request->stream_id, "200");
     const std::string piece(16384, 'd');
     for (int i = 0; i < 40; ++i) peer.WriteFrame(h2::kData, 0, request->stream_id, piece);
     AnswerTheNextRequest(peer);
@@ -543,8 +534,7 @@ TEST_F(Http2HostileTest, AbandonedSessionLetsGoOfTheCallbacksItHolds) {
 TEST_F(Http2HostileTest, RequestGoesOutAsHttp2Headers) {
   std::promise<H2Request> seen;
   ScriptedH2Server server([&](H2Peer& peer) {
-    if (!peer.Handshake()) return;
-    auto request = peer.ReadRequest();
+    auto request = FirstRequest(peer);
     if (!request) return;
     auto body = peer.ReadBody(request->stream_id);
     peer.Respond(request->stream_id, 200, body.value_or("?"));
