@@ -20,12 +20,13 @@ flags=(-std=c++17 -O1 -g -DNDEBUG -fsanitize=fuzzer,address,undefined -fno-sanit
        -I. -I"$genfiles" -Wno-deprecated-declarations)
 absl="absl_statusor absl_strings absl_str_format absl_time absl_flat_hash_map absl_hash"
 libs=(-lboost_url $(pkg-config --libs protobuf $absl absl_raw_hash_set))
-net_libs=(-lboost_url -lssl -lcrypto -lcares $(pkg-config --libs $absl absl_raw_hash_set) -lpthread)
+net_libs=(-lboost_url -lssl -lcrypto -lcares -lnghttp2 $(pkg-config --libs $absl absl_raw_hash_set)
+          -lpthread)
 service_libs=($(pkg-config --libs grpc++ protobuf) -lhiredis "${net_libs[@]}")
 transport=(service/transport/request.cc service/transport/address_policy.cc
            service/transport/response_parser.cc service/transport/error_reason.cc)
 # The whole transport, and the gRPC front end over it, for the network targets.
-all_transport=(service/transport/*.cc service/transport/dns/*.cc)
+all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transport/http2/*.cc)
 service=(service/fetch_service.cc service/config.cc service/body_budget.cc
          service/caller_counts.cc service/quotas.cc service/quota_store.cc
          service/utf8_text.cc service/status_mapping.cc
@@ -60,6 +61,7 @@ link response_parser_fuzzer fuzz/response_parser_fuzzer.cc "${transport[@]}"
 link config_fuzzer fuzz/config_fuzzer.cc service/config.cc "$genfiles/egress/v1/egress.pb.cc" \
   "${transport[@]}"
 link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
+link http2_response_fuzzer fuzz/http2_response_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
   -- "${service_libs[@]}"
 
@@ -90,7 +92,7 @@ fuzz_one() {  # target
 }
 
 # As many targets at a time as there are cores (each fuzzes on one thread).
-targets=(request response_parser config transport service)
+targets=(request response_parser config transport service http2_response)
 running=0
 for target in "${targets[@]}"; do
   rm -f "$out/$target.result"

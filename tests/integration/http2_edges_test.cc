@@ -213,7 +213,9 @@ TEST_F(Http2EdgesTest, WithTheDefaultsBodiesLetGoOfUnderLoadRefuseNoOtherFetch) 
 // A scripted h2c server: answers the first request, then answers a PING only after
 // `pong_delay`, then records the requests that come after it.
 struct PingScript {
-  absl::Duration pong_delay;
+  explicit PingScript(absl::Duration delay) : pong_delay(delay) {}
+
+  const absl::Duration pong_delay;
   std::mutex mu;
   std::vector<std::string> later_methods;
   std::atomic<int> pings{0};
@@ -248,7 +250,7 @@ struct PingScript {
 // connection takes no other stream while it is checked, so the check failing for that
 // deadline cancels no other caller's fetch.
 TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
-  PingScript script{absl::Milliseconds(150)};
+  PingScript script(absl::Milliseconds(150));
   ScriptedH2Server server([&](H2Peer& peer) { script.Run(peer); });
   Start([](TransportSettings& s) {
     s.http2.mode = Http2Mode::kPriorKnowledge;
@@ -261,7 +263,8 @@ TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
   Begin(url, absl::Now() + absl::Milliseconds(30), hurried);  // pings with a 30 ms timeout
   Begin(url, absl::Now() + absl::Seconds(5), other);          // a stream on the same connection
   auto other_result = other.get_future().get();
-  hurried.get_future().get();
+  const auto hurried_result = hurried.get_future().get();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(hurried_result.status())) << hurried_result.status();
   EXPECT_EQ(observer_.Closed(CloseReason::kStale), 0)
       << "a healthy connection (its PONG came after 150 ms) was retired as stale";
   EXPECT_FALSE(absl::IsCancelled(other_result.status()))
@@ -271,7 +274,7 @@ TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
 // A cancel while an idle connection is being pinged ends the fetch at once, and its
 // request is never sent.
 TEST_F(Http2EdgesTest, ACancelDuringThePingEndsTheFetchAndSendsNothing) {
-  PingScript script{absl::Milliseconds(400)};
+  PingScript script(absl::Milliseconds(400));
   ScriptedH2Server server([&](H2Peer& peer) { script.Run(peer); });
   Start([](TransportSettings& s) {
     s.http2.mode = Http2Mode::kPriorKnowledge;

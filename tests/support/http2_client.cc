@@ -88,8 +88,12 @@ Http2Client::~Http2Client() {
   // Once closed, nothing of the session waits: the loop runs out of work.
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
   while (!io_.stopped() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  StopLoop();
+}
+
+void Http2Client::StopLoop() {
   io_.stop();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 absl::Status Http2Client::unusable_status() const {

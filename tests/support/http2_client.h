@@ -70,6 +70,9 @@ class Http2Client {
 
   // Runs `step` on the session's loop and waits for it.
   void OnLoop(const std::function<void()>& step);
+  // Stops the event loop for good, handlers not yet run left unrun (as a transport
+  // shutting down stops its loops).
+  void StopLoop();
 
  private:
   struct Connection;  // the socket the session runs over, shared with it

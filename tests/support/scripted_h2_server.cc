@@ -204,12 +204,18 @@ std::optional<std::string> H2Peer::ReadBody(int32_t stream_id) {
   return body;
 }
 
+bool H2Peer::WriteHead(int32_t stream_id, const std::string& status, uint8_t flags,
+                       const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::vector<std::pair<std::string, std::string>> all = {{":status", status}};
+  all.insert(all.end(), fields.begin(), fields.end());
+  return WriteFrame(h2::kHeaders, h2::kEndHeaders | flags, stream_id, HeaderBlock(all));
+}
+
 bool H2Peer::Respond(int32_t stream_id, int status, const std::string& body,
                      const std::vector<std::pair<std::string, std::string>>& fields) {
-  std::vector<std::pair<std::string, std::string>> all = {{":status", std::to_string(status)}};
-  all.insert(all.end(), fields.begin(), fields.end());
-  const uint8_t end = body.empty() ? h2::kEndStream : 0;
-  if (!WriteFrame(h2::kHeaders, h2::kEndHeaders | end, stream_id, HeaderBlock(all))) return false;
+  if (!WriteHead(stream_id, std::to_string(status), body.empty() ? h2::kEndStream : 0, fields)) {
+    return false;
+  }
   constexpr size_t kPiece = 16 * 1024;
   for (size_t offset = 0; offset < body.size(); offset += kPiece) {
     const bool last = offset + kPiece >= body.size();

@@ -68,6 +68,9 @@ class H2Peer {
 
   bool Write(const std::string& bytes);
   bool WriteFrame(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload);
+  // A response head: HEADERS with END_HEADERS (and `flags`), ":status" and `fields`.
+  bool WriteHead(int32_t stream_id, const std::string& status, uint8_t flags = 0,
+                 const std::vector<std::pair<std::string, std::string>>& fields = {});
   // HEADERS with `fields` (":status" first), then the body in DATA frames of 16 KiB, the
   // last with END_STREAM.
   bool Respond(int32_t stream_id, int status, const std::string& body,

@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -218,8 +219,8 @@ struct Session::Callbacks {
             const absl::string_view debug(reinterpret_cast<const char*>(frame->goaway.opaque_data),
                                           frame->goaway.opaque_data_len);
             const std::string what = absl::StrCat(
-                debug.empty() ? session.library_message_ : std::string(debug), " (",
-                ErrorCodeName(frame->goaway.error_code), ")");
+                debug.empty() ? std::exchange(session.library_message_, {}) : absl::CEscape(debug),
+                " (", ErrorCodeName(frame->goaway.error_code), ")");
             session.ending_ =
                 frame->goaway.error_code == NGHTTP2_ENHANCE_YOUR_CALM
                     ? session.LimitExceeded(what)
@@ -271,12 +272,12 @@ struct Session::Callbacks {
     return Protected(user_data, [&](Session& session) {
       Stream* stream = session.Find(frame->hd.stream_id);
       if (stream) {
+        // nghttp2's message (if it gave one for this frame) says more than its code.
+        std::string what = std::exchange(session.library_message_, {});
+        if (what.empty()) what = nghttp2_strerror(library_error);
         session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
                                                    "invalid HTTP/2 response from ",
-                                                   session.origin_key_, ": ",
-                                                   nghttp2_strerror(library_error),
-                                                   session.library_message_.empty() ? "" : ": ",
-                                                   session.library_message_)),
+                                                   session.origin_key_, ": ", what)),
                                                "UPSTREAM_INVALID_RESPONSE",
                                                {{"origin", session.origin_key_}}));
       }
@@ -287,7 +288,9 @@ struct Session::Callbacks {
   static int OnError(nghttp2_session*, int /*library_error*/, const char* message,
                      size_t length, void* user_data) {
     return Protected(user_data, [&](Session& session) {
-      session.library_message_.assign(message, std::min(length, kMaxQuotedBytes));
+      // It may quote the server's bytes.
+      session.library_message_ =
+          absl::CEscape(absl::string_view(message, std::min(length, kMaxQuotedBytes)));
       return 0;
     });
   }
@@ -393,12 +396,6 @@ void Session::StartOnLoop() {
   Settle();
 }
 
-bool Session::CanOpenStream() const {
-  const State state = state_;
-  return (state == State::kNew || state == State::kOpen) && !closing_ &&
-         open_streams_ < StreamLimit();
-}
-
 bool Session::Usable() const {
   const State state = state_;
   return (state == State::kNew || state == State::kOpen) && !closing_;
@@ -408,23 +405,12 @@ uint32_t Session::StreamLimit() const {
   return std::min(limits_.max_concurrent_streams, server_max_streams_.load());
 }
 
-void Session::Abandon() {
-  closing_ = true;
-  for (const auto& [id, stream] : streams_) {  // a callback may own the stream's holder
-    stream->head_done_ = nullptr;
-    stream->read_done_ = nullptr;
-  }
-  streams_.clear();
-  ready_.clear();
-  deferred_.clear();
-  pings_.clear();
-  upstream_owner_.reset();
-}
+bool Session::CanOpenStream() const { return Usable() && open_streams_ < StreamLimit(); }
 
 bool Session::TakeSlot() {
   uint32_t open = open_streams_;
   do {
-    if (!CanOpenStream()) return false;
+    if (!Usable() || open >= StreamLimit()) return false;
   } while (!open_streams_.compare_exchange_weak(open, open + 1));
   return true;
 }
@@ -448,9 +434,14 @@ std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time dea
         return self->Settle();
       }
       if (!slot) {
-        self->FailStream(*stream, self->NotProcessed(absl::StrCat(
-                                      "no HTTP/2 stream was free on the connection (",
-                                      self->open_streams_.load(), " open)")));
+        self->FailStream(*stream, self->NotProcessed(
+                                      self->Usable()
+                                          ? absl::StrCat("no HTTP/2 stream was free on the "
+                                                         "connection (",
+                                                         self->open_streams_.load(), " of ",
+                                                         self->StreamLimit(), " open)")
+                                          : std::string("the HTTP/2 connection takes no new "
+                                                        "streams (GOAWAY, closed or failed)")));
         return self->Settle();
       }
       self->Submit(stream, *headers, deadline);
@@ -514,7 +505,7 @@ void Session::Ping(absl::Duration timeout, StatusCallback done) {
 
 void Session::PingOnLoop(absl::Duration timeout, StatusCallback done) {
   if (state_ == State::kEnded || state_ == State::kNew) {
-    return done(state_ == State::kEnded ? ended_
+    return done(state_ == State::kEnded ? ForCaller(ended_)
                                         : absl::FailedPreconditionError(
                                               "the HTTP/2 session has not been started"));
   }
@@ -557,6 +548,23 @@ void Session::Close() {
   });
 }
 
+void Session::Abandon() {
+  state_ = State::kEnded;
+  for (auto& [id, stream] : std::exchange(streams_, {})) {
+    stream->head_done_ = nullptr;
+    stream->read_done_ = nullptr;
+  }
+  for (auto& stream : std::exchange(ready_, {})) {
+    stream->head_done_ = nullptr;
+    stream->read_done_ = nullptr;
+  }
+  pings_.clear();
+  deferred_.clear();
+  beast::error_code ignored;
+  upstream_.tcp().socket().close(ignored);
+  upstream_owner_.reset();
+}
+
 void Session::ReadMore() {
   upstream_.async_read_some(
       net::buffer(read_buffer_),
@@ -588,12 +596,11 @@ void Session::Flush() {
   if (write_in_flight_) return;
   if (next_write_.empty()) {
     if (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get())) {
-      End(goaway_last_stream_id_
-              ? WithReason(absl::UnavailableError(absl::StrCat(
-                               origin_key_, " sent GOAWAY and its last stream has ended")),
-                           "UPSTREAM_CLOSED", {{"origin", origin_key_}})
-              : absl::UnavailableError(absl::StrCat("the HTTP/2 session with ", origin_key_,
-                                                    " has ended")));
+      const std::string why =
+          goaway_last_stream_id_
+              ? absl::StrCat(origin_key_, " sent GOAWAY and its last stream has ended")
+              : absl::StrCat("the HTTP/2 session with ", origin_key_, " has ended");
+      End(WithReason(absl::UnavailableError(why), "UPSTREAM_CLOSED", {{"origin", origin_key_}}));
     }
     return;
   }
@@ -662,7 +669,7 @@ void Session::End(absl::Status why) {
   }
   for (auto& [opaque, ping] : std::exchange(pings_, {})) {
     ping.timer->cancel();
-    deferred_.push_back([done = std::move(ping.done), why] { done(why); });
+    deferred_.push_back([done = std::move(ping.done), why] { done(ForCaller(why)); });
   }
   write_timer_.cancel();
   // No GOAWAY: the server learns of the close from TCP, as after an HTTP/1.1 exchange.
@@ -675,7 +682,7 @@ void Session::End(absl::Status why) {
 
 void Session::ReportUnusable(const absl::Status& why) {
   if (std::exchange(unusable_reported_, true)) return;
-  if (events_.unusable) deferred_.push_back([this, why] { events_.unusable(why); });
+  if (events_.unusable) deferred_.push_back([this, why] { events_.unusable(ForCaller(why)); });
 }
 
 bool Session::ReleasePlace(Stream& stream) {
@@ -766,7 +773,15 @@ void Session::OnStreamDeadline(Stream& stream) {
 void Session::OnHeadersReceived(Stream& stream, bool end_stream) {
   if (stream.state_ == Stream::State::kAwaitingHead) {
     const int status = stream.head_in_progress_.status_code;
-    if (status >= 100 && status < 200) {  // interim: the final head follows
+    if (status < 100) {  // found by fuzz/http2_response_fuzzer.cc: nghttp2 takes 000-099
+      nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_,
+                                NGHTTP2_PROTOCOL_ERROR);
+      return FailStream(stream, WithReason(absl::UnavailableError(absl::StrCat(
+                                               "invalid HTTP/2 response from ", origin_key_,
+                                               ": status code ", status, " is below 100")),
+                                           "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_key_}}));
+    }
+    if (status < 200) {  // interim: the final head follows
       if (++stream.interim_responses_ > limits_.max_interim_responses) {
         observer_.OnUpstreamLimit(origin_, UpstreamLimit::kInterimResponses);
         nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_, NGHTTP2_CANCEL);
@@ -821,6 +836,14 @@ void Session::OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string
   // nghttp2 closes the streams above last_stream_id itself, with REFUSED_STREAM.
 }
 
+absl::Status Session::ForCaller(const absl::Status& status) {
+  absl::Status copy(status.code(), status.message());
+  status.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
+    copy.SetPayload(type_url, absl::Cord(std::string(payload)));
+  });
+  return copy;
+}
+
 absl::Status Session::NotProcessed(absl::string_view why) const {
   return WithReason(absl::UnavailableError(absl::StrCat(
                         why, "; ", origin_key_,
@@ -846,15 +869,17 @@ absl::Status Session::LibraryFailure(int code) {
     case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
       return LimitExceeded("a header block in too many CONTINUATION frames; a flood");
     case NGHTTP2_ERR_NOMEM:
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "egress ran out of memory in the HTTP/2 session with ", origin_key_));
-    default:
+      return WithReason(absl::ResourceExhaustedError(absl::StrCat(
+                            "egress ran out of memory in the HTTP/2 session with ", origin_key_)),
+                        "LIMIT_EXCEEDED", {{"origin", origin_key_}});
+    default: {
+      const std::string detail = std::exchange(library_message_, {});
       return WithReason(absl::UnavailableError(absl::StrCat(
                             "HTTP/2 protocol error from ", origin_key_, ": ",
-                            nghttp2_strerror(code),
-                            library_message_.empty() ? "" : ": ", library_message_,
+                            nghttp2_strerror(code), detail.empty() ? "" : ": ", detail,
                             "; the connection was closed")),
                         "UPSTREAM_PROTOCOL_ERROR", {{"origin", origin_key_}});
+    }
   }
 }
 

@@ -31,7 +31,7 @@ struct SessionLimits {
   // Streams open at once, at most; the server's SETTINGS_MAX_CONCURRENT_STREAMS, when
   // lower, is the limit.
   uint32_t max_concurrent_streams = 100;
-  // The receive windows egress advertises. A stream's window opens again only as its
+  // The receive windows egress advertises (1 to 2^31 - 1). A stream's window opens again only as its
   // caller reads (nghttp2_session_consume_stream), so a slow caller makes egress buffer
   // at most one stream window for its stream; the connection's reopens as bytes arrive,
   // so that callers who stop reading hold up nobody else's body (it bounds what is in
@@ -78,7 +78,9 @@ bool WasNotProcessed(const absl::Status& status);
 
 // One HTTP/2 client connection (RFC 9113), driven by nghttp2 (framing, HPACK, flow
 // control), over an already connected UpstreamStream: plain TCP (h2c with prior
-// knowledge) or TLS whose ALPN chose "h2" (see alpn.h).
+// knowledge) or TLS whose ALPN chose "h2". Over TLS the handshake must have been set up
+// with OfferHttp2 (alpn.h), which also turns renegotiation off: the session reads and
+// writes at once, which TlsStream carries only without it.
 //
 // Threading: all of its work runs on the stream's executor, one thread per loop (an
 // implicit strand); the public methods may be called from any thread and dispatch onto
@@ -100,7 +102,10 @@ bool WasNotProcessed(const absl::Status& status);
 // nghttp2 reset the stream), UPSTREAM_PROTOCOL_ERROR (the connection broke HTTP/2),
 // UPSTREAM_LIMIT_EXCEEDED (a bound in SessionLimits), UPSTREAM_CLOSED,
 // UPSTREAM_CONNECTION_FAILED, UPSTREAM_TIMEOUT (a write or a PING); DEADLINE_EXCEEDED
-// (reason DEADLINE_EXCEEDED) for a stream's deadline; CANCELLED for Reset and Close.
+// (reason DEADLINE_EXCEEDED) for a stream's deadline; CANCELLED for Reset and Close;
+// RESOURCE_EXHAUSTED (REQUEST_TOO_LARGE) for request headers over 64 KiB compressed.
+// The observer hears of OnUpstreamLimit (kResponseHead, kTrailers, kInterimResponses)
+// and OnTransportException.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   using HeadCallback = Stream::HeadCallback;
@@ -143,9 +148,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // when their request was never sent), the socket closes. Idempotent.
   void Close();
 
-  // For a transport whose loops have stopped (no handler will run again): lets go of
-  // the streams, pings and owner the session holds, without running their callbacks,
-  // so that the cycles through them (a stream holds its session) end.
+  // For a transport whose loops have stopped (no handler will run again): closes the
+  // socket and drops the callbacks of the open streams and pings without running them,
+  // so that what they hold is freed (as Connection::Abandon). On the loop's thread, or
+  // once it has stopped.
   void Abandon();
 
   // Whether Open would get a stream now: the session is usable (started or about to be,
@@ -211,10 +217,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void End(absl::Status why);
   void ReportUnusable(const absl::Status& why);
 
-  // Stream steps, on the loop.
+  // Takes a place among the open streams, if there is one. From any thread.
   bool TakeSlot();
   // Gives the stream's place back, once (from any thread); true if this call did.
   bool ReleasePlace(Stream& stream);
+
+  // Stream steps, on the loop.
   void CloseStream(Stream& stream);  // it gives its place back
   void MarkReady(Stream& stream);
   void FailStream(Stream& stream, absl::Status why);
@@ -231,6 +239,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string_view debug);
   Stream* Find(int32_t id) const;
 
+  // `status` for a callback, sharing nothing with the session's own copy: copies of an
+  // absl::Status share a reference-counted representation, which the loop may let go of
+  // while the caller still reads its copy; ThreadSanitizer cannot see that count
+  // (Debian's Abseil is not instrumented) and would report a race.
+  static absl::Status ForCaller(const absl::Status& status);
   // Failures, in words a caller can act on.
   absl::Status NotProcessed(absl::string_view why) const;
   absl::Status LimitExceeded(absl::string_view what) const;

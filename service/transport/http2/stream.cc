@@ -62,13 +62,15 @@ void Stream::Deliver() {
   ready_ = false;
   if (head_done_ && (head_ || state_ == State::kFailed)) {
     HeadCallback done = std::exchange(head_done_, nullptr);
-    if (!head_) return done(failure_);
+    if (!head_) return done(Session::ForCaller(failure_));
     ResponseHead head = std::move(*head_);
     head_.reset();
     done(std::move(head));
   }
   if (!read_done_) return;
-  if (state_ == State::kFailed) return std::exchange(read_done_, nullptr)(failure_);
+  if (state_ == State::kFailed) {
+    return std::exchange(read_done_, nullptr)(Session::ForCaller(failure_));
+  }
   if (body_.size() > 0) {
     std::string bytes = session_->TakeBody(*this, read_max_);
     body_ended_ = state_ == State::kBodyEnded && body_.size() == 0;

@@ -23,7 +23,9 @@ class Session;
 // One request and its response on an HTTP/2 session, as its caller holds it (made by
 // Session::Open). Its methods may be called from any thread; its callbacks run on the
 // session's executor, never inside the call that started them. One Read at a time.
-// Holding a Stream keeps its Session alive.
+// Holding a Stream keeps its Session alive. A caller that lets go of a response before
+// its end calls Reset: a stream merely dropped keeps its place among the open ones, and
+// up to a window of bytes, until the server ends it or its deadline passes.
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   using HeadCallback = std::function<void(absl::StatusOr<ResponseHead>)>;
