@@ -871,13 +871,17 @@ void Transport::FinishResponse(const std::shared_ptr<Connection>& connection,
 
 void Transport::FinishStream(ResponseBody::State& body, bool failed) {
   const Origin& origin = body.connection->origin();
-  std::string outcome = "pooled";  // read to its end: the connection carries on
+  // Read to its end, or all here but unread (its bytes are dropped; nothing is sent):
+  // the connection carries on.
+  std::string outcome = "pooled";
   if (failed) {
     outcome = "stream_failed";
   } else if (!body.stream->BodyEnded()) {
-    body.stream->Reset();
-    observer_.OnStreamReset(origin);
-    outcome = "reset";
+    body.stream->Reset();  // gives its place back and buffered bytes up, at once
+    if (!body.stream->BodyReceived()) {
+      observer_.OnStreamReset(origin);
+      outcome = "reset";
+    }
   }
   observer_.OnStreamClosed(origin);
   pool_.ReturnStream(body.connection);

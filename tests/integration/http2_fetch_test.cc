@@ -38,12 +38,12 @@ TEST_F(Http2FetchTest, AFullFetchSaysH2AndReturnsTheBodyExactly) {
 
 TEST_F(Http2FetchTest, PrefixAndNoneResetTheRestAndTheConnectionIsReused) {
   FetchResponse prefix;
-  ASSERT_TRUE(Fetch(Request(nginx().Http2Url("/cl/262144"), egress::v1::BODY_MODE_PREFIX),
+  ASSERT_TRUE(Fetch(Request(nginx().Http2Url("/cl/6m"), egress::v1::BODY_MODE_PREFIX),
                     &prefix)
                   .ok());
   FetchResponse none;
   ASSERT_TRUE(
-      Fetch(Request(nginx().Http2Url("/cl/262144"), egress::v1::BODY_MODE_NONE), &none).ok());
+      Fetch(Request(nginx().Http2Url("/cl/6m"), egress::v1::BODY_MODE_NONE), &none).ok());
   EXPECT_TRUE(none.connection().reused());
   EXPECT_EQ(none.connection().connection_id(), prefix.connection().connection_id());
   EXPECT_TRUE(WaitFor([&] { return observer_.streams_reset == 2; }));

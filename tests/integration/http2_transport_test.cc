@@ -184,7 +184,7 @@ TEST_F(Http2TransportTest, FetchesFindingNoConnectionWaitForTheOneBeingDialed) {
 
 TEST_F(Http2TransportTest, AnUnreadBodyIsResetAndTheConnectionCarriesOn) {
   {
-    auto response = Get(nginx_->Http2Url("/cl/262144?t=reset"));
+    auto response = Get(nginx_->Http2Url("/cl/6m?t=reset"));
     ASSERT_TRUE(response.ok()) << response.status();
   }  // the body goes out of scope unread: RST_STREAM, no drain
   EXPECT_EQ(observer_.streams_reset, 1);
@@ -197,6 +197,18 @@ TEST_F(Http2TransportTest, AnUnreadBodyIsResetAndTheConnectionCarriesOn) {
   EXPECT_EQ(body->size(), 1024u);
   EXPECT_EQ(observer_.opened, 1);
   EXPECT_EQ(observer_.AllClosed(), 0);
+}
+
+TEST_F(Http2TransportTest, ABodyAllHereButUnreadIsDroppedWithoutAReset) {
+  auto response = Get(nginx_->Http2Url("/cl/1k?t=all-here"));
+  ASSERT_TRUE(response.ok()) << response.status();
+  std::promise<absl::StatusOr<std::string>> first;
+  response->body->Read(1, [&](absl::StatusOr<std::string> b) { first.set_value(b); });
+  // 1 KiB comes in one DATA frame, with END_STREAM.
+  ASSERT_EQ(first.get_future().get().value_or(""), NginxUpstream::FileContent("1k").substr(0, 1));
+  response->body.reset();  // the server has ended the stream: nothing to reset
+  EXPECT_EQ(observer_.streams_reset, 0);
+  EXPECT_EQ(observer_.streams_opened, observer_.streams_closed);
 }
 
 TEST_F(Http2TransportTest, AReadCutShortByCloseIsCancelledAndOnlyItsStreamIsReset) {

@@ -730,6 +730,7 @@ void Session::ResetStream(Stream& stream, absl::Status why) {
 void Session::EndBody(Stream& stream) {
   if (stream.state_ != Stream::State::kBody) return;
   stream.state_ = Stream::State::kBodyEnded;
+  stream.body_received_ = true;
   stream.deadline_timer_.cancel();  // the whole body is here
   if (stream.body_.size() == 0) stream.body_ended_ = true;
   MarkReady(stream);

@@ -47,6 +47,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Whether the body has been read to its end: in a Read callback, it tells the last
   // read from one that needs another. From any thread.
   bool BodyEnded() const { return body_ended_; }
+  // Whether the server has sent the whole body (END_STREAM), read or not: a Reset then
+  // sends nothing. From any thread.
+  bool BodyReceived() const { return body_received_; }
 
   // For a response the caller lets go of: unless the server has closed the stream, it
   // is reset (RST_STREAM CANCEL); bytes buffered for it are dropped and the flow-control
@@ -107,6 +110,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool ready_ = false;  // in the session's list of streams with something to deliver
 
   std::atomic<bool> body_ended_{false};
+  std::atomic<bool> body_received_{false};
   std::atomic<uint64_t> buffered_bytes_{0};
 };
 
