@@ -23,6 +23,7 @@
 #include "service/transport/dns/resolver.h"
 #include "service/transport/drain_budget.h"
 #include "service/transport/drain_decision.h"
+#include "service/transport/guard.h"
 #include "service/transport/http2/session.h"
 #include "service/transport/keep_alive_hint.h"
 #include "service/transport/observer.h"
@@ -206,13 +207,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   template <class F>
   void Guard(F&& step) {
-    try {
-      step();
-    } catch (const std::exception& e) {
-      OnException(e.what());
-    } catch (...) {
-      OnException("an exception of unknown type");
-    }
+    RunGuarded(std::forward<F>(step), [this](absl::string_view what) { OnException(what); });
   }
   void OnException(absl::string_view what);
 

@@ -30,6 +30,18 @@ struct ResponseBody::State {
     std::lock_guard<std::mutex> lock(mu);
     return std::exchange(settled, nullptr);
   }
+
+  // A read's end: whether the body is done with (it ended, with these bytes or none,
+  // failed, or was let go of while the read was under way), and in `aborted` whether it
+  // was let go of.
+  bool AfterRead(const absl::StatusOr<std::string>& bytes, bool body_ended, bool* aborted) {
+    std::lock_guard<std::mutex> lock(mu);
+    reading = false;
+    *aborted = closed;
+    const bool release = closed || !bytes.ok() || bytes->empty() || body_ended;
+    released = released || release;
+    return release;
+  }
 };
 
 namespace {
@@ -567,18 +579,12 @@ void ResponseBody::Read(size_t max_bytes, Connection::ReadCallback done) {
   state_->connection->ReadBody(
       max_bytes, state_->deadline,
       [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
-        bool aborted, release;
-        {
-          std::lock_guard<std::mutex> lock(state->mu);
-          state->reading = false;
-          aborted = state->closed;
-          // The body ended (with these bytes: the caller's next Read ends at once, and
-          // the connection is reused meanwhile), failed, or was let go of while this
-          // read was under way.
-          release = aborted || !bytes.ok() || bytes->empty() || state->connection->BodyEnded();
-          state->released = state->released || release;
+        // Ended with these bytes, the caller's next Read ends at once, and the connection
+        // is reused meanwhile.
+        bool aborted;
+        if (!state->AfterRead(bytes, state->connection->BodyEnded(), &aborted)) {
+          return done(std::move(bytes));
         }
-        if (!release) return done(std::move(bytes));
         if (aborted && !bytes.ok()) {
           // Cut short after Close: the connection closed under the read.
           state->transport->pool_.Retire(state->connection, CloseReason::kCancelled);
@@ -596,16 +602,10 @@ void ResponseBody::ReadStream(size_t max_bytes, Connection::ReadCallback done) {
   state_->stream->Read(
       max_bytes, state_->deadline,
       [state = state_, done = std::move(done)](absl::StatusOr<std::string> bytes) {
-        bool aborted, release;
-        {
-          std::lock_guard<std::mutex> lock(state->mu);
-          state->reading = false;
-          aborted = state->closed;
-          // As for HTTP/1.1: the body ended (with these bytes), failed, or was let go of.
-          release = aborted || !bytes.ok() || bytes->empty() || state->stream->BodyEnded();
-          state->released = state->released || release;
+        bool aborted;
+        if (!state->AfterRead(bytes, state->stream->BodyEnded(), &aborted)) {
+          return done(std::move(bytes));
         }
-        if (!release) return done(std::move(bytes));
         state->transport->FinishStream(*state, /*failed=*/!bytes.ok() && !aborted);
         if (aborted) bytes = absl::CancelledError("the response body was closed during a read");
         done(std::move(bytes));

@@ -22,100 +22,88 @@
 #include "gtest/gtest.h"
 #include "service/transport/error_reason.h"
 #include "service/transport/transport.h"
-#include "tests/support/counting_observer.h"
-#include "tests/support/nginx_upstream.h"
+#include "tests/support/transport_fixture.h"
 #include "tests/support/scripted_h2_server.h"
 
 namespace egress::transport {
 namespace {
 
-using testing::CountingObserver;
 using testing::H2Frame;
 using testing::H2Peer;
 using testing::NginxUpstream;
 using testing::ScriptedH2Server;
 namespace h2 = testing::h2;
 
-class Http2EdgesTest : public ::testing::Test {
+int OpenFds() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1) ++n;
+  }
+  return n;
+}
+
+class Http2EdgesTest : public testing::TransportTest {
  protected:
-  static void SetUpTestSuite() {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    nginx_ = NginxUpstream::Start(absl::StrCat(tmp ? tmp : "/tmp", "/nginx-h2e-", getpid()));
+  // What 8 fetches at once (2 s deadline) get from an https origin that accepts and never
+  // completes TLS (a 400 ms handshake timeout), with `mode`.
+  std::vector<absl::Status> FetchesToAnOriginThatNeverCompletesTls(Http2Mode mode) {
+    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_GE(listener, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    EXPECT_EQ(listen(listener, 64), 0);  // the kernel accepts; nobody answers TLS
+    socklen_t length = sizeof(address);
+    getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+    StartTransport([mode](TransportSettings& s) {
+      s.tls_handshake_timeout = absl::Milliseconds(400);
+      s.http2.mode = mode;
+    });
+    const std::string url = absl::StrCat("https://localhost:", ntohs(address.sin_port), "/x");
+    std::vector<std::promise<absl::StatusOr<Response>>> promises(8);
+    for (auto& promise : promises) Begin(url, promise, absl::Seconds(2));
+    std::vector<absl::Status> statuses;
+    for (auto& promise : promises) statuses.push_back(promise.get_future().get().status());
+    close(listener);
+    return statuses;
   }
-  static void TearDownTestSuite() { nginx_.reset(); }
 
-  void SetUp() override { Start([](TransportSettings&) {}); }
-  void TearDown() override { transport_.reset(); }
-
-  void Start(const std::function<void(TransportSettings&)>& adjust) {
+  // Descriptors left open after a transport whose one loop is busy as it is destroyed,
+  // with an idle connection to `idle_url`'s origin (its close is posted to that loop).
+  int DescriptorsLeftAtShutdownWithAnIdleConnection(const std::string& idle_url) {
     transport_.reset();
-    TransportSettings settings;
-    settings.extra_ca_file = nginx_->ca_file();
-    settings.io_threads = 2;
-    PolicyRules open_policy;
-    open_policy.enabled = false;
-    settings.policy = std::make_shared<AddressPolicy>(open_policy);
-    adjust(settings);
-    auto transport = Transport::Create(settings, observer_);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    transport_ = *std::move(transport);
+    const int before = OpenFds();
+    StartTransport([](TransportSettings& s) { s.io_threads = 1; });
+    EXPECT_TRUE(GetBody(idle_url).ok());
+    std::promise<void> released;
+    auto request = MakeRequest("GET", idle_url, {}, "");
+    EXPECT_TRUE(request.ok());
+    transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
+                      [&](absl::StatusOr<Response> r) {  // on the connection's loop
+                        if (r.ok()) r->body.reset();     // the connection idles
+                        released.set_value();
+                        absl::SleepFor(absl::Milliseconds(300));  // the loop is busy
+                      });
+    released.get_future().get();
+    transport_.reset();
+    return OpenFds() - before;
   }
-
-  std::shared_ptr<PendingFetch> Begin(const std::string& url, absl::Time deadline,
-                                      std::promise<absl::StatusOr<Response>>& promise,
-                                      const std::string& method = "GET", std::string body = "") {
-    auto request = MakeRequest(method, url, {}, std::move(body));
-    EXPECT_TRUE(request.ok()) << request.status();
-    request->max_attempts = 1;
-    return transport_->Fetch(*std::move(request), deadline,
-                             [&](absl::StatusOr<Response> r) { promise.set_value(std::move(r)); });
-  }
-
-  absl::StatusOr<Response> Get(const std::string& url,
-                               absl::Duration timeout = absl::Seconds(10)) {
-    std::promise<absl::StatusOr<Response>> promise;
-    Begin(url, absl::Now() + timeout, promise);
-    return promise.get_future().get();
-  }
-
-  static absl::StatusOr<std::string> ReadAll(ResponseBody& body) {
-    std::string all;
-    while (true) {
-      std::promise<absl::StatusOr<std::string>> promise;
-      body.Read(16 * 1024, [&](absl::StatusOr<std::string> b) { promise.set_value(std::move(b)); });
-      auto piece = promise.get_future().get();
-      if (!piece.ok()) return piece.status();
-      if (piece->empty()) return all;
-      all += *piece;
-    }
-  }
-
-  absl::StatusOr<std::string> GetBody(const std::string& url) {
-    auto response = Get(url);
-    if (!response.ok()) return response.status();
-    return ReadAll(*response->body);
-  }
-
-  static std::unique_ptr<NginxUpstream> nginx_;
-  CountingObserver observer_;
-  std::unique_ptr<Transport> transport_;
 };
-
-std::unique_ptr<NginxUpstream> Http2EdgesTest::nginx_;
 
 // Callers that stop reading (slow FetchStream clients) hold their own stream windows,
 // not the shared connection's: another caller's body on that connection still arrives.
 TEST_F(Http2EdgesTest, UnreadBodiesDoNotStallAnotherCallersBodyOnTheSharedConnection) {
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=starve")).ok());
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=starve")).ok());
   std::vector<Response> slow;
   for (int i = 0; i < 4; ++i) {
-    auto response = Get(nginx_->Http2Url("/cl/6m?t=starve"));
+    auto response = Get(nginx().Http2Url("/cl/6m?t=starve"));
     ASSERT_TRUE(response.ok()) << response.status();
     ASSERT_EQ(response->connection.protocol, "h2");
     slow.push_back(*std::move(response));
   }
   absl::SleepFor(absl::Milliseconds(300));  // nginx fills their stream windows
-  auto victim = Get(nginx_->Http2Url("/cl/1k?t=victim"), absl::Seconds(2));
+  auto victim = Get(nginx().Http2Url("/cl/1k?t=victim"), absl::Seconds(2));
   ASSERT_TRUE(victim.ok()) << victim.status();  // HEADERS are not flow-controlled
   EXPECT_EQ(victim->connection.connection_id, slow[0].connection.connection_id);
   const absl::Time start = absl::Now();
@@ -123,35 +111,19 @@ TEST_F(Http2EdgesTest, UnreadBodiesDoNotStallAnotherCallersBodyOnTheSharedConnec
   EXPECT_TRUE(body.ok()) << body.status() << " after " << absl::Now() - start;
 }
 
-TEST_F(Http2EdgesTest, ThreeUnreadBodiesLeaveRoomToo) {
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=starve3")).ok());
-  std::vector<Response> slow;
-  for (int i = 0; i < 3; ++i) {
-    auto response = Get(nginx_->Http2Url("/cl/6m?t=starve3"));
-    ASSERT_TRUE(response.ok()) << response.status();
-    slow.push_back(*std::move(response));
-  }
-  absl::SleepFor(absl::Milliseconds(300));
-  auto victim = Get(nginx_->Http2Url("/cl/1k?t=victim3"), absl::Seconds(2));
-  ASSERT_TRUE(victim.ok()) << victim.status();
-  EXPECT_EQ(victim->connection.connection_id, slow[0].connection.connection_id);
-  auto body = ReadAll(*victim->body);
-  EXPECT_TRUE(body.ok()) << body.status();
-}
-
 // A body let go of unread gives its stream's place to the next request at once: the
 // request is not refused for a place the session has not freed yet (its RST_STREAM has
 // not gone out), and nothing is counted as refused by a server that refused nothing.
 TEST_F(Http2EdgesTest, AStreamLetGoOfUnreadGivesItsPlaceToTheNextRequestAtOnce) {
-  Start([](TransportSettings& s) {
+  StartTransport([](TransportSettings& s) {
     s.http2.max_concurrent_streams = 1;
     s.max_conns_per_origin = 1;
   });
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=slot")).ok());
-  auto holder = Get(nginx_->Http2Url("/cl/6m?t=slot"));
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=slot")).ok());
+  auto holder = Get(nginx().Http2Url("/cl/6m?t=slot"));
   ASSERT_TRUE(holder.ok()) << holder.status();
   std::promise<absl::StatusOr<Response>> waiting;
-  Begin(nginx_->Http2Url("/cl/1k?t=slot"), absl::Now() + absl::Seconds(10), waiting);
+  Begin(nginx().Http2Url("/cl/1k?t=slot"), waiting);
   absl::SleepFor(absl::Milliseconds(50));  // it waits for the one stream
   holder->body.reset();                    // let go of unread: RST_STREAM
   auto served = waiting.get_future().get();
@@ -161,11 +133,11 @@ TEST_F(Http2EdgesTest, AStreamLetGoOfUnreadGivesItsPlaceToTheNextRequestAtOnce) 
 }
 
 TEST_F(Http2EdgesTest, BodiesLetGoOfUnderLoadRefuseNoOtherFetch) {
-  Start([](TransportSettings& s) {
+  StartTransport([](TransportSettings& s) {
     s.http2.max_concurrent_streams = 2;
     s.max_conns_per_origin = 1;
   });
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=load")).ok());
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=load")).ok());
   std::atomic<int> failed{0};
   std::string example;
   std::mutex mu;
@@ -173,7 +145,7 @@ TEST_F(Http2EdgesTest, BodiesLetGoOfUnderLoadRefuseNoOtherFetch) {
   for (int t = 0; t < 16; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 10; ++i) {
-        auto response = Get(nginx_->Http2Url("/cl/6m?t=load"));
+        auto response = Get(nginx().Http2Url("/cl/6m?t=load"));
         if (!response.ok()) {
           ++failed;
           std::lock_guard<std::mutex> lock(mu);
@@ -188,7 +160,7 @@ TEST_F(Http2EdgesTest, BodiesLetGoOfUnderLoadRefuseNoOtherFetch) {
 }
 
 TEST_F(Http2EdgesTest, WithTheDefaultsBodiesLetGoOfUnderLoadRefuseNoOtherFetch) {
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=dload")).ok());
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=dload")).ok());
   std::atomic<int> failed{0};
   std::string example;
   std::mutex mu;
@@ -196,7 +168,7 @@ TEST_F(Http2EdgesTest, WithTheDefaultsBodiesLetGoOfUnderLoadRefuseNoOtherFetch) 
   for (int t = 0; t < 150; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 6; ++i) {
-        auto response = Get(nginx_->Http2Url("/cl/262145?t=dload"));
+        auto response = Get(nginx().Http2Url("/cl/262145?t=dload"));
         if (!response.ok()) {
           ++failed;
           std::lock_guard<std::mutex> lock(mu);
@@ -219,6 +191,7 @@ struct PingScript {
   std::mutex mu;
   std::vector<std::string> later_methods;
   std::atomic<int> pings{0};
+  std::atomic<bool> ponged{false};  // the PING was answered
 
   void Run(H2Peer& peer) {
     if (!peer.Handshake()) return;
@@ -236,6 +209,7 @@ struct PingScript {
         ++pings;
         absl::SleepFor(pong_delay);
         peer.WriteFrame(h2::kPing, h2::kAck, 0, frame->payload);
+        ponged = true;
         break;
       }
     }
@@ -252,7 +226,7 @@ struct PingScript {
 TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
   PingScript script(absl::Milliseconds(150));
   ScriptedH2Server server([&](H2Peer& peer) { script.Run(peer); });
-  Start([](TransportSettings& s) {
+  StartTransport([](TransportSettings& s) {
     s.http2.mode = Http2Mode::kPriorKnowledge;
     s.http2.ping_interval = absl::Milliseconds(50);
   });
@@ -260,8 +234,8 @@ TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
   ASSERT_TRUE(GetBody(url).ok());
   absl::SleepFor(absl::Milliseconds(120));  // idle past ping_interval
   std::promise<absl::StatusOr<Response>> hurried, other;
-  Begin(url, absl::Now() + absl::Milliseconds(30), hurried);  // pings with a 30 ms timeout
-  Begin(url, absl::Now() + absl::Seconds(5), other);          // a stream on the same connection
+  Begin(url, hurried, absl::Milliseconds(30));  // pings with a 30 ms timeout
+  Begin(url, other, absl::Seconds(5)); // a stream on the same connection
   auto other_result = other.get_future().get();
   const auto hurried_result = hurried.get_future().get();
   EXPECT_TRUE(absl::IsDeadlineExceeded(hurried_result.status())) << hurried_result.status();
@@ -276,7 +250,7 @@ TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
 TEST_F(Http2EdgesTest, ACancelDuringThePingEndsTheFetchAndSendsNothing) {
   PingScript script(absl::Milliseconds(400));
   ScriptedH2Server server([&](H2Peer& peer) { script.Run(peer); });
-  Start([](TransportSettings& s) {
+  StartTransport([](TransportSettings& s) {
     s.http2.mode = Http2Mode::kPriorKnowledge;
     s.http2.ping_interval = absl::Milliseconds(50);
   });
@@ -284,15 +258,13 @@ TEST_F(Http2EdgesTest, ACancelDuringThePingEndsTheFetchAndSendsNothing) {
   ASSERT_TRUE(GetBody(url).ok());
   absl::SleepFor(absl::Milliseconds(120));
   std::promise<absl::StatusOr<Response>> promise;
-  auto pending = Begin(url, absl::Now() + absl::Seconds(5), promise, "POST", "charge the card");
+  auto pending = Begin(url, promise, absl::Seconds(5), "POST", "charge the card");
   absl::SleepFor(absl::Milliseconds(50));
   ASSERT_EQ(script.pings.load(), 1);
-  const absl::Time cancelled_at = absl::Now();
   pending->Cancel();
   auto result = promise.get_future().get();
-  const absl::Duration took = absl::Now() - cancelled_at;
   EXPECT_TRUE(absl::IsCancelled(result.status())) << result.status();
-  EXPECT_LT(took, absl::Milliseconds(100)) << "the cancel waited for the PONG";
+  EXPECT_FALSE(script.ponged) << "the cancel waited for the PONG";
   absl::SleepFor(absl::Milliseconds(200));
   std::lock_guard<std::mutex> lock(script.mu);
   EXPECT_TRUE(script.later_methods.empty())
@@ -300,121 +272,25 @@ TEST_F(Http2EdgesTest, ACancelDuringThePingEndsTheFetchAndSendsNothing) {
       << (script.later_methods.empty() ? "" : script.later_methods[0]);
 }
 
-// To an https origin whose first dial fails (a server that accepts and never completes
-// TLS), fetches do not queue behind one dial after another: each fails in its own time.
+// To an https origin whose first dial fails, fetches do not queue behind one dial after
+// another (the later ones running out of time "waiting for a connection"): each dials,
+// and fails with its own handshake's timeout, with HTTP/2 offered as without it.
 TEST_F(Http2EdgesTest, DialsToAnHttpsOriginThatNeverCompletesTlsFailTogether) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(listener, 64), 0);  // accepts in the kernel, never answers TLS
-  socklen_t length = sizeof(address);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  const int port = ntohs(address.sin_port);
-  Start([](TransportSettings& s) { s.tls_handshake_timeout = absl::Milliseconds(400); });
-  const std::string url = absl::StrCat("https://localhost:", port, "/x");
-  constexpr int kFetches = 8;
-  std::vector<std::promise<absl::StatusOr<Response>>> promises(kFetches);
-  const absl::Time start = absl::Now();
-  for (auto& promise : promises) Begin(url, start + absl::Seconds(2), promise);
-  int waited = 0;
-  std::string example;
-  for (auto& promise : promises) {
-    auto result = promise.get_future().get();
-    if (absl::StrContains(result.status().message(), "waiting for a connection")) {
-      ++waited;
-      example = std::string(result.status().message());
+  for (Http2Mode mode : {Http2Mode::kAuto, Http2Mode::kOff}) {
+    for (const absl::Status& status : FetchesToAnOriginThatNeverCompletesTls(mode)) {
+      EXPECT_TRUE(absl::StrContains(status.message(), "TLS handshake with")) << status;
     }
   }
-  const absl::Duration took = absl::Now() - start;
-  close(listener);
-  EXPECT_EQ(waited, 0) << "e.g. " << example;
-  EXPECT_LT(took, absl::Milliseconds(1000)) << "one handshake timeout each, in parallel";
-}
-
-TEST_F(Http2EdgesTest, DialsWithHttp2OffFailTogether) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(listener, 64), 0);  // accepts in the kernel, never answers TLS
-  socklen_t length = sizeof(address);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  const int port = ntohs(address.sin_port);
-  Start([](TransportSettings& s) { s.tls_handshake_timeout = absl::Milliseconds(400);
-    s.http2.mode = Http2Mode::kOff; });
-  const std::string url = absl::StrCat("https://localhost:", port, "/x");
-  constexpr int kFetches = 8;
-  std::vector<std::promise<absl::StatusOr<Response>>> promises(kFetches);
-  const absl::Time start = absl::Now();
-  for (auto& promise : promises) Begin(url, start + absl::Seconds(2), promise);
-  int waited = 0;
-  std::string example;
-  for (auto& promise : promises) {
-    auto result = promise.get_future().get();
-    if (absl::StrContains(result.status().message(), "waiting for a connection")) {
-      ++waited;
-      example = std::string(result.status().message());
-    }
-  }
-  const absl::Duration took = absl::Now() - start;
-  close(listener);
-  EXPECT_EQ(waited, 0) << "e.g. " << example;
-  EXPECT_LT(took, absl::Milliseconds(1000)) << "one handshake timeout each, in parallel";
-}
-
-int OpenFds() {
-  int n = 0;
-  for (int fd = 0; fd < 4096; ++fd) {
-    if (fcntl(fd, F_GETFD) != -1) ++n;
-  }
-  return n;
 }
 
 // At shutdown an idle connection whose close is posted to a loop that stops is freed
-// all the same (Connection and Session hold each other until abandoned).
+// all the same (an HTTP/2 connection and its session hold each other until abandoned).
 TEST_F(Http2EdgesTest, AnIdleHttp2ConnectionIsFreedAtShutdownWhileItsLoopIsBusy) {
-  transport_.reset();
-  const int before = OpenFds();
-  Start([](TransportSettings& s) { s.io_threads = 1; });
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=leak")).ok());
-  std::promise<void> released;
-  std::promise<absl::StatusOr<Response>> unused;
-  auto request = MakeRequest("GET", nginx_->Http2Url("/slow-300ms?t=leak"), {}, "");
-  ASSERT_TRUE(request.ok());
-  transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
-                    [&](absl::StatusOr<Response> r) {  // on the connection's loop
-                      if (r.ok()) r->body.reset();  // its stream goes back: the connection idles
-                      released.set_value();
-                      absl::SleepFor(absl::Milliseconds(300));  // the loop is busy a while
-                    });
-  released.get_future().get();
-  transport_.reset();
-  EXPECT_EQ(OpenFds(), before) << "a socket outlived the transport";
+  EXPECT_EQ(DescriptorsLeftAtShutdownWithAnIdleConnection(nginx().Http2Url("/cl/1k")), 0);
 }
 
 TEST_F(Http2EdgesTest, AnIdleHttp1ConnectionIsFreedAtShutdownWhileItsLoopIsBusy) {
-  transport_.reset();
-  const int before = OpenFds();
-  Start([](TransportSettings& s) { s.io_threads = 1; });
-  ASSERT_TRUE(GetBody(nginx_->HttpsUrl("/cl/1k?t=leak")).ok());
-  std::promise<void> released;
-  std::promise<absl::StatusOr<Response>> unused;
-  auto request = MakeRequest("GET", nginx_->HttpsUrl("/slow-300ms?t=leak"), {}, "");
-  ASSERT_TRUE(request.ok());
-  transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
-                    [&](absl::StatusOr<Response> r) {  // on the connection's loop
-                      if (r.ok()) r->body.reset();  // its stream goes back: the connection idles
-                      released.set_value();
-                      absl::SleepFor(absl::Milliseconds(300));  // the loop is busy a while
-                    });
-  released.get_future().get();
-  transport_.reset();
-  EXPECT_EQ(OpenFds(), before) << "a socket outlived the transport";
+  EXPECT_EQ(DescriptorsLeftAtShutdownWithAnIdleConnection(nginx().HttpsUrl("/cl/1k")), 0);
 }
 
 // A server that closes an idle h2 connection (no GOAWAY) as a GET reaches it: the GET
@@ -427,7 +303,7 @@ TEST_F(Http2EdgesTest, AGetOnAConnectionTheServerClosesUnderItIsSentAgainAsOnHtt
     peer.Respond(first->stream_id, 200, "first");
     if (peer.ReadRequest()) peer.Close();  // idle timeout racing the next request
   });
-  Start([](TransportSettings& s) { s.http2.mode = Http2Mode::kPriorKnowledge; });
+  StartTransport([](TransportSettings& s) { s.http2.mode = Http2Mode::kPriorKnowledge; });
   const std::string url = absl::StrCat("http://127.0.0.1:", server.port(), "/x");
   ASSERT_TRUE(GetBody(url).ok());
   auto second = Get(url);

@@ -1,9 +1,7 @@
 // HTTP/2 through the transport (issue 19) against real nginx: ALPN picks h2, concurrent
 // fetches share one connection (counted at nginx), an unread body is reset instead of
 // drained, GOAWAY under load loses nothing, and HTTP/1.1-only origins still work.
-#include <unistd.h>
 
-#include <cstdlib>
 #include <future>
 #include <memory>
 #include <set>
@@ -15,111 +13,28 @@
 #include "gtest/gtest.h"
 #include "service/transport/error_reason.h"
 #include "service/transport/transport.h"
-#include "tests/support/counting_observer.h"
-#include "tests/support/nginx_upstream.h"
+#include "tests/support/transport_fixture.h"
 
 namespace egress::transport {
 namespace {
 
-using testing::CountingObserver;
 using testing::NginxUpstream;
 
-class Http2TransportTest : public ::testing::Test {
+class Http2TransportTest : public testing::TransportTest {
  protected:
-  static void SetUpTestSuite() {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    nginx_ = NginxUpstream::Start(absl::StrCat(tmp ? tmp : "/tmp", "/nginx-h2t-", getpid()));
-  }
-  static void TearDownTestSuite() { nginx_.reset(); }
-
-  void SetUp() override { Start([](TransportSettings&) {}); }
-
-  void Start(const std::function<void(TransportSettings&)>& adjust) {
-    transport_.reset();
-    TransportSettings settings;
-    settings.extra_ca_file = nginx_->ca_file();
-    settings.io_threads = 2;
-    PolicyRules open_policy;
-    open_policy.enabled = false;  // the test upstream is on loopback
-    settings.policy = std::make_shared<AddressPolicy>(open_policy);
-    adjust(settings);
-    auto transport = Transport::Create(settings, observer_);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    transport_ = *std::move(transport);
-  }
-
-  void TearDown() override {
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
-    EXPECT_TRUE(Quiet());
-    EXPECT_EQ(observer_.streams_opened, observer_.streams_closed) << "every stream given back";
-    transport_.reset();
-  }
-
-  bool Quiet() {
-    for (const auto& o : transport_->PoolStats()) {
-      if (o.active + o.draining + o.connecting + o.streams > 0) return false;
-    }
-    return true;
-  }
-
-  std::shared_ptr<PendingFetch> Start(const std::string& url,
-                                      std::promise<absl::StatusOr<Response>>& promise,
-                                      const std::string& method = "GET",
-                                      std::string body = "") {
-    auto request = MakeRequest(method, url, {}, std::move(body));
-    EXPECT_TRUE(request.ok()) << request.status();
-    return transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
-                             [&](absl::StatusOr<Response> r) { promise.set_value(std::move(r)); });
-  }
-
-  absl::StatusOr<Response> Get(const std::string& url) {
-    std::promise<absl::StatusOr<Response>> promise;
-    Start(url, promise);
-    return promise.get_future().get();
-  }
-
-  static absl::StatusOr<std::string> ReadAll(ResponseBody& body) {
-    std::string all;
-    while (true) {
-      std::promise<absl::StatusOr<std::string>> promise;
-      body.Read(16 * 1024, [&](absl::StatusOr<std::string> b) { promise.set_value(std::move(b)); });
-      auto piece = promise.get_future().get();
-      if (!piece.ok()) return piece.status();
-      if (piece->empty()) return all;
-      all += *piece;
-    }
-  }
-
-  // Fetches `url` and reads its body; the body, or why not.
-  absl::StatusOr<std::string> GetBody(const std::string& url) {
-    auto response = Get(url);
-    if (!response.ok()) return response.status();
-    if (response->head.status_code != 200) {
-      return absl::InternalError(absl::StrCat("status ", response->head.status_code));
-    }
-    return ReadAll(*response->body);
-  }
-
   // The distinct nginx connections that served `uri`, once `expected` requests came.
   static std::set<uint64_t> ConnectionsServing(const std::string& uri, size_t expected) {
     std::set<uint64_t> connections;
-    for (const auto& entry : nginx_->Http2Requests(uri, expected)) {
+    for (const auto& entry : nginx().Http2Requests(uri, expected)) {
       EXPECT_EQ(entry.protocol, "HTTP/2.0");
       connections.insert(entry.connection);
     }
     return connections;
   }
-
-  static std::unique_ptr<NginxUpstream> nginx_;
-  CountingObserver observer_;
-  std::unique_ptr<Transport> transport_;
 };
 
-std::unique_ptr<NginxUpstream> Http2TransportTest::nginx_;
-
 TEST_F(Http2TransportTest, AlpnPicksHttp2AndTheBodyArrivesWhole) {
-  auto response = Get(nginx_->Http2Url("/cl/262144?t=alpn"));
+  auto response = Get(nginx().Http2Url("/cl/262144?t=alpn"));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->head.status_code, 200);
   EXPECT_EQ(response->connection.protocol, "h2");
@@ -130,12 +45,12 @@ TEST_F(Http2TransportTest, AlpnPicksHttp2AndTheBodyArrivesWhole) {
 }
 
 TEST_F(Http2TransportTest, ConcurrentFetchesShareOneConnection) {
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=share")).ok());  // the origin speaks h2
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=share")).ok());  // the origin speaks h2
   constexpr int kFetches = 32;
   std::vector<std::future<absl::StatusOr<std::string>>> fetches;
   for (int i = 0; i < kFetches; ++i) {
     fetches.push_back(std::async(std::launch::async, [&] {
-      return GetBody(nginx_->Http2Url("/stall?t=share"));  // 80 ms each: they overlap
+      return GetBody(nginx().Http2Url("/stall?t=share"));  // 80 ms each: they overlap
     }));
   }
   for (auto& fetch : fetches) {
@@ -155,7 +70,7 @@ TEST_F(Http2TransportTest, ConcurrentFetchesToAnOriginNeverDialedOpenOneConnecti
   std::vector<std::future<absl::StatusOr<std::string>>> fetches;
   for (int i = 0; i < kFetches; ++i) {
     fetches.push_back(std::async(std::launch::async,
-                                 [&] { return GetBody(nginx_->Http2Url("/cl/4k?t=never")); }));
+                                 [&] { return GetBody(nginx().Http2Url("/cl/4k?t=never")); }));
   }
   for (auto& fetch : fetches) ASSERT_TRUE(fetch.get().ok());
   EXPECT_EQ(observer_.opened, 1);
@@ -165,8 +80,8 @@ TEST_F(Http2TransportTest, ConcurrentFetchesToAnOriginNeverDialedOpenOneConnecti
 TEST_F(Http2TransportTest, FetchesFindingNoConnectionWaitForTheOneBeingDialed) {
   // The origin has spoken h2, and its connection idled out: of fetches that come
   // together, the first dials and the others wait for its connection, not dial their own.
-  Start([](TransportSettings& s) { s.idle_timeout = absl::Milliseconds(100); });
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=cold")).ok());
+  StartTransport([](TransportSettings& s) { s.idle_timeout = absl::Milliseconds(100); });
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=cold")).ok());
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
   while (observer_.Closed(CloseReason::kIdleTimeout) < 1 && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(10));
@@ -176,7 +91,7 @@ TEST_F(Http2TransportTest, FetchesFindingNoConnectionWaitForTheOneBeingDialed) {
   std::vector<std::future<absl::StatusOr<std::string>>> fetches;
   for (int i = 0; i < kFetches; ++i) {
     fetches.push_back(std::async(std::launch::async,
-                                 [&] { return GetBody(nginx_->Http2Url("/cl/4k?t=cold")); }));
+                                 [&] { return GetBody(nginx().Http2Url("/cl/4k?t=cold")); }));
   }
   for (auto& fetch : fetches) ASSERT_TRUE(fetch.get().ok());
   EXPECT_EQ(observer_.opened, 2);
@@ -184,12 +99,12 @@ TEST_F(Http2TransportTest, FetchesFindingNoConnectionWaitForTheOneBeingDialed) {
 
 TEST_F(Http2TransportTest, AnUnreadBodyIsResetAndTheConnectionCarriesOn) {
   {
-    auto response = Get(nginx_->Http2Url("/cl/6m?t=reset"));
+    auto response = Get(nginx().Http2Url("/cl/6m?t=reset"));
     ASSERT_TRUE(response.ok()) << response.status();
   }  // the body goes out of scope unread: RST_STREAM, no drain
   EXPECT_EQ(observer_.streams_reset, 1);
   EXPECT_EQ(observer_.drains_started, 0);
-  auto next = Get(nginx_->Http2Url("/cl/1k?t=reset"));
+  auto next = Get(nginx().Http2Url("/cl/1k?t=reset"));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_TRUE(next->connection.reused);
   auto body = ReadAll(*next->body);
@@ -200,7 +115,7 @@ TEST_F(Http2TransportTest, AnUnreadBodyIsResetAndTheConnectionCarriesOn) {
 }
 
 TEST_F(Http2TransportTest, ABodyAllHereButUnreadIsDroppedWithoutAReset) {
-  auto response = Get(nginx_->Http2Url("/cl/1k?t=all-here"));
+  auto response = Get(nginx().Http2Url("/cl/1k?t=all-here"));
   ASSERT_TRUE(response.ok()) << response.status();
   std::promise<absl::StatusOr<std::string>> first;
   response->body->Read(1, [&](absl::StatusOr<std::string> b) { first.set_value(b); });
@@ -212,7 +127,7 @@ TEST_F(Http2TransportTest, ABodyAllHereButUnreadIsDroppedWithoutAReset) {
 }
 
 TEST_F(Http2TransportTest, AReadCutShortByCloseIsCancelledAndOnlyItsStreamIsReset) {
-  auto response = Get(nginx_->Http2Url("/stall?t=close-read"));  // 1 KiB, 80 ms, 1 KiB
+  auto response = Get(nginx().Http2Url("/stall?t=close-read"));  // 1 KiB, 80 ms, 1 KiB
   ASSERT_TRUE(response.ok()) << response.status();
   for (size_t read = 0; read < 1024;) {  // the bytes before the silence
     std::promise<absl::StatusOr<std::string>> bytes;
@@ -228,16 +143,16 @@ TEST_F(Http2TransportTest, AReadCutShortByCloseIsCancelledAndOnlyItsStreamIsRese
   const auto result = read.get_future().get();
   EXPECT_TRUE(absl::IsCancelled(result.status())) << result.status();
   EXPECT_EQ(observer_.streams_reset, 1);
-  auto next = GetBody(nginx_->Http2Url("/cl/1k?t=close-read"));
+  auto next = GetBody(nginx().Http2Url("/cl/1k?t=close-read"));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(observer_.opened, 1);
 }
 
 TEST_F(Http2TransportTest, CancelBeforeTheHeadResetsItsStreamAlone) {
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=cancel")).ok());
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=cancel")).ok());
   std::promise<absl::StatusOr<Response>> slow, other;
-  auto pending = Start(nginx_->Http2Url("/slow-head?t=cancel"), slow);  // 3 s
-  Start(nginx_->Http2Url("/slow-300ms?t=cancel"), other);
+  auto pending = Begin(nginx().Http2Url("/slow-head?t=cancel"), slow);  // 3 s
+  Begin(nginx().Http2Url("/slow-300ms?t=cancel"), other);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   pending->Cancel();
   const auto cancelled = slow.get_future().get();
@@ -249,15 +164,15 @@ TEST_F(Http2TransportTest, CancelBeforeTheHeadResetsItsStreamAlone) {
 }
 
 TEST_F(Http2TransportTest, ADeadlineEndsItsStreamAloneWithDeadlineExceeded) {
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=deadline")).ok());
-  auto request = MakeRequest("GET", nginx_->Http2Url("/slow-head?t=deadline"), {}, "");
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=deadline")).ok());
+  auto request = MakeRequest("GET", nginx().Http2Url("/slow-head?t=deadline"), {}, "");
   ASSERT_TRUE(request.ok());
   std::promise<absl::StatusOr<Response>> promise;
   transport_->Fetch(*std::move(request), absl::Now() + absl::Milliseconds(200),
                     [&](absl::StatusOr<Response> r) { promise.set_value(std::move(r)); });
   const auto late = promise.get_future().get();
   EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
-  auto next = Get(nginx_->Http2Url("/cl/1k?t=deadline"));
+  auto next = Get(nginx().Http2Url("/cl/1k?t=deadline"));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_TRUE(next->connection.reused);
   EXPECT_EQ(ReadAll(*next->body)->size(), 1024u);
@@ -267,7 +182,7 @@ TEST_F(Http2TransportTest, ADeadlineEndsItsStreamAloneWithDeadlineExceeded) {
 TEST_F(Http2TransportTest, ARequestBodyGoesUp) {
   const std::string upload(300 * 1024, 'u');
   std::promise<absl::StatusOr<Response>> promise;
-  Start(nginx_->Http2Url("/upload?t=post"), promise, "POST", upload);
+  Begin(nginx().Http2Url("/upload?t=post"), promise, absl::Seconds(10), "POST", upload);
   auto response = promise.get_future().get();
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->connection.protocol, "h2");
@@ -283,7 +198,7 @@ TEST_F(Http2TransportTest, GoawayUnderLoadLosesNoFetch) {
     workers.push_back(std::async(std::launch::async, [&] {
       int ok = 0;
       for (int i = 0; i < kPerThread; ++i) {
-        auto body = GetBody(nginx_->Http2GoawayUrl("/cl/4k?t=goaway"));
+        auto body = GetBody(nginx().Http2GoawayUrl("/cl/4k?t=goaway"));
         EXPECT_TRUE(body.ok()) << body.status();
         if (body.ok() && body->size() == 4096) ++ok;
       }
@@ -296,14 +211,14 @@ TEST_F(Http2TransportTest, GoawayUnderLoadLosesNoFetch) {
   EXPECT_GE(observer_.opened, kThreads * kPerThread / 10);
   EXPECT_GE(observer_.Closed(CloseReason::kGoaway), 1);
   // Every request nginx served was one of ours: nothing was sent twice.
-  EXPECT_EQ(nginx_->Http2Requests("/cl/4k?t=goaway", kThreads * kPerThread).size(),
+  EXPECT_EQ(nginx().Http2Requests("/cl/4k?t=goaway", kThreads * kPerThread).size(),
             static_cast<size_t>(kThreads * kPerThread));
 }
 
 TEST_F(Http2TransportTest, AnHttp1OnlyOriginStillWorks) {
-  auto body = GetBody(nginx_->HttpsUrl("/cl/1k?t=h1"));
+  auto body = GetBody(nginx().HttpsUrl("/cl/1k?t=h1"));
   ASSERT_TRUE(body.ok()) << body.status();
-  auto response = Get(nginx_->HttpsUrl("/cl/1k?t=h1"));
+  auto response = Get(nginx().HttpsUrl("/cl/1k?t=h1"));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->connection.protocol, "http/1.1");
   EXPECT_TRUE(response->connection.reused);
@@ -311,27 +226,27 @@ TEST_F(Http2TransportTest, AnHttp1OnlyOriginStillWorks) {
 }
 
 TEST_F(Http2TransportTest, ModeOffStaysOnHttp1) {
-  Start([](TransportSettings& s) { s.http2.mode = Http2Mode::kOff; });
-  auto response = Get(nginx_->Http2Url("/cl/1k?t=off"));
+  StartTransport([](TransportSettings& s) { s.http2.mode = Http2Mode::kOff; });
+  auto response = Get(nginx().Http2Url("/cl/1k?t=off"));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->connection.protocol, "http/1.1");
   EXPECT_EQ(*ReadAll(*response->body), NginxUpstream::FileContent("1k"));
 }
 
 TEST_F(Http2TransportTest, ModeRequiredFailsAnOriginThatDoesNotChooseH2) {
-  Start([](TransportSettings& s) { s.http2.mode = Http2Mode::kRequired; });
-  auto response = Get(nginx_->HttpsUrl("/cl/1k?t=required"));
+  StartTransport([](TransportSettings& s) { s.http2.mode = Http2Mode::kRequired; });
+  auto response = Get(nginx().HttpsUrl("/cl/1k?t=required"));
   ASSERT_FALSE(response.ok());
   EXPECT_TRUE(absl::IsUnavailable(response.status())) << response.status();
   EXPECT_EQ(ReasonOf(response.status())->reason, "HTTP2_NOT_NEGOTIATED");
-  auto h2 = Get(nginx_->Http2Url("/cl/1k?t=required"));
+  auto h2 = Get(nginx().Http2Url("/cl/1k?t=required"));
   ASSERT_TRUE(h2.ok()) << h2.status();
   EXPECT_EQ(h2->connection.protocol, "h2");
 }
 
 TEST_F(Http2TransportTest, PriorKnowledgeSpeaksH2cToACleartextOrigin) {
-  Start([](TransportSettings& s) { s.http2.mode = Http2Mode::kPriorKnowledge; });
-  auto response = Get(nginx_->H2cUrl("/cl/4k?t=h2c"));
+  StartTransport([](TransportSettings& s) { s.http2.mode = Http2Mode::kPriorKnowledge; });
+  auto response = Get(nginx().H2cUrl("/cl/4k?t=h2c"));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->connection.protocol, "h2");
   EXPECT_EQ(ReadAll(*response->body)->size(), 4096u);
@@ -339,19 +254,19 @@ TEST_F(Http2TransportTest, PriorKnowledgeSpeaksH2cToACleartextOrigin) {
 }
 
 TEST_F(Http2TransportTest, ACleartextOriginSpeaksHttp1ByDefault) {
-  auto response = Get(nginx_->HttpUrl("/cl/1k?t=plain"));
+  auto response = Get(nginx().HttpUrl("/cl/1k?t=plain"));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->connection.protocol, "http/1.1");
   EXPECT_EQ(ReadAll(*response->body)->size(), 1024u);
 }
 
 TEST_F(Http2TransportTest, MoreStreamsThanTheLimitOpenAnotherConnection) {
-  Start([](TransportSettings& s) { s.http2.max_concurrent_streams = 4; });
-  ASSERT_TRUE(GetBody(nginx_->Http2Url("/cl/1k?t=limit")).ok());
+  StartTransport([](TransportSettings& s) { s.http2.max_concurrent_streams = 4; });
+  ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=limit")).ok());
   std::vector<std::future<absl::StatusOr<std::string>>> fetches;
   for (int i = 0; i < 8; ++i) {
     fetches.push_back(std::async(std::launch::async,
-                                 [&] { return GetBody(nginx_->Http2Url("/slow-300ms?t=limit")); }));
+                                 [&] { return GetBody(nginx().Http2Url("/slow-300ms?t=limit")); }));
   }
   for (auto& fetch : fetches) ASSERT_TRUE(fetch.get().ok());
   const size_t connections = ConnectionsServing("/slow-300ms?t=limit", 8).size();

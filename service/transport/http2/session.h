@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/error.hpp"
+#include "service/transport/guard.h"
 #include "service/transport/http2/stream.h"
 #include "service/transport/observer.h"
 #include "service/transport/origin.h"
@@ -189,13 +190,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // a callback it ran) is counted and ends the session with INTERNAL.
   template <class F>
   void Guard(F&& step) {
-    try {
-      step();
-    } catch (const std::exception& e) {
-      OnException(e.what());
-    } catch (...) {
-      OnException("an exception of unknown type");
-    }
+    RunGuarded(std::forward<F>(step), [this](absl::string_view what) { OnException(what); });
   }
   void OnException(absl::string_view what);
 
