@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+
 namespace egress::testing {
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& log_file) {
@@ -70,15 +73,24 @@ bool WaitForPort(int port, int seconds) {
 }
 
 int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
+  // The kernel may hand the same unused port to two binds in a row once the first socket is
+  // closed, so a fixture asking for several ports (nginx listens on ten) remembers every port
+  // this process was given and never gives one out twice.
+  static absl::Mutex mutex;
+  static absl::flat_hash_set<int>* given = new absl::flat_hash_set<int>();
+  absl::MutexLock lock(&mutex);
+  while (true) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    const int port = ntohs(addr.sin_port);
+    if (given->insert(port).second) return port;
+  }
 }
 
 std::string Runfile(const std::string& path) {

@@ -32,7 +32,7 @@ class ChildProcess {
 // Polls until a TCP connection to 127.0.0.1:port succeeds, up to `seconds`.
 bool WaitForPort(int port, int seconds);
 
-// A loopback port that nothing listens on right now.
+// A loopback port that nothing listens on right now and that this process was not given before.
 int FreePort();
 
 // The path of a file in the test's runfiles, e.g. Runfile("service/egressd").
