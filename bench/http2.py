@@ -41,7 +41,7 @@ END = "<!-- bench/http2.py: end -->"
 
 class Plan:
     def __init__(self, smoke):
-        self.rounds = 1 if smoke else 10
+        self.rounds = 1 if smoke else 40
         self.table_requests = 3 if smoke else 10
         self.repetitions = 1 if smoke else 3
 

@@ -65,7 +65,9 @@ LARGE_SYSTEMS = [
 class Loopback:
     """The servers of the loopback benchmark, started in namespace ns of wan."""
 
-    def __init__(self, wan, ns, tools, work):
+    def __init__(self, wan, ns, tools, work, variants=None):
+        """variants: more egressd to measure beside the others (bench/ab.py), by name:
+        (binary, extra flags); each with its access log off unless its flags set one."""
         self.wan, self.ns, self.tools = wan, ns, tools
         self.dir = readable_tempdir("loopback-", work)
         www = os.path.join(self.dir, "www")
@@ -90,6 +92,8 @@ class Loopback:
         os.mkfifo(fifo)
         self.fifo_reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         self.others = {}
+        # The gRPC, admin and metrics addresses of every other egressd, by name.
+        self.addresses = dict(OTHER_EGRESSD)
         for system, (grpc, admin, metrics) in OTHER_EGRESSD.items():
             sink = {"egressd-log-on": os.path.join(self.dir, f"{system}.log"),
                     "egressd-log-off": "off"}.get(system, fifo)
@@ -97,8 +101,15 @@ class Loopback:
                 tools.egressd, f"--config={config}", f"--grpc_listen={grpc}",
                 f"--admin_listen={admin}", f"--metrics_listen={metrics}", f"--access_log={sink}"],
                 stderr=subprocess.DEVNULL)
+        for i, (system, (binary, flags)) in enumerate((variants or {}).items()):
+            grpc, admin, metrics = (f"127.0.0.1:{50300 + 3 * i + k}" for k in range(3))
+            self.addresses[system] = (grpc, admin, metrics)
+            log = [] if any(f.startswith("--access_log") for f in flags) else ["--access_log=off"]
+            self.others[system] = wan.spawn(ns, [
+                binary, f"--config={config}", f"--grpc_listen={grpc}", f"--admin_listen={admin}",
+                f"--metrics_listen={metrics}", *log, *flags], stderr=subprocess.DEVNULL)
         self.ceiling = wan.spawn(ns, [tools.grpc_ceiling, f"--listen={CEILING_GRPC}"])
-        for address in [EGRESSD_GRPC, CEILING_GRPC] + [a[0] for a in OTHER_EGRESSD.values()]:
+        for address in [EGRESSD_GRPC, CEILING_GRPC] + [a[0] for a in self.addresses.values()]:
             host, port = address.split(":")
             wan.wait_for_port(ns, host, int(port))
         self.fetch_frame = self._grpc_frame("/1k")
@@ -149,7 +160,7 @@ class Loopback:
                 "egressd-tls": (EGRESSD_GRPC, self.fetch_frame_tls, FETCH_PATH),
                 "egressd-1m": (EGRESSD_GRPC, self.fetch_frame_1m, FETCH_STREAM_PATH),
                 "ceiling": (CEILING_GRPC, self.fetch_frame, FETCH_PATH)}
-        for other, (address, _, _) in OTHER_EGRESSD.items():
+        for other, (address, _, _) in self.addresses.items():
             grpc[other] = (address, self.fetch_frame, FETCH_PATH)
         if system == "direct":
             argv += ["--h1", f"http://127.0.0.1:{UPSTREAM_PORT}/1k"]
@@ -164,7 +175,7 @@ class Loopback:
             argv += ["-d", frame, "-H", "content-type: application/grpc",
                      "-H", "te: trailers", f"http://{address}{method}"]
         pids = self.server_pids(system)
-        metrics = OTHER_EGRESSD[system][2] if system in OTHER_EGRESSD else EGRESSD_METRICS
+        metrics = self.addresses[system][2] if system in self.addresses else EGRESSD_METRICS
         is_egressd = system.startswith("egressd")
         fetches_ok = self.egressd_fetches_ok(metrics) if is_egressd else None
         dropped = self.log_lines_dropped(metrics) if is_egressd else None

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""Two egressd binaries side by side on loopback (issue 15's before and after): each with
+its access log to a file and off, beside the nginx gateway and the gRPC ceiling, under
+the same h2load load, in one run; medians of the repetitions. Prints markdown.
+
+    tools/ab.sh BEFORE_BINARY [AFTER_BINARY] [--connections=16] [--seconds=5] [--repetitions=5]
+
+AFTER_BINARY defaults to this tree's bazel-bin/service/egressd.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
+from wan import Wan, readable_tempdir  # noqa: E402
+from loopback import Loopback  # noqa: E402
+from run import Tools  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("before")
+    parser.add_argument("after", nargs="?", default="bazel-bin/service/egressd")
+    parser.add_argument("--bin", default="bazel-bin")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--repetitions", type=int, default=5)
+    args = parser.parse_args()
+    work = readable_tempdir("egress-ab-")
+    tools = Tools(args.bin, None, work)
+    variants = {}
+    for label, binary in (("before", args.before), ("after", args.after)):
+        binary = os.path.abspath(binary)
+        variants[f"{label}, access log to a file"] = (
+            binary, [f"--access_log={os.path.join(work, label + '.log')}"])
+        variants[f"{label}, access log off"] = (binary, ["--access_log=off"])
+    systems = list(variants) + ["gateway", "ceiling"]
+    runs = {system: [] for system in systems}
+    with Wan(tools.delay_link, rtt_ms=0) as wan:
+        loopback = Loopback(wan, wan.CLIENT, tools, work, variants)
+        for system in variants:  # the pools warm up
+            loopback.h2load(system, args.connections, 1, 2)
+        for _ in range(args.repetitions):
+            for system in systems:
+                runs[system].append(loopback.h2load(system, args.connections, 1, args.seconds))
+    print(f"h2load -c{args.connections} -m1, {args.seconds} s per run, {args.repetitions} "
+          "repetitions, 1 KiB unary Fetch; medians\n")
+    print("| system | requests/s | CPU us per request (server processes) | p50 ms |")
+    print("|---|---|---|---|")
+    for system in systems:
+        median = lambda key: statistics.median(run[key] for run in runs[system])  # noqa: E731
+        print(f"| {system} | {median('rps'):,.0f} | {median('cpu_per_10k') * 100:.1f} | "
+              f"{median('p50'):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
