@@ -445,6 +445,9 @@ void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
 
 void Connection::ReadHead() {
   ResetResponseParser(parser_, limits_.max_header_bytes, request_is_head_);
+  // Beast reads max(512, free capacity) bytes, and the buffer is released while the
+  // connection idles: without room made here a small response takes three reads.
+  buffer_.reserve(std::min(GrowingReadSize::kFirst, buffer_.max_size()));
   http::async_read_header(stream_, buffer_, *parser_, Guarded(&Connection::OnReadHead));
 }
 
