@@ -61,6 +61,10 @@ Metrics::Metrics(size_t max_origins)
       pool_wait_(MakeHistogram(*histograms_, "egress_pool_wait_seconds",
                                "Time from asking the pool to getting a connection (not dialing).",
                                kDrainBuckets)),
+      http2_streams_per_connection_(MakeHistogram(
+          *histograms_, "egress_http2_streams_per_connection",
+          "Streams an HTTP/2 connection carried, observed when it closed.",
+          {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000, 100000})),
       dial_duration_(prometheus::BuildHistogram()
                          .Name("egress_upstream_dial_duration_seconds")
                          .Help("Phases of opening an upstream connection: dns, connect, tls.")
@@ -379,6 +383,10 @@ void Metrics::OnStreamClosed(const transport::Origin& origin) {
 void Metrics::OnStreamReset(const transport::Origin& origin) {
   std::lock_guard<std::mutex> lock(mu_);
   ++For(origin).streams_reset;
+}
+
+void Metrics::OnHttp2ConnectionClosed(uint64_t streams) {
+  http2_streams_per_connection_.Observe(static_cast<double>(streams));
 }
 
 void Metrics::OnFetchDone(grpc::StatusCode code, absl::Duration duration) {

@@ -81,6 +81,7 @@ class Metrics final : public transport::TransportObserver,
   void OnStreamOpened(const transport::Origin& origin) override;
   void OnStreamClosed(const transport::Origin& origin) override;
   void OnStreamReset(const transport::Origin& origin) override;
+  void OnHttp2ConnectionClosed(uint64_t streams) override;
 
   // FetchObserver
   void OnFetchDone(grpc::StatusCode code, absl::Duration duration) override;
@@ -147,6 +148,7 @@ class Metrics final : public transport::TransportObserver,
   prometheus::Histogram& drain_duration_;
   prometheus::Histogram& fetch_duration_;
   prometheus::Histogram& pool_wait_;
+  prometheus::Histogram& http2_streams_per_connection_;
   prometheus::Family<prometheus::Histogram>& dial_duration_;
   prometheus::Histogram& dial_dns_;
   prometheus::Histogram& dial_connect_;

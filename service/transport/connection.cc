@@ -99,6 +99,8 @@ void Connection::MarkClosed(CloseReason reason) {
   const ConnectionState from = state_.exchange(ConnectionState::kClosed);
   if (from != ConnectionState::kClosed && opened_) {
     observer_.OnConnectionClosed(origin_, reason, from);
+    // session_ was set before opened_: read here, it is the dial's.
+    if (session_) observer_.OnHttp2ConnectionClosed(session_->streams_opened());
   }
 }
 

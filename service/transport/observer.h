@@ -223,6 +223,8 @@ class TransportObserver {
   // HTTP/2: a body its caller let go of unread was ended with RST_STREAM(CANCEL), not
   // drained; the connection carries on.
   virtual void OnStreamReset(const Origin& origin) = 0;
+  // HTTP/2: an opened connection closed after carrying `streams` streams.
+  virtual void OnHttp2ConnectionClosed(uint64_t streams) = 0;
 };
 
 }  // namespace egress::transport

@@ -63,6 +63,13 @@ TEST_F(Http2TransportTest, ConcurrentFetchesShareOneConnection) {
   EXPECT_EQ(observer_.requests_reused, kFetches);
 }
 
+TEST_F(Http2TransportTest, AClosedConnectionReportsTheStreamsItCarried) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=carried")).ok());
+  EXPECT_TRUE(observer_.StreamsPerClosedConnection().empty());
+  StartTransport();  // the old transport closes its connection as it goes
+  EXPECT_EQ(observer_.StreamsPerClosedConnection(), std::vector<uint64_t>{5});
+}
+
 TEST_F(Http2TransportTest, ConcurrentFetchesToAnOriginNeverDialedOpenOneConnection) {
   // Nothing is known of the origin: the first fetch dials, the others wait for what its
   // ALPN says, and h2 carries them all.
@@ -213,6 +220,17 @@ TEST_F(Http2TransportTest, GoawayUnderLoadLosesNoFetch) {
   // Every request nginx served was one of ours: nothing was sent twice.
   EXPECT_EQ(nginx().Http2Requests("/cl/4k?t=goaway", kThreads * kPerThread).size(),
             static_cast<size_t>(kThreads * kPerThread));
+  // Each connection carried the 10 streams nginx serves on it and at most the others in
+  // flight when its GOAWAY came. All together: every request served, and no more than
+  // the streams requests were given (some found their connection going away first).
+  StartTransport();
+  uint64_t carried = 0;
+  for (uint64_t streams : observer_.StreamsPerClosedConnection()) {
+    EXPECT_LE(streams, static_cast<uint64_t>(10 + kThreads));
+    carried += streams;
+  }
+  EXPECT_GE(carried, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_LE(carried, static_cast<uint64_t>(observer_.streams_opened.load()));
 }
 
 TEST_F(Http2TransportTest, AnHttp1OnlyOriginStillWorks) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "service/fetch_observer.h"
 #include "service/transport/observer.h"
@@ -100,6 +101,14 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   void OnStreamOpened(const transport::Origin&) override { ++streams_opened; }
   void OnStreamClosed(const transport::Origin&) override { ++streams_closed; }
   void OnStreamReset(const transport::Origin&) override { ++streams_reset; }
+  void OnHttp2ConnectionClosed(uint64_t streams) override {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    streams_per_closed_connection.push_back(streams);
+  }
+  std::vector<uint64_t> StreamsPerClosedConnection() const {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    return streams_per_closed_connection;
+  }
   int BreakerTransitionsTo(transport::BreakerState s) const {
     return breaker_transitions_to[static_cast<size_t>(s)];
   }
@@ -166,6 +175,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> streams_opened{0};
   std::atomic<int> streams_closed{0};
   std::atomic<int> streams_reset{0};
+  mutable std::mutex streams_mu;
+  std::vector<uint64_t> streams_per_closed_connection;  // under streams_mu
   std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};

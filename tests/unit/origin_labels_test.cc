@@ -1,6 +1,7 @@
 // The `origin` label slots of egressd's metrics: a bounded number, given to the least
 // recently used origin's successor when that origin has no live connection, and changed
-// at run time through ApplyConfig (metrics.max_origin_labels).
+// at run time through ApplyConfig (metrics.max_origin_labels). And the one HTTP/2
+// family without the label: streams per closed connection.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -176,6 +177,29 @@ TEST(OriginLabelsTest, MaxOriginLabelsChangesAtRunTimeThroughApplyConfig) {
             absl::string_view::npos)
       << refused;
   EXPECT_EQ(Sample(metrics.Collect(), "egress_origin_labels", {{"state", "limit"}}), 7);
+}
+
+TEST(Http2MetricsTest, StreamsPerConnectionIsAHistogramOfClosedConnections) {
+  Metrics metrics(100);
+  metrics.OnHttp2ConnectionClosed(3);
+  metrics.OnHttp2ConnectionClosed(12);
+  metrics.OnHttp2ConnectionClosed(12);
+  const prometheus::ClientMetric* histogram = nullptr;
+  const auto families = metrics.Collect();
+  for (const auto& family : families) {
+    if (family.name == "egress_http2_streams_per_connection") histogram = &family.metric.at(0);
+  }
+  ASSERT_NE(histogram, nullptr);
+  EXPECT_EQ(histogram->histogram.sample_count, 3u);
+  EXPECT_EQ(histogram->histogram.sample_sum, 27);
+  std::map<double, uint64_t> cumulative;
+  for (const auto& bucket : histogram->histogram.bucket) {
+    cumulative[bucket.upper_bound] = bucket.cumulative_count;
+  }
+  EXPECT_EQ(cumulative[2], 0u);
+  EXPECT_EQ(cumulative[5], 1u);
+  EXPECT_EQ(cumulative[10], 1u);
+  EXPECT_EQ(cumulative[20], 3u);
 }
 
 }  // namespace
