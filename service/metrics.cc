@@ -64,7 +64,7 @@ Metrics::Metrics(size_t max_origins)
       http2_streams_per_connection_(MakeHistogram(
           *histograms_, "egress_http2_streams_per_connection",
           "Streams an HTTP/2 connection carried, observed when it closed.",
-          {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000, 100000})),
+          {0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000, 100000})),
       dial_duration_(prometheus::BuildHistogram()
                          .Name("egress_upstream_dial_duration_seconds")
                          .Help("Phases of opening an upstream connection: dns, connect, tls.")

@@ -11,10 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <stdexcept>
 #include <thread>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 
 namespace egress::testing {
 
@@ -76,18 +77,20 @@ int FreePort() {
   // The kernel may hand the same unused port to two binds in a row once the first socket is
   // closed, so a fixture asking for several ports (nginx listens on ten) remembers every port
   // this process was given and never gives one out twice.
-  static absl::Mutex mutex;
-  static absl::flat_hash_set<int>* given = new absl::flat_hash_set<int>();
-  absl::MutexLock lock(&mutex);
+  static std::mutex mutex;  // std::mutex: TSan sees it (Debian's Abseil is not instrumented)
+  static std::set<int>* given = new std::set<int>();
+  std::lock_guard<std::mutex> lock(mutex);
   while (true) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("FreePort: no socket (out of descriptors?)");
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
     socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
     close(fd);
+    if (!bound) throw std::runtime_error("FreePort: no loopback port to bind");
     const int port = ntohs(addr.sin_port);
     if (given->insert(port).second) return port;
   }

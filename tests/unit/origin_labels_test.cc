@@ -181,6 +181,7 @@ TEST(OriginLabelsTest, MaxOriginLabelsChangesAtRunTimeThroughApplyConfig) {
 
 TEST(Http2MetricsTest, StreamsPerConnectionIsAHistogramOfClosedConnections) {
   Metrics metrics(100);
+  metrics.OnHttp2ConnectionClosed(0);  // dialed, never used
   metrics.OnHttp2ConnectionClosed(3);
   metrics.OnHttp2ConnectionClosed(12);
   metrics.OnHttp2ConnectionClosed(12);
@@ -190,16 +191,17 @@ TEST(Http2MetricsTest, StreamsPerConnectionIsAHistogramOfClosedConnections) {
     if (family.name == "egress_http2_streams_per_connection") histogram = &family.metric.at(0);
   }
   ASSERT_NE(histogram, nullptr);
-  EXPECT_EQ(histogram->histogram.sample_count, 3u);
+  EXPECT_EQ(histogram->histogram.sample_count, 4u);
   EXPECT_EQ(histogram->histogram.sample_sum, 27);
   std::map<double, uint64_t> cumulative;
   for (const auto& bucket : histogram->histogram.bucket) {
     cumulative[bucket.upper_bound] = bucket.cumulative_count;
   }
-  EXPECT_EQ(cumulative[2], 0u);
-  EXPECT_EQ(cumulative[5], 1u);
-  EXPECT_EQ(cumulative[10], 1u);
-  EXPECT_EQ(cumulative[20], 3u);
+  EXPECT_EQ(cumulative[0], 1u);
+  EXPECT_EQ(cumulative[2], 1u);
+  EXPECT_EQ(cumulative[5], 2u);
+  EXPECT_EQ(cumulative[10], 2u);
+  EXPECT_EQ(cumulative[20], 4u);
 }
 
 }  // namespace
