@@ -9,7 +9,7 @@ RUN apt-get update -qq \
       bazel-bootstrap g++ pkg-config ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libboost1.81-dev libboost-url1.81-dev libssl-dev libabsl-dev prometheus-cpp-dev \
-      libc-ares-dev libhiredis-dev \
+      libc-ares-dev libhiredis-dev libnghttp2-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -23,7 +23,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       ca-certificates libgrpc++1.51 libgrpc29 libprotobuf32 libssl3 libabsl20220623 \
       libboost-url1.81.0 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1 \
-      libre2-9 libc-ares2 libhiredis0.14 \
+      libre2-9 libc-ares2 libhiredis0.14 libnghttp2-14 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/* /usr/share/doc/* /usr/share/man/*
 COPY --from=build /egressd /usr/local/bin/egressd
 USER 65532:65532

@@ -13,8 +13,12 @@ if [[ -z "$egressctl" ]]; then
 fi
 
 work="$(mktemp -d)"
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-upstream_port="$(free_port)"; grpc_port="$(free_port)"; admin_port="$(free_port)"; metrics_port="$(free_port)"
+# Four ports bound at once, so that they differ (a closed port can be handed out again).
+read -r upstream_port grpc_port admin_port metrics_port < <(/usr/bin/python3 -c '
+import socket
+sockets = [socket.socket() for _ in range(4)]
+for s in sockets: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in sockets))')
 container="egressd-image-test-$$"
 cleanup() {
   podman rm -f "$container" > /dev/null 2>&1 || true
