@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/ssl/error.hpp"
 #include "boost/asio/write.hpp"
@@ -374,7 +375,12 @@ void Session::OnException(absl::string_view what) {
 }
 
 void Session::Start() {
-  net::post(executor_, [self = shared_from_this()] { self->Guard([&] { self->StartOnLoop(); }); });
+  // At once when called on the loop (the dial's handler): a post from there waits in the
+  // thread's own queue until the handler returns, and a stream opened meanwhile from
+  // another thread (the pool hands the connection out when the handler reports it)
+  // reached the loop first and found the session not started.
+  net::dispatch(executor_,
+                [self = shared_from_this()] { self->Guard([&] { self->StartOnLoop(); }); });
 }
 
 void Session::StartOnLoop() {
