@@ -44,7 +44,7 @@ ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimitsByHost l
 
 ConnectionPool::~ConnectionPool() { Shutdown(); }
 
-ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
+ConnectionPool::OriginIterator ConnectionPool::EntryFor(const Origin& origin) {
   auto [it, inserted] = origins_.try_emplace(origin.Key());
   if (inserted) {
     it->second.origin = origin;
@@ -55,7 +55,19 @@ ConnectionPool::OriginPool& ConnectionPool::PoolFor(const Origin& origin) {
       recent_cost_index_.erase(recent);
     }
   }
-  return it->second;
+  return it;
+}
+
+template <class Change>
+void ConnectionPool::ChangePool(const Origin& origin, Change change) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const OriginIterator entry = EntryFor(origin);
+    change(entry->second, deferred);
+    EraseIfUnused(entry);
+  }
+  Run(deferred);
 }
 
 ConnectionPool::OriginIterator ConnectionPool::EraseIfUnused(OriginIterator it) {
@@ -296,23 +308,20 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
 
 ConnectionPool::WaitId ConnectionPool::AwaitReturn(const Origin& origin, absl::Time deadline,
                                                    LeaseCallback done) {
-  Deferred deferred;
   WaitId wait_id = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(origin);
-    if (!shut_down_) RetireExpiredNewest(pool, absl::Now(), deferred);
+  ChangePool(origin, [&](OriginPool& pool, Deferred& deferred) {
     if (shut_down_) {
       deferred.callbacks.emplace_back(std::move(done),
                                       absl::UnavailableError("egress is shutting down"));
-    } else if (!pool.idle.empty()) {  // one came back since Acquire
+      return;
+    }
+    RetireExpiredNewest(pool, absl::Now(), deferred);
+    if (!pool.idle.empty()) {  // one came back since Acquire
       deferred.callbacks.emplace_back(std::move(done), TakeIdle(pool, absl::Now()));
     } else {
       wait_id = Enqueue(pool, WaitFor::kReturn, false, deadline, deadline, std::move(done));
     }
-    EraseIfUnused(origin);  // shutting down, it has nothing queued
-  }
-  Run(deferred);
+  });
   return wait_id;
 }
 
@@ -412,108 +421,75 @@ bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> 
 }
 
 bool ConnectionPool::Return(std::shared_ptr<Connection> connection) {
-  Deferred deferred;
   bool kept = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(connection->origin());
+  ChangePool(connection->origin(), [&](OriginPool& pool, Deferred& deferred) {
     kept = KeepOrRetire(pool, std::move(connection), deferred);
     ServeWaiters(pool, /*retired=*/!kept, deferred);
     Warm(pool, deferred);
-    EraseIfUnused(pool.origin);  // `connection` is moved from
-  }
-  Run(deferred);
+  });
   return kept;
 }
 
 void ConnectionPool::Dialed(const std::shared_ptr<Connection>& connection) {
-  Deferred deferred;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(connection->origin());
-    if (pool.live.count(connection->id()) != 0) {  // not retired meanwhile
-      pool.dialing.erase(connection->id());
-      pool.dial_failed = false;
-      pool.speaks = connection->protocol();
-      if (connection->protocol() == Connection::Protocol::kHttp2) {
-        pool.streams.emplace(connection->id(), 1);  // the dialing request's
-      }
-      ServeWaiters(pool, /*retired=*/false, deferred);
+  ChangePool(connection->origin(), [&](OriginPool& pool, Deferred& deferred) {
+    if (pool.live.count(connection->id()) == 0) return;  // retired meanwhile
+    pool.dialing.erase(connection->id());
+    pool.dial_failed = false;
+    pool.speaks = connection->protocol();
+    if (connection->protocol() == Connection::Protocol::kHttp2) {
+      pool.streams.emplace(connection->id(), 1);  // the dialing request's
     }
-    EraseIfUnused(connection->origin());
-  }
-  Run(deferred);
+    ServeWaiters(pool, /*retired=*/false, deferred);
+  });
 }
 
 void ConnectionPool::Checked(const std::shared_ptr<Connection>& connection, bool answered) {
-  Deferred deferred;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(connection->origin());
-    if (pool.checking.erase(connection->id()) != 0) {
-      if (!answered) RetireLocked(pool, connection, CloseReason::kStale, deferred);
-      ServeWaiters(pool, /*retired=*/!answered, deferred);
-    }
-    EraseIfUnused(connection->origin());
-  }
-  Run(deferred);
+  ChangePool(connection->origin(), [&](OriginPool& pool, Deferred& deferred) {
+    if (pool.checking.erase(connection->id()) == 0) return;
+    if (!answered) RetireLocked(pool, connection, CloseReason::kStale, deferred);
+    ServeWaiters(pool, /*retired=*/!answered, deferred);
+  });
 }
 
 void ConnectionPool::SessionEnded(const std::shared_ptr<Connection>& connection) {
-  Deferred deferred;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(connection->origin());
+  ChangePool(connection->origin(), [&](OriginPool& pool, Deferred& deferred) {
     const bool idle = pool.live.count(connection->id()) != 0 &&
                       pool.streams.count(connection->id()) == 0 &&
                       pool.dialing.count(connection->id()) == 0;
-    if (idle) {
-      RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
-      ServeWaiters(pool, /*retired=*/true, deferred);
-    }
-    EraseIfUnused(connection->origin());
-  }
-  Run(deferred);
+    if (!idle) return;
+    RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
+    ServeWaiters(pool, /*retired=*/true, deferred);
+  });
 }
 
 void ConnectionPool::ReturnStream(const std::shared_ptr<Connection>& connection) {
-  Deferred deferred;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(connection->origin());
-    bool retired = false;
+  ChangePool(connection->origin(), [&](OriginPool& pool, Deferred& deferred) {
     // Not found: retired already, and its streams with it.
-    if (auto it = pool.streams.find(connection->id()); it != pool.streams.end()) {
-      if (--it->second == 0) {
-        pool.streams.erase(it);
-        pool.checking.erase(connection->id());  // a check given up on: no one waits for it
-        if (!connection->StillOpenAndQuiet()) {  // GOAWAY, or the session ended
-          RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
-          retired = true;
-        } else {
-          retired = !KeepOrRetire(pool, connection, deferred);
-        }
+    auto it = pool.streams.find(connection->id());
+    if (it == pool.streams.end()) return;
+    bool retired = false;
+    if (--it->second == 0) {
+      pool.streams.erase(it);
+      pool.checking.erase(connection->id());  // a check given up on: no one waits for it
+      if (!connection->StillOpenAndQuiet()) {  // GOAWAY, or the session ended
+        RetireLocked(pool, connection, CloseReason::kGoaway, deferred);
+        retired = true;
+      } else {
+        retired = !KeepOrRetire(pool, connection, deferred);
       }
-      ServeWaiters(pool, retired, deferred);
-      Warm(pool, deferred);
     }
-    EraseIfUnused(connection->origin());
-  }
-  Run(deferred);
+    ServeWaiters(pool, retired, deferred);
+    Warm(pool, deferred);
+  });
 }
 
 void ConnectionPool::Retire(const std::shared_ptr<Connection>& connection, CloseReason reason) {
-  Deferred deferred;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    OriginPool& pool = PoolFor(connection->origin());
+  ChangePool(connection->origin(), [&](OriginPool& pool, Deferred& deferred) {
     RetireLocked(pool, connection, reason, deferred);
     ServeWaiters(pool, /*retired=*/true, deferred);
     // Not after a failed dial: the next sweep tries again, at most once per period.
     if (reason != CloseReason::kDialFailed) Warm(pool, deferred);
-    EraseIfUnused(connection->origin());
-  }
-  Run(deferred);
+  });
 }
 
 void ConnectionPool::RetireLocked(OriginPool& pool,

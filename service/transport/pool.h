@@ -229,8 +229,17 @@ class ConnectionPool {
     std::vector<std::shared_ptr<Connection>> warms;  // to dial (pre-warming)
   };
 
-  OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   using OriginIterator = std::map<std::string, OriginPool>::iterator;
+  // The origin's entry, made (with what was learned of it before) if it has none.
+  OriginIterator EntryFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return EntryFor(origin)->second;
+  }
+  // Runs change(pool, deferred) on the origin's pool under the lock, erases the entry if
+  // that left it unused, then runs what was deferred. `origin` is read before the change
+  // only (the change may let go of the connection it belongs to).
+  template <class Change>
+  void ChangePool(const Origin& origin, Change change) ABSL_LOCKS_EXCLUDED(mu_);
   // Erases the origin's entry if it has no connection and no waiter, keeping its cost
   // model; returns the next entry. The last use of a reference to that entry.
   OriginIterator EraseIfUnused(OriginIterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

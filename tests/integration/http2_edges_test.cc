@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -44,6 +45,29 @@ int OpenFds() {
 
 class Http2EdgesTest : public testing::TransportTest {
  protected:
+  // `threads` threads fetch `url` `per_thread` times each and let go of every body unread;
+  // the fetches that failed, and one of their statuses.
+  std::pair<int, std::string> FetchAndLetGoOfBodies(const std::string& url, int threads,
+                                                    int per_thread) {
+    std::atomic<int> failed{0};
+    std::string example;
+    std::mutex mu;
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        for (int i = 0; i < per_thread; ++i) {
+          auto response = Get(url);
+          if (response.ok()) continue;
+          ++failed;
+          std::lock_guard<std::mutex> lock(mu);
+          example = std::string(response.status().ToString());
+        }
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    return {failed.load(), example};
+  }
+
   // What 8 fetches at once (2 s deadline) get from an https origin that accepts and never
   // completes TLS (a 400 ms handshake timeout), with `mode`.
   std::vector<absl::Status> FetchesToAnOriginThatNeverCompletesTls(Http2Mode mode) {
@@ -138,47 +162,16 @@ TEST_F(Http2EdgesTest, BodiesLetGoOfUnderLoadRefuseNoOtherFetch) {
     s.max_conns_per_origin = 1;
   });
   ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=load")).ok());
-  std::atomic<int> failed{0};
-  std::string example;
-  std::mutex mu;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 16; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 10; ++i) {
-        auto response = Get(nginx().Http2Url("/cl/6m?t=load"));
-        if (!response.ok()) {
-          ++failed;
-          std::lock_guard<std::mutex> lock(mu);
-          example = std::string(response.status().ToString());
-        }
-      }  // each body let go of unread
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(failed.load(), 0) << example;
+  const auto [failed, example] = FetchAndLetGoOfBodies(nginx().Http2Url("/cl/6m?t=load"), 16, 10);
+  EXPECT_EQ(failed, 0) << example;
   EXPECT_EQ(observer_.retries_by_reason[static_cast<size_t>(RetryReason::kRefusedStream)], 0);
 }
 
 TEST_F(Http2EdgesTest, WithTheDefaultsBodiesLetGoOfUnderLoadRefuseNoOtherFetch) {
   ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=dload")).ok());
-  std::atomic<int> failed{0};
-  std::string example;
-  std::mutex mu;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 150; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 6; ++i) {
-        auto response = Get(nginx().Http2Url("/cl/262145?t=dload"));
-        if (!response.ok()) {
-          ++failed;
-          std::lock_guard<std::mutex> lock(mu);
-          example = std::string(response.status().ToString());
-        }
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(failed.load(), 0) << example;
+  const auto [failed, example] =
+      FetchAndLetGoOfBodies(nginx().Http2Url("/cl/262145?t=dload"), 150, 6);
+  EXPECT_EQ(failed, 0) << example;
   EXPECT_EQ(observer_.retries_by_reason[static_cast<size_t>(RetryReason::kRefusedStream)], 0);
 }
 

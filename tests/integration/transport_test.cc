@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
@@ -19,60 +18,20 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/counting_observer.h"
+#include "tests/support/transport_fixture.h"
 #include "tests/support/nginx_upstream.h"
 
 namespace egress::transport {
 namespace {
 
-using testing::CountingObserver;
 using testing::NginxUpstream;
 
-class TransportTest : public ::testing::Test {
+// The shared transport fixture (tests/support/transport_fixture.h), with paths on the
+// suite's HTTPS listener and the drain helpers of these tests.
+class TransportTest : public testing::TransportTest {
  protected:
-  static void SetUpTestSuite() {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    nginx_ = NginxUpstream::Start(absl::StrCat(tmp ? tmp : "/tmp", "/nginx-t-", getpid()));
-  }
-  static void TearDownTestSuite() { nginx_.reset(); }
-
-  void SetUp() override {
-    TransportSettings settings;
-    settings.extra_ca_file = nginx_->ca_file();
-    settings.io_threads = 2;
-    PolicyRules open_policy;
-    open_policy.enabled = false;  // the test upstream is on loopback
-    settings.policy = std::make_shared<AddressPolicy>(open_policy);
-    auto transport = Transport::Create(settings, observer_);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    transport_ = *std::move(transport);
-  }
-
-  void TearDown() override {
-    if (!transport_) return;  // the test destroyed it
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
-    EXPECT_TRUE(Quiet());
-    transport_.reset();
-  }
-
-  bool Quiet() {
-    for (const auto& o : transport_->PoolStats()) {
-      if (o.active + o.draining + o.connecting > 0) return false;
-    }
-    return true;
-  }
-
-  absl::StatusOr<Response> Get(const std::string& path) { return GetUrl(nginx_->HttpsUrl(path)); }
-
-  absl::StatusOr<Response> GetUrl(const std::string& url) {
-    auto request = MakeRequest("GET", url, {}, "");
-    if (!request.ok()) return request.status();
-    std::promise<absl::StatusOr<Response>> promise;
-    transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
-                      [&](absl::StatusOr<Response> r) { promise.set_value(std::move(r)); });
-    return promise.get_future().get();
-  }
+  // `path` on the suite's HTTPS listener.
+  absl::StatusOr<Response> GetHttps(const std::string& path) { return Get(nginx().HttpsUrl(path)); }
 
   // Switches the transport to DRAIN_MODE_ADAPTIVE, adjusted by `adjust`.
   void UseAdaptiveDrain(const std::function<void(TransportSettings&)>& adjust) {
@@ -87,7 +46,7 @@ class TransportTest : public ::testing::Test {
 
   // Fetches /stall (1 KiB, 80 ms of silence, 1 KiB) and lets go of it: it drains.
   uint64_t StartStalledDrain() {
-    auto stalled = Get("/stall");
+    auto stalled = GetHttps("/stall");
     EXPECT_TRUE(stalled.ok()) << stalled.status();
     if (!stalled.ok()) return 0;
     stalled->body->Close();
@@ -116,29 +75,10 @@ class TransportTest : public ::testing::Test {
     }
     ASSERT_EQ(observer_.drains_completed, count);
   }
-
-  // Reads the body to its end.
-  static absl::StatusOr<std::string> ReadAll(ResponseBody& body) {
-    std::string all;
-    while (true) {
-      std::promise<absl::StatusOr<std::string>> promise;
-      body.Read(16 * 1024, [&](absl::StatusOr<std::string> b) { promise.set_value(std::move(b)); });
-      auto piece = promise.get_future().get();
-      if (!piece.ok()) return piece.status();
-      if (piece->empty()) return all;
-      all += *piece;
-    }
-  }
-
-  static std::unique_ptr<NginxUpstream> nginx_;
-  CountingObserver observer_;
-  std::unique_ptr<Transport> transport_;
 };
 
-std::unique_ptr<NginxUpstream> TransportTest::nginx_;
-
 TEST_F(TransportTest, ReadsABodyToItsEndAndPoolsTheConnection) {
-  auto response = Get("/cl/100k");
+  auto response = GetHttps("/cl/100k");
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->head.status_code, 200);
   EXPECT_THAT(response->head.headers,
@@ -154,7 +94,7 @@ TEST_F(TransportTest, ReadsABodyToItsEndAndPoolsTheConnection) {
 // The read that takes a body's last bytes hands its connection back: the pool has it
 // before the caller asks for more, and the caller's next Read ends without any I/O.
 TEST_F(TransportTest, TheReadThatEndsTheBodyPoolsTheConnectionAtOnce) {
-  auto response = Get("/cl/1k");
+  auto response = GetHttps("/cl/1k");
   ASSERT_TRUE(response.ok()) << response.status();
   std::string body;
   int idle_at_last_bytes = -1;
@@ -186,7 +126,7 @@ TEST_F(TransportTest, ConcurrentFetchesFromManyThreadsAllSucceed) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < kPerThread; ++i) {
-        auto response = Get(i % 2 ? "/cl/4k" : "/chunked/1k");
+        auto response = GetHttps(i % 2 ? "/cl/4k" : "/chunked/1k");
         if (!response.ok()) continue;
         if (i % 3 == 0) {
           response->body->Close();  // left to drain
@@ -206,7 +146,7 @@ TEST_F(TransportTest, ConcurrentFetchesFromManyThreadsAllSucceed) {
 // its auto-drain (golang/go#81404). Here Close races a Read in flight, many times.
 TEST_F(TransportTest, CloseWhileAReadIsInFlightNeitherDeadlocksNorLeaks) {
   for (int i = 0; i < 100; ++i) {
-    auto response = Get(i % 2 ? "/cl/262144" : "/chunked/300k");
+    auto response = GetHttps(i % 2 ? "/cl/262144" : "/chunked/300k");
     ASSERT_TRUE(response.ok()) << response.status();
     std::unique_ptr<ResponseBody> body = std::move(response->body);
     body->Read(1 + i * 97, [](absl::StatusOr<std::string>) {});
@@ -225,7 +165,7 @@ TEST_F(TransportTest, CloseWhileAReadIsInFlightNeitherDeadlocksNorLeaks) {
 
 TEST_F(TransportTest, DestroyingABodyUnreadLeavesItToDrain) {
   {
-    auto response = Get("/cl/4k");
+    auto response = GetHttps("/cl/4k");
     ASSERT_TRUE(response.ok());
   }  // the body goes out of scope unread
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
@@ -239,7 +179,7 @@ TEST_F(TransportTest, DestroyingABodyUnreadLeavesItToDrain) {
 // connection that held it (CI's LeakSanitizer saw a connection and its TLS state leak
 // when egressd stopped under a FetchStream).
 TEST_F(TransportTest, DestroyingTheTransportUnderAPendingHeadReleasesTheFetch) {
-  auto request = MakeRequest("GET", nginx_->HttpsUrl("/slow-head"), {}, "");
+  auto request = MakeRequest("GET", nginx().HttpsUrl("/slow-head"), {}, "");
   ASSERT_TRUE(request.ok());
   auto token = std::make_shared<int>(0);
   const std::weak_ptr<int> watch = token;
@@ -253,7 +193,7 @@ TEST_F(TransportTest, DestroyingTheTransportUnderAPendingHeadReleasesTheFetch) {
 // The same for a body read waiting on the upstream (/stall's 80 ms of silence) whose
 // body was let go of (a FetchStream cancelled as egressd stops).
 TEST_F(TransportTest, DestroyingTheTransportUnderAPendingBodyReadReleasesTheRead) {
-  auto response = Get("/stall");
+  auto response = GetHttps("/stall");
   ASSERT_TRUE(response.ok()) << response.status();
   for (size_t read = 0; read < 1024;) {  // the bytes before the silence
     std::promise<absl::StatusOr<std::string>> bytes;
@@ -272,7 +212,7 @@ TEST_F(TransportTest, DestroyingTheTransportUnderAPendingBodyReadReleasesTheRead
 }
 
 TEST_F(TransportTest, CancelBeforeTheHeadArrivesEndsWithCancelled) {
-  auto request = MakeRequest("GET", nginx_->HttpsUrl("/slow-head"), {}, "");
+  auto request = MakeRequest("GET", nginx().HttpsUrl("/slow-head"), {}, "");
   ASSERT_TRUE(request.ok());
   std::promise<absl::StatusOr<Response>> promise;
   auto pending = transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
@@ -285,7 +225,7 @@ TEST_F(TransportTest, CancelBeforeTheHeadArrivesEndsWithCancelled) {
 }
 
 TEST_F(TransportTest, HeadRequestHasNoBodyAndKeepsTheConnection) {
-  auto request = MakeRequest("HEAD", nginx_->HttpsUrl("/cl/100k"), {}, "");
+  auto request = MakeRequest("HEAD", nginx().HttpsUrl("/cl/100k"), {}, "");
   ASSERT_TRUE(request.ok());
   std::promise<absl::StatusOr<Response>> promise;
   transport_->Fetch(*std::move(request), absl::Now() + absl::Seconds(10),
@@ -309,7 +249,7 @@ TEST_F(TransportTest, AdaptiveRequestWaitsForTheDrainingConnectionWhenADialIsExp
   UseAdaptiveDrain([](TransportSettings& s) { s.drain.min_dial_cost = absl::Seconds(10); });
   const uint64_t draining = StartStalledDrainOnceItsTimeIsKnown();
 
-  auto next = Get("/cl/1k");
+  auto next = GetHttps("/cl/1k");
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->connection.connection_id, draining);
   EXPECT_TRUE(next->connection.reused);
@@ -326,7 +266,7 @@ TEST_F(TransportTest, AdaptiveRequestDialsWhileTheDrainGoesOnWhenADialIsCheap) {
   UseAdaptiveDrain([](TransportSettings& s) { s.drain.cost_factor = 1000; });
   const uint64_t draining = StartStalledDrainOnceItsTimeIsKnown();
 
-  auto next = Get("/cl/1k");
+  auto next = GetHttps("/cl/1k");
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_NE(next->connection.connection_id, draining);
   EXPECT_FALSE(next->connection.reused);
@@ -352,7 +292,7 @@ TEST_F(TransportTest, AdaptiveDrainsNeverHoldMoreThanTheBudget) {
   std::vector<std::thread> threads;
   std::vector<absl::StatusOr<Response>> responses(kFetches);
   for (int i = 0; i < kFetches; ++i) {
-    threads.emplace_back([&, i] { responses[i] = Get("/cl/262145"); });
+    threads.emplace_back([&, i] { responses[i] = GetHttps("/cl/262145"); });
   }
   for (auto& thread : threads) thread.join();
   // All 64 bodies let go of at once, none read: 64 drains want 16 MiB.
@@ -451,12 +391,12 @@ TEST_F(TransportTest, AdaptiveRequestDialingWhileADrainRunsTakesTheDrainedConnec
   // dial cost keeps the drain going through the silence.
   UseAdaptiveDrain([](TransportSettings& s) { s.drain.min_dial_cost = absl::Seconds(1); });
   StallingListener upstream;
-  auto first = GetUrl(upstream.Url("/half"));
+  auto first = Get(upstream.Url("/half"));
   ASSERT_TRUE(first.ok()) << first.status();
   upstream.StallNewConnections();
   first->body->Close();
 
-  auto next = GetUrl(upstream.Url("/next"));
+  auto next = Get(upstream.Url("/next"));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->connection.connection_id, first->connection.connection_id);
   EXPECT_EQ(ReadAll(*next->body).value_or(""), "ok");
