@@ -47,6 +47,19 @@ class Http2EdgesTest : public testing::TransportTest {
  protected:
   // `threads` threads fetch `url` `per_thread` times each and let go of every body unread;
   // the fetches that failed, and one of their statuses.
+  // A URL on `server` (h2c, prior knowledge) whose connection served one fetch and has
+  // idled past ping_interval (50 ms): the next fetch on it sends a PING first.
+  std::string IdleConnectionDueForAPing(const ScriptedH2Server& server) {
+    StartTransport([](TransportSettings& s) {
+      s.http2.mode = Http2Mode::kPriorKnowledge;
+      s.http2.ping_interval = absl::Milliseconds(50);
+    });
+    const std::string url = absl::StrCat("http://127.0.0.1:", server.port(), "/x");
+    EXPECT_TRUE(GetBody(url).ok());
+    absl::SleepFor(absl::Milliseconds(120));
+    return url;
+  }
+
   std::pair<int, std::string> FetchAndLetGoOfBodies(const std::string& url, int threads,
                                                     int per_thread) {
     std::atomic<int> failed{0};
@@ -219,13 +232,7 @@ struct PingScript {
 TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
   PingScript script(absl::Milliseconds(150));
   ScriptedH2Server server([&](H2Peer& peer) { script.Run(peer); });
-  StartTransport([](TransportSettings& s) {
-    s.http2.mode = Http2Mode::kPriorKnowledge;
-    s.http2.ping_interval = absl::Milliseconds(50);
-  });
-  const std::string url = absl::StrCat("http://127.0.0.1:", server.port(), "/x");
-  ASSERT_TRUE(GetBody(url).ok());
-  absl::SleepFor(absl::Milliseconds(120));  // idle past ping_interval
+  const std::string url = IdleConnectionDueForAPing(server);
   std::promise<absl::StatusOr<Response>> hurried, other;
   Begin(url, hurried, absl::Milliseconds(30));  // pings with a 30 ms timeout
   Begin(url, other, absl::Seconds(5)); // a stream on the same connection
@@ -243,13 +250,7 @@ TEST_F(Http2EdgesTest, AShortDeadlinesPingCancelsNoOtherCallersFetch) {
 TEST_F(Http2EdgesTest, ACancelDuringThePingEndsTheFetchAndSendsNothing) {
   PingScript script(absl::Milliseconds(400));
   ScriptedH2Server server([&](H2Peer& peer) { script.Run(peer); });
-  StartTransport([](TransportSettings& s) {
-    s.http2.mode = Http2Mode::kPriorKnowledge;
-    s.http2.ping_interval = absl::Milliseconds(50);
-  });
-  const std::string url = absl::StrCat("http://127.0.0.1:", server.port(), "/x");
-  ASSERT_TRUE(GetBody(url).ok());
-  absl::SleepFor(absl::Milliseconds(120));
+  const std::string url = IdleConnectionDueForAPing(server);
   std::promise<absl::StatusOr<Response>> promise;
   auto pending = Begin(url, promise, absl::Seconds(5), "POST", "charge the card");
   absl::SleepFor(absl::Milliseconds(50));
