@@ -4,8 +4,14 @@ its access log to a file and off, beside the nginx gateway and the gRPC ceiling,
 the same h2load load, in one run; medians of the repetitions. Prints markdown.
 
     tools/ab.sh BEFORE_BINARY [AFTER_BINARY] [--connections=16] [--seconds=5] [--repetitions=5]
+                [--call=fetch|stream|refused]
 
-AFTER_BINARY defaults to this tree's bazel-bin/service/egressd.
+AFTER_BINARY defaults to this tree's bazel-bin/service/egressd. --call says what both
+egressd are called with (the gateway and the ceiling rows stay 1 KiB fetches):
+  fetch    Fetch of 1 KiB from the upstream (the default)
+  stream   FetchStream of the same 1 KiB
+  refused  Fetch of an ftp:// URL, refused with INVALID_ARGUMENT before the transport:
+           what gRPC and the service layer cost without any upstream I/O
 """
 
 import argparse
@@ -15,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "netsim"))
 from wan import Wan, readable_tempdir  # noqa: E402
-from loopback import Loopback  # noqa: E402
+from loopback import FETCH_PATH, FETCH_STREAM_PATH, Loopback, grpc_frame  # noqa: E402
 from run import Tools  # noqa: E402
 
 
@@ -27,6 +33,7 @@ def main():
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--call", choices=["fetch", "stream", "refused"], default="fetch")
     args = parser.parse_args()
     work = readable_tempdir("egress-ab-")
     tools = Tools(args.bin, None, work)
@@ -40,13 +47,19 @@ def main():
     runs = {system: [] for system in systems}
     with Wan(tools.delay_link, rtt_ms=0) as wan:
         loopback = Loopback(wan, wan.CLIENT, tools, work, variants)
+        call = {"fetch": (FETCH_PATH, loopback.fetch_frame, True),
+                "stream": (FETCH_STREAM_PATH, loopback.fetch_frame, True),
+                "refused": (FETCH_PATH, grpc_frame(work, "ftp://127.0.0.1/1k", "refused"),
+                            False)}[args.call]
         for system in variants:  # the pools warm up
-            loopback.h2load(system, args.connections, 1, 2)
+            loopback.h2load(system, args.connections, 1, 2, call)
         for _ in range(args.repetitions):
             for system in systems:
-                runs[system].append(loopback.h2load(system, args.connections, 1, args.seconds))
+                runs[system].append(
+                    loopback.h2load(system, args.connections, 1, args.seconds, call))
     print(f"h2load -c{args.connections} -m1, {args.seconds} s per run, {args.repetitions} "
-          "repetitions, 1 KiB unary Fetch; medians\n")
+          f"repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
+          "with a 1 KiB fetch; medians\n")
     print("| system | requests/s | CPU us per request (server processes) | p50 ms |")
     print("|---|---|---|---|")
     for system in systems:
