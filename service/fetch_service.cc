@@ -923,9 +923,6 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
 
   void OnCancel() override { CancelExchange(); }
   void OnDone() override { Done(); }
-  // As FetchReactor's: both reactions are short and never wait. (OnWriteDone is run by
-  // gRPC's executor whatever this says.)
-  bool InternalInlineable() override { return true; }
 
   // ok is false when the caller has gone: the body is let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
