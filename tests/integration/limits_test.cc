@@ -171,5 +171,27 @@ TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
 
+// A FetchStream cancelled while its request waits for a head that never comes: nothing
+// has been written to the caller yet, so the cancel reaches the reactor before any write.
+// Each ends CANCELLED at once and closes its upstream connection (also under TSan).
+TEST_F(LimitsTest, FetchStreamCancelledBeforeItsHeadManyTimes) {
+  StartEgress();
+  constexpr int kRounds = 20;
+  for (int i = 0; i < kRounds; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto reader = stub_->FetchStream(&context, Request(faults().Url("/never")));
+    ASSERT_TRUE(WaitFor([&] { return FaultOrigin().active == 1; }));  // the request is out
+    context.TryCancel();
+    FetchChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
+  }
+  EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) == kRounds; }));
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled), kRounds);
+  EXPECT_EQ(FaultOrigin().idle, 0);
+}
+
 }  // namespace
 }  // namespace egress::testing
