@@ -193,5 +193,28 @@ TEST_F(LimitsTest, FetchStreamCancelledBeforeItsHeadManyTimes) {
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
 
+// A FetchStream whose own timeout (300 ms) passes while its body trickles (a byte a
+// second for 100 s): the caller has the head, then DEADLINE_EXCEEDED, not a stream
+// that hangs on; the connection it was reading from closes and is not pooled.
+TEST_F(LimitsTest, FetchStreamTimeoutEndsTheStreamDuringTheBody) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/slow-body"));
+  request.mutable_timeout()->set_nanos(300'000'000);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = stub_->FetchStream(&context, request);
+  FetchChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  EXPECT_EQ(chunk.head().status_code(), 200);
+  while (reader->Read(&chunk)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("deadline expired while reading the response body"));
+  EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::DEADLINE_EXCEEDED), 1);
+  EXPECT_EQ(FaultOrigin().idle, 0);
+}
+
 }  // namespace
 }  // namespace egress::testing
