@@ -193,13 +193,13 @@ TEST_F(LimitsTest, FetchStreamCancelledBeforeItsHeadManyTimes) {
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
 
-// A FetchStream whose own timeout (300 ms) passes while its body trickles (a byte a
+// A FetchStream whose own timeout (800 ms) passes while its body trickles (a byte a
 // second for 100 s): the caller has the head, then DEADLINE_EXCEEDED, not a stream
 // that hangs on; the connection it was reading from closes and is not pooled.
 TEST_F(LimitsTest, FetchStreamTimeoutEndsTheStreamDuringTheBody) {
   StartEgress();
   FetchRequest request = Request(faults().Url("/slow-body"));
-  request.mutable_timeout()->set_nanos(300'000'000);
+  request.mutable_timeout()->set_nanos(800'000'000);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   auto reader = stub_->FetchStream(&context, request);
