@@ -25,6 +25,19 @@ class LimitsTest : public EgressFaultsTest {
     FetchResponse response;
     return Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response);
   }
+  // A FetchStream under a 30 s deadline set on `context`.
+  std::unique_ptr<grpc::ClientReader<FetchChunk>> OpenStream(grpc::ClientContext& context,
+                                                             const FetchRequest& request) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return stub_->FetchStream(&context, request);
+  }
+  // Reads what is left of a stream, then its status.
+  static grpc::Status ReadToEnd(grpc::ClientReader<FetchChunk>& reader) {
+    FetchChunk chunk;
+    while (reader.Read(&chunk)) {
+    }
+    return reader.Finish();
+  }
 };
 
 TEST_F(LimitsTest, FetchesOverTheConcurrencyLimitAreTurnedAwayAtOnce) {
@@ -146,16 +159,13 @@ TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
   constexpr int kRounds = 50;
   for (int i = 0; i < kRounds; ++i) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    auto reader = stub_->FetchStream(&context, Request(faults().Url("/slow-body")));
+    auto reader = OpenStream(context, Request(faults().Url("/slow-body")));
     FetchChunk chunk;
     ASSERT_TRUE(reader->Read(&chunk));
     EXPECT_EQ(chunk.head().status_code(), 200);
     if (i % 2) std::this_thread::sleep_for(std::chrono::microseconds(200 * i));
     context.TryCancel();
-    while (reader->Read(&chunk)) {
-    }
-    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    EXPECT_EQ(ReadToEnd(*reader).error_code(), grpc::StatusCode::CANCELLED);
   }
   EXPECT_TRUE(WaitFor([&] {
     return faults().open_connections() == 0 &&
@@ -179,8 +189,7 @@ TEST_F(LimitsTest, FetchStreamCancelledBeforeItsHeadManyTimes) {
   constexpr int kRounds = 20;
   for (int i = 0; i < kRounds; ++i) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    auto reader = stub_->FetchStream(&context, Request(faults().Url("/never")));
+    auto reader = OpenStream(context, Request(faults().Url("/never")));
     // The request is on its way upstream (the pool's gauges may still count the last
     // round's connection).
     ASSERT_TRUE(WaitFor([&] { return observer_.requests_new == i + 1; }));
@@ -203,14 +212,11 @@ TEST_F(LimitsTest, FetchStreamTimeoutEndsTheStreamDuringTheBody) {
   FetchRequest request = Request(faults().Url("/slow-body"));
   request.mutable_timeout()->set_nanos(800'000'000);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  auto reader = stub_->FetchStream(&context, request);
+  auto reader = OpenStream(context, request);
   FetchChunk chunk;
   ASSERT_TRUE(reader->Read(&chunk));
   EXPECT_EQ(chunk.head().status_code(), 200);
-  while (reader->Read(&chunk)) {
-  }
-  const grpc::Status status = reader->Finish();
+  const grpc::Status status = ReadToEnd(*reader);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), HasSubstr("deadline expired while reading the response body"));
   EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
