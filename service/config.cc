@@ -25,6 +25,8 @@ constexpr size_t kMaxOriginLabels = 10000;
 // gRPC holds a request message whole, and cannot take one of 2 GiB.
 constexpr uint64_t kMaxRequestBodyBytes = 1 << 30;
 constexpr uint32_t kMaxRequestHeaderBytes = 16 << 20;
+// A drain reads a body nobody asked for to save one dial: a gigabyte is far past that.
+constexpr uint64_t kMaxDrainBytes = 1 << 30;
 // A dry run replays the whole history while the admin call waits.
 constexpr size_t kMaxDecisionHistory = 100000;
 // Each fetch looks for its quota rule among them all.
@@ -120,6 +122,11 @@ absl::StatusOr<transport::DrainSettings> BuildDrain(absl::string_view name,
                                                          : egress::v1::DRAIN_MODE_ADAPTIVE);
   NumberOrDefault(drain, &v1::DrainPolicy::max_bytes, &v1::DrainPolicy::set_max_bytes,
                   &settings.max_bytes);
+  if (settings.max_bytes > kMaxDrainBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".max_bytes: at most ", kMaxDrainBytes, " (got ", settings.max_bytes,
+        "); max_duration bounds a drain's time, mode DRAIN_MODE_OFF turns drains off"));
+  }
   const bool duration_set = drain->has_max_duration();
   if (auto status = DurationField(absl::StrCat(name, ".max_duration"), duration_set,
                                   drain->mutable_max_duration(), settings.max_duration,

@@ -718,8 +718,10 @@ void Connection::DrainStep() {
     return FinishDrain();
   }
   // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
-  const size_t want = static_cast<size_t>(std::min<uint64_t>(
-      drain_scratch_.size(), drain_caps_.max_bytes + 1 - drain_outcome_.bytes));
+  // (Written so that a cap of 2^64 - 1 cannot wrap it to a read of nothing, forever.)
+  const uint64_t left_to_cap = drain_caps_.max_bytes - drain_outcome_.bytes;  // !over_cap
+  const size_t want = left_to_cap < drain_scratch_.size() ? static_cast<size_t>(left_to_cap + 1)
+                                                          : drain_scratch_.size();
   const uint64_t needed = drain_outcome_.bytes + want;
   if (drain_budget_ && needed > drain_reserved_) {
     if (!drain_budget_->TryReserve(needed - drain_reserved_)) {

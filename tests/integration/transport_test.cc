@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -171,6 +172,27 @@ TEST_F(TransportTest, DestroyingABodyUnreadLeavesItToDrain) {
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
   while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
   EXPECT_EQ(observer_.drains_completed, 1);
+  EXPECT_EQ(transport_->PoolStats().front().idle, 1);
+}
+
+// A cap of 2^64 - 1 (the configuration refuses it; the transport must not depend on that)
+// drains like any other: cap + 1 once wrapped to a read of nothing, and the drain of a
+// body that came with its head spun its loop forever, its connection never pooled.
+TEST_F(TransportTest, ADrainWhoseByteCapIsTheLargestNumberDrainsTheBody) {
+  StartTransport([](transport::TransportSettings& settings) {
+    settings.drain.max_bytes = std::numeric_limits<uint64_t>::max();
+  });
+  for (const char* path : {"/cl/4k", "/chunked/1k"}) {
+    {
+      auto response = Get(nginx().HttpUrl(path));
+      ASSERT_TRUE(response.ok()) << response.status();
+    }  // the body goes out of scope unread
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
+    ASSERT_TRUE(Quiet()) << path << ": the drain never ended";
+  }
+  EXPECT_EQ(observer_.drains_completed, 2);
+  EXPECT_EQ(observer_.drain_bytes, 4096u + 1024u);
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
 }
 
