@@ -21,6 +21,7 @@
 #include "boost/url/url.hpp"
 #include "google/protobuf/arena.h"
 #include "grpc/grpc_security_constants.h"
+#include "grpcpp/alarm.h"
 #include <mutex>
 #include "service/access_log.h"
 #include "service/proto_time.h"
@@ -539,6 +540,17 @@ class ExchangeReactor {
     Unref();
   }
 
+  // The fetch's deadline: the caller's, its timeout and limits.max_timeout, whichever
+  // comes first. Set before the exchange starts.
+  absl::Time fetch_deadline() const { return deadline_; }
+
+  // A reference for a callback of the derived reactor's own, which must find it alive;
+  // released with Unref.
+  void Ref() { refs_.fetch_add(1); }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete self();
+  }
+
   absl::Time start_;
   std::shared_ptr<const ServiceConfig> config_;  // the config this RPC started under
   TraceContext trace_;
@@ -781,10 +793,6 @@ class ExchangeReactor {
     return absl::InternalError(absl::StrCat("egress failed internally (in ", where,
                                             "); the fetch was abandoned, it may be retried"));
   }
-  void Unref() {
-    if (refs_.fetch_sub(1) == 1) delete self();
-  }
-
   const FetchService::Context* service_ = nullptr;
   std::string caller_;          // the caller's identity
   bool caller_counted_ = false;  // in service_->caller_counts
@@ -917,19 +925,30 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
                                  private ExchangeReactor<FetchStreamReactor> {
  public:
   FetchStreamReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
-                     const FetchRequest* request) {
+                     const FetchRequest* request)
+      : context_(context) {
     Start(service, service.config.Get(), *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
-  void OnDone() override { Done(); }
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(context_mu_);
+      context_ = nullptr;  // gRPC frees it after this
+    }
+    if (deadline_armed_) deadline_alarm_.Cancel();  // its callback holds a reference
+    Done();
+  }
 
-  // ok is false when the caller has gone: the body is let go of, to auto-drain.
+  // ok is false when the caller has gone (or was cancelled at the deadline): the body is
+  // let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
+    writing_ = false;
     Guarded("OnWriteDone", [&] {
       ReleaseBody(std::exchange(chunk_bytes_, 0));  // the chunk is written, or never will be
       if (!ok) {
         body().Close();
+        if (deadline_passed_) return Complete(StalledAtTheDeadline());
         return Complete(absl::CancelledError("the caller went away"));
       }
       body().Read(kStreamChunkBytes, [this](absl::StatusOr<std::string> bytes) {
@@ -948,7 +967,49 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     if (!response.ok()) return Complete(response.status());
     FillHead(*response, start_, trace_, chunk_.mutable_head());
     KeepBody(std::move(response->body));
+    ArmDeadline();
+    WriteChunk();
+  }
+
+  // The transport's deadline bounds its reads; this one bounds the writes, which wait
+  // for the caller: one that stops reading must not hold the upstream connection, a
+  // chunk of the body budget and its fetch slots past the fetch's deadline.
+  void ArmDeadline() {
+    Ref();  // the alarm's callback's
+    deadline_armed_ = true;
+    deadline_alarm_.Set(absl::ToChronoTime(fetch_deadline()), [this](bool fired) {
+      if (fired) CancelAStalledWrite();
+      Unref();
+    });
+  }
+
+  // At the deadline: a write the caller has not taken ends the RPC (cancelled, the
+  // caller sees CANCELLED; egress counts DEADLINE_EXCEEDED). WriteChunk stores writing_
+  // before it loads deadline_passed_, and this the other way round: of a write that
+  // starts as the deadline passes, one of the two sees the other.
+  void CancelAStalledWrite() {
+    deadline_passed_ = true;
+    if (!writing_) return;  // the transport is reading, under its own deadline
+    // OnDone, which ends context_, never runs inside TryCancel (gRPC schedules a
+    // streaming reactor's OnDone), so holding context_mu_ here cannot deadlock.
+    std::lock_guard<std::mutex> lock(context_mu_);
+    if (context_) context_->TryCancel();
+  }
+
+  void WriteChunk() {
+    writing_ = true;
+    if (deadline_passed_) {
+      writing_ = false;
+      body().Close();
+      return Complete(StalledAtTheDeadline());
+    }
     StartWrite(&chunk_);
+  }
+
+  absl::Status StalledAtTheDeadline() const {
+    return absl::DeadlineExceededError(
+        "deadline expired while the caller had not read the stream's last message; the "
+        "stream was cancelled and the upstream connection let go");
   }
 
   void OnBody(absl::StatusOr<std::string> bytes) {
@@ -962,11 +1023,17 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     chunk_bytes_ = bytes->size();
     CountBodyBytes(chunk_bytes_);
     chunk_.set_body(*std::move(bytes));
-    StartWrite(&chunk_);
+    WriteChunk();
   }
 
   FetchChunk chunk_;  // the message being written; one write at a time
   uint64_t chunk_bytes_ = 0;  // body bytes in chunk_, reserved from the budget
+  std::mutex context_mu_;
+  grpc::CallbackServerContext* context_ ABSL_GUARDED_BY(context_mu_);  // null after OnDone
+  grpc::Alarm deadline_alarm_;  // see ArmDeadline
+  std::atomic<bool> deadline_armed_{false};  // set before the first write
+  std::atomic<bool> writing_{false};  // a chunk waits for the caller
+  std::atomic<bool> deadline_passed_{false};
 };
 
 }  // namespace

@@ -224,5 +224,34 @@ TEST_F(LimitsTest, FetchStreamTimeoutEndsTheStreamDuringTheBody) {
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
 
+// A FetchStream whose caller takes the head and then reads nothing more, from a body
+// that never ends: once gRPC's windows fill, egress's write waits for the caller. At the
+// fetch's timeout (1 s, the caller's own deadline 30 s) egress cancels the stream: its
+// upstream connection closes and the chunk it held goes back to the body budget, instead
+// of both staying held until gRPC gives up on the caller.
+TEST_F(LimitsTest, FetchStreamWhoseCallerStopsReadingEndsAtTheFetchDeadline) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/endless-body"));
+  request.mutable_timeout()->set_seconds(1);
+  grpc::ClientContext context;
+  auto reader = OpenStream(context, request);
+  FetchChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  EXPECT_EQ(chunk.head().status_code(), 200);
+  ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 1; }));
+
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (faults().open_connections() > 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(faults().open_connections(), 0) << "the upstream connection is still held";
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+  EXPECT_TRUE(WaitFor([&] {
+    return observer_.Fetches(grpc::StatusCode::DEADLINE_EXCEEDED) == 1;
+  }));
+  EXPECT_EQ(ReadToEnd(*reader).error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(FaultOrigin().idle, 0);
+}
+
 }  // namespace
 }  // namespace egress::testing
