@@ -32,6 +32,10 @@ namespace {
 constexpr absl::string_view kConnectPhase = "connecting to";
 constexpr absl::string_view kTlsPhase = "TLS handshake with";
 
+// TLS records an idle connection may take in before its reuse (session tickets: servers
+// send one or two of a few hundred bytes after a handshake); more, and it is not reused.
+constexpr size_t kMaxIdleTlsInput = 16 * 1024;
+
 bool IsHttpParseError(beast::error_code ec) {
   return ec.category() == http::make_error_code(http::error::bad_version).category();
 }
@@ -799,14 +803,15 @@ bool Connection::TlsQuiet(bool socket_readable) {
     return true;  // the common case costs no syscall
   }
   // A read that must not wait: OpenSSL takes in session tickets and stops at
-  // would_block; an application byte, close_notify, EOF or error all end up refusing.
-  // The byte read is lost, but so is the connection.
+  // would_block; an application byte, close_notify, EOF, error, or more housekeeping
+  // than a server sends between two requests all end up refusing. The byte read is
+  // lost, but so is the connection.
   auto& socket = stream_.tcp().socket();
   beast::error_code ec;
   socket.non_blocking(true, ec);
   if (ec) return false;
   char byte;
-  const size_t read = stream_.tls().read_some(net::buffer(&byte, 1), ec);
+  const size_t read = stream_.tls().read_some(net::buffer(&byte, 1), kMaxIdleTlsInput, ec);
   beast::error_code ignored;
   socket.non_blocking(false, ignored);  // the next async operation sets what it needs
   if (read != 0 || ec != net::error::would_block) return false;

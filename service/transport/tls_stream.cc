@@ -41,8 +41,9 @@ TlsStream::TlsStream(executor_type executor, net::ssl::context& context)
   SSL_set_bio(ssl_.get(), bio, bio);  // one BIO both ways: the SSL owns it
 }
 
-size_t TlsStream::read_some(net::mutable_buffer buffer, boost::beast::error_code& ec) {
-  for (;;) {
+size_t TlsStream::read_some(net::mutable_buffer buffer, size_t max_input,
+                            boost::beast::error_code& ec) {
+  for (size_t input = 0;;) {
     size_t bytes = 0;
     ERR_clear_error();
     const int result = Read{buffer}(ssl_.get(), &bytes);
@@ -51,7 +52,13 @@ size_t TlsStream::read_some(net::mutable_buffer buffer, boost::beast::error_code
       ec = step.ec;
       return step.bytes;
     }
-    Received(next_.socket().read_some(input_.prepare(read_size_.next()), ec));
+    if (input >= max_input) {
+      ec = net::error::message_size;
+      return 0;
+    }
+    const size_t got = next_.socket().read_some(input_.prepare(read_size_.next()), ec);
+    Received(got);
+    input += got;
     if (ec) {
       ec = AfterSocketError(ec);
       return 0;

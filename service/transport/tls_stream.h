@@ -74,8 +74,11 @@ class TlsStream {
   }
 
   // Reads without waiting: the socket must be non-blocking (would_block when nothing is
-  // there). Takes in what OpenSSL handles itself, such as session tickets.
-  size_t read_some(boost::asio::mutable_buffer buffer, boost::beast::error_code& ec);
+  // there). Takes in what OpenSSL handles itself, such as session tickets, but stops
+  // reading the socket once `max_input` bytes have come (a server that keeps sending
+  // them would keep the caller here) and fails with message_size instead.
+  size_t read_some(boost::asio::mutable_buffer buffer, size_t max_input,
+                   boost::beast::error_code& ec);
 
   // Frees the record buffers that hold nothing, ours and OpenSSL's. Between exchanges:
   // they are allocated again when records pass.

@@ -282,5 +282,20 @@ TEST_F(HostileUpstreamTest, SessionTicketAfterAResponseOnAPooledTlsConnectionIsR
   EXPECT_EQ(observer_.Closed(CloseReason::kStale), 0);
 }
 
+// 200 session tickets (some 50 KiB) while idle are not housekeeping: the reuse check
+// stops taking them in after 16 KiB and the connection is closed, not reused. Without
+// the bound a server that keeps sending them keeps the check, and its thread, reading.
+TEST_F(HostileUpstreamTest, ManySessionTicketsOnAPooledTlsConnectionAreNotTakenInForever) {
+  FaultServer tls(nginx().server_cert_file(), nginx().server_key_file());
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(tls.Url("/ok-then-many-tickets")), &response).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the tickets arrive
+  ASSERT_TRUE(Fetch(Request(tls.Url("/ok")), &response).ok());
+  EXPECT_EQ(response.body(), "ok");
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(tls.accepted(), 2);
+  EXPECT_EQ(observer_.Closed(CloseReason::kStale), 1);
+}
+
 }  // namespace
 }  // namespace egress::testing

@@ -372,6 +372,14 @@ void FaultServer::ServeTls(int fd) {
       if (!SslWriteAll(ssl, kOk)) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (SSL_new_session_ticket(ssl) != 1 || SSL_do_handshake(ssl) != 1) break;
+    } else if (path == "/ok-then-many-tickets") {
+      if (!SslWriteAll(ssl, kOk)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      bool sent = true;
+      for (int i = 0; i < 200 && sent; ++i) {
+        sent = SSL_new_session_ticket(ssl) == 1 && SSL_do_handshake(ssl) == 1;
+      }
+      if (!sent) break;
     } else if (path == "/204-then-extra") {
       if (!SslWriteAll(ssl, "HTTP/1.1 204 No Content\r\n\r\n")) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -55,6 +55,7 @@ namespace egress::testing {
 // Made with a certificate and key, port() speaks HTTPS instead, with these paths only:
 //   /ok               as above
 //   /ok-then-ticket   200 "ok", then 50 ms later a TLS 1.3 session ticket (no data)
+//   /ok-then-many-tickets  the same with 200 session tickets, one after the other
 //   /204-then-extra   a 204, then 50 ms later a complete "200 EVIL!" response nobody
 //                     asked for (a body on a 204, in its own TLS record)
 //   /204-with-extra   the same, both TLS records in one TCP segment
