@@ -156,9 +156,13 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     if (lease_.reused && !lease_.connection->StillOpenAndQuiet()) {
-      // Closed by the server while idle (or talking out of turn), or gone away: another.
+      // Closed by the server while idle (or talking out of turn), or gone away: another,
+      // asked for from a loop. The pool answers with an idle connection at once, inside
+      // Acquire: called from here, a pool of dead connections (a server that restarted)
+      // would be walked one stack frame deeper per connection.
       GiveBack(CloseReason::kStale);
-      return Acquire(/*fresh=*/false);
+      return net::post(transport_.loops_.first(),
+                       [self = shared_from_this()] { self->Acquire(/*fresh=*/false); });
     }
     if (lease_.reused) {
       AddressCheck check = CheckPooled(*lease_.connection);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -186,6 +187,30 @@ TEST_F(FaultsTest, ConnectionClosedWhileIdleIsReplacedBeforeSending) {
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), 1);
   EXPECT_EQ(observer_.retries, 0);
   EXPECT_EQ(faults().accepted() - accepted_before_, 2);
+  ExpectRecovered();
+}
+
+// Every pooled connection closed while idle (a server that restarted): the next fetch
+// finds each of them out and retires it, asking the pool again from a loop each time
+// (not one stack frame deeper per dead connection), then goes through on a fresh one.
+TEST_F(FaultsTest, ManyConnectionsClosedWhileIdleAreAllReplacedByTheNextFetch) {
+  {
+    std::vector<std::unique_ptr<BackgroundFetch>> fetches;
+    for (int i = 0; i < 40; ++i) {
+      fetches.push_back(std::make_unique<BackgroundFetch>(*stub_, Request(faults().Url("/close-idle"))));
+    }
+    for (auto& fetch : fetches) ASSERT_TRUE(fetch->Wait().ok()) << fetch->Wait().error_message();
+  }
+  std::this_thread::sleep_for(Gap(300));
+  const int stale = FaultOrigin().idle;  // pooled, and every one closed by the server
+  ASSERT_GE(stale, 2);
+  FetchRequest post = Request(faults().Url("/ok"));
+  post.set_method("POST");
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(post, &response).ok());
+  EXPECT_FALSE(response.connection().reused());
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), stale);
+  EXPECT_EQ(FaultOrigin().idle, 1);
   ExpectRecovered();
 }
 
