@@ -204,12 +204,14 @@ TEST_F(FaultsTest, ManyConnectionsClosedWhileIdleAreAllReplacedByTheNextFetch) {
   std::this_thread::sleep_for(Gap(300));
   const int stale = FaultOrigin().idle;  // pooled, and every one closed by the server
   ASSERT_GE(stale, 2);
+  // Some of the 40 may have found another's connection closed already.
+  const int retired_before = observer_.Closed(transport::CloseReason::kStale);
   FetchRequest post = Request(faults().Url("/ok"));
   post.set_method("POST");
   FetchResponse response;
   ASSERT_TRUE(Fetch(post, &response).ok());
   EXPECT_FALSE(response.connection().reused());
-  EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale), stale);
+  EXPECT_EQ(observer_.Closed(transport::CloseReason::kStale) - retired_before, stale);
   EXPECT_EQ(FaultOrigin().idle, 1);
   ExpectRecovered();
 }
