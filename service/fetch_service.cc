@@ -544,13 +544,6 @@ class ExchangeReactor {
   // comes first. Set before the exchange starts.
   absl::Time fetch_deadline() const { return deadline_; }
 
-  // A reference for a callback of the derived reactor's own, which must find it alive;
-  // released with Unref.
-  void Ref() { refs_.fetch_add(1); }
-  void Unref() {
-    if (refs_.fetch_sub(1) == 1) delete self();
-  }
-
   absl::Time start_;
   std::shared_ptr<const ServiceConfig> config_;  // the config this RPC started under
   TraceContext trace_;
@@ -793,6 +786,10 @@ class ExchangeReactor {
     return absl::InternalError(absl::StrCat("egress failed internally (in ", where,
                                             "); the fetch was abandoned, it may be retried"));
   }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete self();
+  }
+
   const FetchService::Context* service_ = nullptr;
   std::string caller_;          // the caller's identity
   bool caller_counted_ = false;  // in service_->caller_counts
@@ -919,6 +916,75 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
   std::string body_;  // what has been read so far
 };
 
+// Ends a server stream whose caller stops taking messages: a write still waiting for the
+// caller kGrace after the fetch's deadline cancels the RPC, so that the caller does not
+// hold the upstream connection, a chunk of the body budget and its fetch slots until gRPC
+// gives up on it. A slow upstream is the transport's deadline's (DEADLINE_EXCEEDED, with
+// its reason); a caller that reads, however slowly, takes each message well within the
+// grace and meets that deadline too. The state is shared with the alarm, whose callback
+// may run after the reactor is gone.
+class StalledWriteWatch {
+ public:
+  explicit StalledWriteWatch(grpc::CallbackServerContext* context)
+      : state_(std::make_shared<State>()) {
+    state_->context = context;
+  }
+
+  // Once, before the first write.
+  void Arm(absl::Time deadline) {
+    alarm_.emplace();
+    alarm_->Set(absl::ToChronoTime(deadline + kGrace), [state = state_](bool fired) {
+      if (!fired) return;  // the reactor is gone
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->expired = true;
+      if (!state->writing || !state->context) return;
+      state->cancelled = true;
+      // gRPC runs a write's completion and OnDone on its own threads, never inside
+      // TryCancel: holding mu here cannot deadlock with WriteDone or Detach.
+      state->context->TryCancel();
+    });
+  }
+
+  // Before each write; false once the watch's time has passed (no write may start).
+  bool WriteStarting() {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->expired) return false;
+    state_->writing = true;
+    return true;
+  }
+  // After each write; whether the watch cancelled the RPC while it waited.
+  bool WriteDone() {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->writing = false;
+    return state_->cancelled;
+  }
+  // In OnDone: gRPC frees the context after it.
+  void Detach() {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->context = nullptr;
+  }
+
+  static absl::Status Stalled() {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "deadline expired while a message of the stream waited for the caller to read it (",
+        absl::FormatDuration(kGrace), " past the deadline); the stream was cancelled and "
+        "the upstream connection let go"));
+  }
+
+ private:
+  static constexpr absl::Duration kGrace = absl::Seconds(1);
+
+  struct State {
+    std::mutex mu;
+    grpc::CallbackServerContext* context ABSL_GUARDED_BY(mu) = nullptr;  // null after OnDone
+    bool writing ABSL_GUARDED_BY(mu) = false;    // a message waits for the caller
+    bool expired ABSL_GUARDED_BY(mu) = false;    // the alarm has fired
+    bool cancelled ABSL_GUARDED_BY(mu) = false;  // ... and cancelled the RPC
+  };
+  std::shared_ptr<State> state_;
+  std::optional<grpc::Alarm> alarm_;  // made when armed: an Alarm costs a grpc_init
+};
+
 // FetchStream: the head, then body chunks as fast as the caller takes them. A caller
 // that goes away leaves the rest of the body to auto-drain.
 class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
@@ -926,29 +992,25 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
  public:
   FetchStreamReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
                      const FetchRequest* request)
-      : context_(context) {
+      : stall_watch_(context) {
     Start(service, service.config.Get(), *context, *request);
   }
 
   void OnCancel() override { CancelExchange(); }
   void OnDone() override {
-    {
-      std::lock_guard<std::mutex> lock(context_mu_);
-      context_ = nullptr;  // gRPC frees it after this
-    }
-    if (deadline_armed_) deadline_alarm_.Cancel();  // its callback holds a reference
+    stall_watch_.Detach();
     Done();
   }
 
-  // ok is false when the caller has gone (or was cancelled at the deadline): the body is
+  // ok is false when the caller has gone (or the stall watch cancelled it): the body is
   // let go of, to auto-drain.
   void OnWriteDone(bool ok) override {
-    writing_ = false;
+    const bool stalled = stall_watch_.WriteDone();
     Guarded("OnWriteDone", [&] {
       ReleaseBody(std::exchange(chunk_bytes_, 0));  // the chunk is written, or never will be
       if (!ok) {
         body().Close();
-        if (deadline_passed_) return Complete(StalledAtTheDeadline());
+        if (stalled) return Complete(StalledWriteWatch::Stalled());
         return Complete(absl::CancelledError("the caller went away"));
       }
       body().Read(kStreamChunkBytes, [this](absl::StatusOr<std::string> bytes) {
@@ -967,49 +1029,8 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     if (!response.ok()) return Complete(response.status());
     FillHead(*response, start_, trace_, chunk_.mutable_head());
     KeepBody(std::move(response->body));
-    ArmDeadline();
+    stall_watch_.Arm(fetch_deadline());
     WriteChunk();
-  }
-
-  // The transport's deadline bounds its reads; this one bounds the writes, which wait
-  // for the caller: one that stops reading must not hold the upstream connection, a
-  // chunk of the body budget and its fetch slots past the fetch's deadline.
-  void ArmDeadline() {
-    Ref();  // the alarm's callback's
-    deadline_armed_ = true;
-    deadline_alarm_.Set(absl::ToChronoTime(fetch_deadline()), [this](bool fired) {
-      if (fired) CancelAStalledWrite();
-      Unref();
-    });
-  }
-
-  // At the deadline: a write the caller has not taken ends the RPC (cancelled, the
-  // caller sees CANCELLED; egress counts DEADLINE_EXCEEDED). WriteChunk stores writing_
-  // before it loads deadline_passed_, and this the other way round: of a write that
-  // starts as the deadline passes, one of the two sees the other.
-  void CancelAStalledWrite() {
-    deadline_passed_ = true;
-    if (!writing_) return;  // the transport is reading, under its own deadline
-    // OnDone, which ends context_, never runs inside TryCancel (gRPC schedules a
-    // streaming reactor's OnDone), so holding context_mu_ here cannot deadlock.
-    std::lock_guard<std::mutex> lock(context_mu_);
-    if (context_) context_->TryCancel();
-  }
-
-  void WriteChunk() {
-    writing_ = true;
-    if (deadline_passed_) {
-      writing_ = false;
-      body().Close();
-      return Complete(StalledAtTheDeadline());
-    }
-    StartWrite(&chunk_);
-  }
-
-  absl::Status StalledAtTheDeadline() const {
-    return absl::DeadlineExceededError(
-        "deadline expired while the caller had not read the stream's last message; the "
-        "stream was cancelled and the upstream connection let go");
   }
 
   void OnBody(absl::StatusOr<std::string> bytes) {
@@ -1026,14 +1047,17 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     WriteChunk();
   }
 
+  void WriteChunk() {
+    if (!stall_watch_.WriteStarting()) {
+      body().Close();
+      return Complete(StalledWriteWatch::Stalled());
+    }
+    StartWrite(&chunk_);
+  }
+
   FetchChunk chunk_;  // the message being written; one write at a time
   uint64_t chunk_bytes_ = 0;  // body bytes in chunk_, reserved from the budget
-  std::mutex context_mu_;
-  grpc::CallbackServerContext* context_ ABSL_GUARDED_BY(context_mu_);  // null after OnDone
-  grpc::Alarm deadline_alarm_;  // see ArmDeadline
-  std::atomic<bool> deadline_armed_{false};  // set before the first write
-  std::atomic<bool> writing_{false};  // a chunk waits for the caller
-  std::atomic<bool> deadline_passed_{false};
+  StalledWriteWatch stall_watch_;
 };
 
 }  // namespace

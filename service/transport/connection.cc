@@ -531,6 +531,13 @@ void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback do
     if (self->parser_->is_done()) {
       return std::exchange(self->read_done_, nullptr)(std::string());
     }
+    // A body that comes as fast as it is read never waits on the socket's timer (a read
+    // of bytes already there completes first): past the deadline no read starts.
+    if (absl::Now() >= deadline) {
+      self->broken_ = true;
+      return std::exchange(self->read_done_, nullptr)(
+          self->Fail("reading the response body from", beast::error::timeout));
+    }
     // The buffer is zero-filled and handed over with each read: never larger than what
     // is left of a body of known length (most are small; the benchmark saw 64 KiB
     // memsets per 1 KiB fetch).

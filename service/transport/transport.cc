@@ -161,8 +161,15 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       // Acquire: called from here, a pool of dead connections (a server that restarted)
       // would be walked one stack frame deeper per connection.
       GiveBack(CloseReason::kStale);
-      return net::post(transport_.loops_.first(),
-                       [self = shared_from_this()] { self->Acquire(/*fresh=*/false); });
+      return net::post(transport_.loops_.first(), [self = shared_from_this()] {
+        bool cancelled;
+        {
+          std::lock_guard<std::mutex> lock(self->mu_);
+          cancelled = self->cancelled_;  // meanwhile: no wait to cancel, nor lease to give
+        }
+        if (!cancelled) return self->Acquire(/*fresh=*/false);
+        self->Finish(absl::CancelledError("the caller cancelled the request"));
+      });
     }
     if (lease_.reused) {
       AddressCheck check = CheckPooled(*lease_.connection);

@@ -197,7 +197,8 @@ TEST_F(FaultsTest, ManyConnectionsClosedWhileIdleAreAllReplacedByTheNextFetch) {
   {
     std::vector<std::unique_ptr<BackgroundFetch>> fetches;
     for (int i = 0; i < 40; ++i) {
-      fetches.push_back(std::make_unique<BackgroundFetch>(*stub_, Request(faults().Url("/close-idle"))));
+      fetches.push_back(
+          std::make_unique<BackgroundFetch>(*stub_, Request(faults().Url("/close-idle"))));
     }
     for (auto& fetch : fetches) ASSERT_TRUE(fetch->Wait().ok()) << fetch->Wait().error_message();
   }

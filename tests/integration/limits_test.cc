@@ -225,10 +225,10 @@ TEST_F(LimitsTest, FetchStreamTimeoutEndsTheStreamDuringTheBody) {
 }
 
 // A FetchStream whose caller takes the head and then reads nothing more, from a body
-// that never ends: once gRPC's windows fill, egress's write waits for the caller. At the
-// fetch's timeout (1 s, the caller's own deadline 30 s) egress cancels the stream: its
-// upstream connection closes and the chunk it held goes back to the body budget, instead
-// of both staying held until gRPC gives up on the caller.
+// that never ends: once gRPC's windows fill, egress's write waits for the caller. A
+// second past the fetch's timeout (1 s; the caller's own deadline is 30 s) egress cancels
+// the stream: its upstream connection closes and the chunk it held goes back to the body
+// budget, instead of both staying held until gRPC gives up on the caller.
 TEST_F(LimitsTest, FetchStreamWhoseCallerStopsReadingEndsAtTheFetchDeadline) {
   StartEgress();
   FetchRequest request = Request(faults().Url("/endless-body"));
@@ -251,6 +251,28 @@ TEST_F(LimitsTest, FetchStreamWhoseCallerStopsReadingEndsAtTheFetchDeadline) {
   }));
   EXPECT_EQ(ReadToEnd(*reader).error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(FaultOrigin().idle, 0);
+}
+
+// The same endless body read by a caller that keeps reading, slowly (a message every
+// 5 ms): its writes wait for it often, but never long, so the stream ends on the fetch's
+// own deadline, with the transport's reason, not cancelled as a stalled caller's is.
+TEST_F(LimitsTest, FetchStreamReadSlowlyEndsOnItsDeadlineNotCancelled) {
+  StartEgress();
+  FetchRequest request = Request(faults().Url("/endless-body"));
+  request.mutable_timeout()->set_nanos(500'000'000);
+  grpc::ClientContext context;
+  auto reader = OpenStream(context, request);
+  FetchChunk chunk;
+  int messages = 0;
+  while (reader->Read(&chunk)) {
+    ++messages;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_GT(messages, 2);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("deadline expired while reading the response body"));
+  EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
 }
 
 }  // namespace
