@@ -82,15 +82,28 @@ std::string AccessLog::LoggedUrl(const std::string& url, bool keep_query) {
   if (url.size() <= kMaxLoggedBytes && url.find_first_of("@?#") == std::string::npos) {
     return url;
   }
+  // Its start, marked as cut: a URL may be megabytes and still parse.
+  const auto bounded = [](std::string text) {
+    if (text.size() > kMaxLoggedBytes) text.replace(kMaxLoggedBytes, std::string::npos, "...");
+    return text;
+  };
   auto parsed = boost::urls::parse_uri_reference(url);
-  if (!parsed) {  // not a URL (the fetch failed for it): its start, in case it is long
-    return url.size() <= kMaxLoggedBytes ? url : absl::StrCat(url.substr(0, kMaxLoggedBytes), "...");
+  if (!parsed) {
+    // Not a URL (the fetch failed for it), but it may hold credentials all the same:
+    // no query or fragment, and what comes before its last '@' after the scheme.
+    std::string text = url.substr(0, url.find_first_of(keep_query ? "#" : "?#"));
+    if (const size_t at = text.rfind('@'); at != std::string::npos) {
+      const size_t scheme_end = text.find("://");
+      const size_t from = scheme_end < at ? scheme_end + 3 : 0;
+      text.replace(from, at - from, "REDACTED");
+    }
+    return bounded(std::move(text));
   }
   boost::urls::url logged(*parsed);
   if (logged.has_userinfo()) logged.set_userinfo("REDACTED");
   if (logged.has_query() && !keep_query) logged.set_encoded_query("REDACTED");
   logged.remove_fragment();  // never sent upstream
-  return std::string(logged.buffer());
+  return bounded(std::string(logged.buffer()));
 }
 
 bool AccessLog::Sampled(double ratio) {

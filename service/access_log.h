@@ -35,8 +35,9 @@ class AccessLog {
   void Submit(const egress::v1::AccessLogEntry& entry, const AccessLogSettings& settings);
 
   // `url` as the log shows it: a password or other userinfo as "REDACTED", and the query
-  // string too unless `keep_query` (both often carry credentials); no fragment. What is
-  // not a URL is cut to kMaxLoggedBytes.
+  // string too unless `keep_query` (both often carry credentials); no fragment; at most
+  // kMaxLoggedBytes and "..." (valid URLs too). What does not parse as a URL loses its
+  // query and fragment, and what comes before its last '@' after the scheme.
   static std::string LoggedUrl(const std::string& url, bool keep_query);
   // The most of a caller's text (a URL that is not one, an error message quoting it) a
   // line holds: the queue is bounded in lines, so each line must be bounded too.
