@@ -19,7 +19,8 @@ TEST(LoggedUrlTest, UserinfoAndQueryAreRedactedAndTheFragmentDropped) {
 
 // A megabyte path parses: it was logged whole, one line of a megabyte per refused call.
 TEST(LoggedUrlTest, ALongUrlThatParsesIsCut) {
-  const std::string logged = AccessLog::LoggedUrl("http://h.test/" + std::string(1 << 20, 'a'), false);
+  const std::string logged =
+      AccessLog::LoggedUrl("http://h.test/" + std::string(1 << 20, 'a'), false);
   EXPECT_EQ(logged.size(), kMax + 3);
   EXPECT_EQ(logged.substr(0, 14), "http://h.test/");
   EXPECT_EQ(logged.substr(kMax), "...");
@@ -36,7 +37,8 @@ TEST(LoggedUrlTest, AUrlThatDoesNotParseLosesItsCredentials) {
   EXPECT_EQ(AccessLog::LoggedUrl("http://h.test/%zz?token=secret#f", false), "http://h.test/%zz");
   EXPECT_EQ(AccessLog::LoggedUrl("http://h.test/%zz?page=2#f", true), "http://h.test/%zz?page=2");
   EXPECT_EQ(AccessLog::LoggedUrl("user:secret@h.test/%zz", false), "REDACTED@h.test/%zz");
-  const std::string long_one = AccessLog::LoggedUrl("http://" + std::string(1 << 20, 'a') + "/%zz", false);
+  const std::string long_one =
+      AccessLog::LoggedUrl("http://" + std::string(1 << 20, 'a') + "/%zz", false);
   EXPECT_EQ(long_one.size(), kMax + 3);
 }
 
