@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -19,12 +20,13 @@ constexpr std::array<absl::string_view, 5> kConnectionSpecific = {
 
 // The options every Connection field names, lower-case: fields of that name belong to
 // the HTTP/1.1 connection too.
-std::vector<std::string> ConnectionOptions(const HeaderList& headers) {
-  std::vector<std::string> options;
+// A set: a caller may name thousands, and every field is looked up.
+absl::flat_hash_set<std::string> ConnectionOptions(const HeaderList& headers) {
+  absl::flat_hash_set<std::string> options;
   for (const auto& [name, value] : headers) {
     if (!absl::EqualsIgnoreCase(name, "connection")) continue;
     for (absl::string_view option : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
-      options.push_back(absl::AsciiStrToLower(absl::StripAsciiWhitespace(option)));
+      options.insert(absl::AsciiStrToLower(absl::StripAsciiWhitespace(option)));
     }
   }
   return options;
@@ -40,15 +42,14 @@ absl::StatusOr<HeaderList> RequestHeaderBlock(const HttpRequest& request) {
   block.emplace_back(":scheme", request.origin.tls ? "https" : "http");
   block.emplace_back(":authority", request.origin.HostHeader());
   block.emplace_back(":path", request.target);
-  const std::vector<std::string> connection_options = ConnectionOptions(request.headers);
+  const absl::flat_hash_set<std::string> connection_options = ConnectionOptions(request.headers);
   for (const auto& [name, value] : request.headers) {
     std::string lower = absl::AsciiStrToLower(name);
     const absl::string_view trimmed = TrimSpacesAndTabs(value);
     const bool connection_specific =
         std::find(kConnectionSpecific.begin(), kConnectionSpecific.end(), lower) !=
             kConnectionSpecific.end() ||
-        std::find(connection_options.begin(), connection_options.end(), lower) !=
-            connection_options.end() ||
+        connection_options.contains(lower) ||
         (lower == "te" && !absl::EqualsIgnoreCase(trimmed, "trailers"));
     if (connection_specific) continue;
     block.emplace_back(std::move(lower), std::string(trimmed));
