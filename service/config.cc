@@ -27,6 +27,14 @@ constexpr uint64_t kMaxRequestBodyBytes = 1 << 30;
 constexpr uint32_t kMaxRequestHeaderBytes = 16 << 20;
 // A drain reads a body nobody asked for to save one dial: a gigabyte is far past that.
 constexpr uint64_t kMaxDrainBytes = 1 << 30;
+// What one upstream response may make a connection buffer: its head, a chunk line.
+constexpr uint32_t kMaxResponseHeaderBytes = 16 << 20;
+constexpr uint32_t kMaxChunkLineBytes = 1 << 20;
+// A Fetch answer travels whole in one gRPC message, which protobuf caps below 2 GiB.
+constexpr uint64_t kMaxBodyBytesCeiling = 1 << 30;
+// Far past any machine's memory, and far from the arithmetic's limits.
+constexpr uint64_t kMaxBufferedBodyBudgetBytes = uint64_t{1} << 40;
+constexpr uint32_t kMaxIoThreads = 1024;
 // A dry run replays the whole history while the admin call waits.
 constexpr size_t kMaxDecisionHistory = 100000;
 // Each fetch looks for its quota rule among them all.
@@ -665,6 +673,17 @@ absl::Status BuildCallerLimits(egress::v1::FetchLimits* limits, FetchLimits* l) 
                   &v1::FetchLimits::set_buffered_body_budget_bytes,
                   &l->buffered_body_budget_bytes);
   l->max_concurrent_fetches_per_caller = limits->max_concurrent_fetches_per_caller();
+  if (l->max_body_bytes_ceiling > kMaxBodyBytesCeiling) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.max_body_bytes_ceiling: at most ", kMaxBodyBytesCeiling, " (got ",
+        l->max_body_bytes_ceiling, "); a Fetch answer travels whole in one gRPC message "
+        "(FetchStream takes larger bodies)"));
+  }
+  if (l->buffered_body_budget_bytes > kMaxBufferedBodyBudgetBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.buffered_body_budget_bytes: at most ", kMaxBufferedBodyBudgetBytes, " (got ",
+        l->buffered_body_budget_bytes, ")"));
+  }
   if (l->max_body_bytes_ceiling < l->default_max_body_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "limits.max_body_bytes_ceiling: must be at least limits.default_max_body_bytes (",
@@ -856,10 +875,10 @@ absl::Status BuildQuotas(google::protobuf::RepeatedPtrField<v1::QuotaRule>* list
 absl::Status UpstreamInputLimits(v1::TransportConfig* tp, transport::TransportSettings& t) {
   NumberOrDefault(tp, &v1::TransportConfig::max_chunk_line_bytes,
                   &v1::TransportConfig::set_max_chunk_line_bytes, &t.max_chunk_line_bytes);
-  if (t.max_chunk_line_bytes < 256) {
+  if (t.max_chunk_line_bytes < 256 || t.max_chunk_line_bytes > kMaxChunkLineBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "transport.max_chunk_line_bytes: must be at least 256 (got ", t.max_chunk_line_bytes,
-        ")"));
+        "transport.max_chunk_line_bytes: must be from 256 to ", kMaxChunkLineBytes, " (got ",
+        t.max_chunk_line_bytes, ")"));
   }
   NumberOrDefault(tp, &v1::TransportConfig::max_interim_responses,
                   &v1::TransportConfig::set_max_interim_responses, &t.max_interim_responses);
@@ -889,13 +908,18 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   NumberOrDefault(tp, &v1::TransportConfig::max_response_header_bytes,
                   &v1::TransportConfig::set_max_response_header_bytes,
                   &t.max_response_header_bytes);
-  if (t.max_response_header_bytes < 1024) {
-    return absl::InvalidArgumentError(
-        "transport.max_response_header_bytes: must be at least 1024");
+  if (t.max_response_header_bytes < 1024 || t.max_response_header_bytes > kMaxResponseHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport.max_response_header_bytes: must be from 1024 to ", kMaxResponseHeaderBytes,
+        " (got ", t.max_response_header_bytes, ")"));
   }
   if (auto status = UpstreamInputLimits(tp, t); !status.ok()) return status;
   if (auto status = BuildLifetime(tp, t); !status.ok()) return status;
   t.io_threads = tp->io_threads();
+  if (t.io_threads > kMaxIoThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("transport.io_threads: at most ",
+                                                   kMaxIoThreads, " (got ", t.io_threads, ")"));
+  }
   t.extra_ca_file = tp->extra_ca_file();
   if (!tp->has_tls_session_resumption()) tp->mutable_tls_session_resumption()->set_value(true);
   t.tls_session_resumption = tp->tls_session_resumption().value();
