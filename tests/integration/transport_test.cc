@@ -19,8 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/transport_fixture.h"
+#include "tests/support/fault_server.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/transport_fixture.h"
 
 namespace egress::transport {
 namespace {
@@ -194,6 +195,30 @@ TEST_F(TransportTest, ADrainWhoseByteCapIsTheLargestNumberDrainsTheBody) {
   EXPECT_EQ(observer_.drains_completed, 2);
   EXPECT_EQ(observer_.drain_bytes, 4096u + 1024u);
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
+}
+
+// Past the deadline no socket read starts (a body as fast as it is read would run on),
+// but what has arrived is still parsed: a body whose end waits in the buffer ends, and
+// its connection is pooled, however late the caller reads it.
+TEST_F(TransportTest, ABodyThatHasArrivedEndsAfterTheDeadlineToo) {
+  testing::FaultServer faults;
+  auto response = Get(faults.Url("/chunked-ok"), absl::Milliseconds(300));
+  ASSERT_TRUE(response.ok()) << response.status();
+  const auto read = [&] {
+    std::promise<absl::StatusOr<std::string>> promise;
+    response->body->Read(16 * 1024, [&](absl::StatusOr<std::string> b) {
+      promise.set_value(std::move(b));
+    });
+    return promise.get_future().get();
+  };
+  EXPECT_EQ(read().value_or("failed"), "ok");
+  absl::SleepFor(absl::Milliseconds(400));
+  EXPECT_EQ(read().value_or("failed"), "");
+  response->body.reset();
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(transport_->PoolStats().front().idle, 1);
+  EXPECT_EQ(observer_.AllClosed(), 0);
 }
 
 // A transport destroyed under a fetch waiting for its head lets go of the fetch: its

@@ -234,6 +234,11 @@ void FaultServer::ServeHttp(int fd) {
     if (path == "/close-on-reuse" && served > 0) return;  // read, never answered
     if (path == "/ok" || path == "/close-on-reuse") {
       if (!SendAll(fd, kOk)) return;
+    } else if (path == "/chunked-ok") {
+      if (!SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "2\r\nok\r\n0\r\n\r\n")) {
+        return;
+      }
     } else if (path == "/switch") {
       ++switch_requests_;
       switch (switch_.load()) {

@@ -17,6 +17,7 @@ namespace egress::testing {
 // An HTTP/1.1 upstream on 127.0.0.1 that misbehaves on command, one thread per
 // connection. On port() the request path picks the behaviour:
 //   /ok               200, "ok", keep-alive
+//   /chunked-ok       200, "ok" as one chunk, keep-alive, all in one send
 //   /reset-headers    half a header block, then a TCP reset
 //   /reset-body       the head and 1000 of 100000 body bytes, then a reset
 //   /bad-status       a malformed status line
