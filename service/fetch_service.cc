@@ -964,11 +964,12 @@ class StalledWriteWatch {
     state_->context = nullptr;
   }
 
+  // The status egress counts and logs (the caller sees CANCELLED).
   static absl::Status Stalled() {
     return absl::DeadlineExceededError(absl::StrCat(
-        "deadline expired while a message of the stream waited for the caller to read it (",
-        absl::FormatDuration(kGrace), " past the deadline); the stream was cancelled and "
-        "the upstream connection let go"));
+        "deadline expired with a message of the stream still to be written to the caller ",
+        absl::FormatDuration(kGrace), " past it; the stream was cancelled and the upstream "
+        "connection let go"));
   }
 
  private:
@@ -1008,7 +1009,9 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
     const bool stalled = stall_watch_.WriteDone();
     Guarded("OnWriteDone", [&] {
       ReleaseBody(std::exchange(chunk_bytes_, 0));  // the chunk is written, or never will be
-      if (!ok) {
+      // A write that completed just as the watch cancelled the RPC ends it all the same:
+      // the caller sees CANCELLED either way, and so the count and the log agree.
+      if (!ok || stalled) {
         body().Close();
         if (stalled) return Complete(StalledWriteWatch::Stalled());
         return Complete(absl::CancelledError("the caller went away"));
