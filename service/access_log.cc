@@ -12,6 +12,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
@@ -77,33 +78,76 @@ AccessLog::~AccessLog() {
   if (owned_) close(fd_);
 }
 
+namespace {
+
+// Its start, marked as cut: a URL may be megabytes and still parse.
+std::string Bounded(std::string text) {
+  if (text.size() > AccessLog::kMaxLoggedBytes) {
+    text.replace(AccessLog::kMaxLoggedBytes, std::string::npos, "...");
+  }
+  return text;
+}
+
+// A URL read as text, for one that does not parse (or parses as something else): no
+// query (unless kept) or fragment, and "REDACTED" for what precedes its last '@' after
+// the scheme.
+std::string RedactedText(absl::string_view url, bool keep_query) {
+  std::string text(url);
+  if (const size_t at = text.rfind('@'); at != std::string::npos) {
+    const size_t scheme_end = text.find("://");
+    const size_t from = scheme_end < at ? scheme_end + 3 : 0;
+    text.replace(from, at - from, "REDACTED");
+  }
+  return text.substr(0, text.find_first_of(keep_query ? "#" : "?#"));
+}
+
+// Whether the parser missed userinfo the caller meant: "http://u:p#w@h/" parses as host
+// "u" and a fragment, "u:p@h/x" as scheme "u" and a path.
+bool HidesUserinfo(absl::string_view url, const boost::urls::url_view& parsed) {
+  if (parsed.has_userinfo()) return false;
+  if (!parsed.has_authority()) return url.find('@') != absl::string_view::npos;
+  const size_t start = url.find("://");
+  if (start == absl::string_view::npos) return false;
+  const absl::string_view authority = url.substr(start + 3, url.find('/', start + 3) - start - 3);
+  return authority.find('@') != absl::string_view::npos;
+}
+
+bool IsSchemeChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+}
+
+}  // namespace
+
 std::string AccessLog::LoggedUrl(const std::string& url, bool keep_query) {
   // Nothing to redact or drop (the common case): as it is, without a parse.
   if (url.size() <= kMaxLoggedBytes && url.find_first_of("@?#") == std::string::npos) {
     return url;
   }
-  // Its start, marked as cut: a URL may be megabytes and still parse.
-  const auto bounded = [](std::string text) {
-    if (text.size() > kMaxLoggedBytes) text.replace(kMaxLoggedBytes, std::string::npos, "...");
-    return text;
-  };
   auto parsed = boost::urls::parse_uri_reference(url);
-  if (!parsed) {
-    // Not a URL (the fetch failed for it), but it may hold credentials all the same:
-    // no query or fragment, and what comes before its last '@' after the scheme.
-    std::string text = url.substr(0, url.find_first_of(keep_query ? "#" : "?#"));
-    if (const size_t at = text.rfind('@'); at != std::string::npos) {
-      const size_t scheme_end = text.find("://");
-      const size_t from = scheme_end < at ? scheme_end + 3 : 0;
-      text.replace(from, at - from, "REDACTED");
-    }
-    return bounded(std::move(text));
-  }
+  if (!parsed || HidesUserinfo(url, *parsed)) return Bounded(RedactedText(url, keep_query));
   boost::urls::url logged(*parsed);
   if (logged.has_userinfo()) logged.set_userinfo("REDACTED");
   if (logged.has_query() && !keep_query) logged.set_encoded_query("REDACTED");
   logged.remove_fragment();  // never sent upstream
-  return bounded(std::string(logged.buffer()));
+  return Bounded(std::string(logged.buffer()));
+}
+
+std::string AccessLog::LoggedMessage(absl::string_view message, bool keep_query) {
+  message = message.substr(0, kMaxLoggedBytes);
+  std::string logged;
+  for (size_t done = 0;;) {
+    const size_t separator = message.find("://", done);
+    if (separator == absl::string_view::npos) {
+      absl::StrAppend(&logged, message.substr(done));
+      return logged;
+    }
+    size_t start = separator;
+    while (start > done && IsSchemeChar(message[start - 1])) --start;
+    const size_t end = std::min(message.find_first_of("\" '<>\n\t", separator), message.size());
+    absl::StrAppend(&logged, message.substr(done, start - done),
+                    LoggedUrl(std::string(message.substr(start, end - start)), keep_query));
+    done = end;
+  }
 }
 
 bool AccessLog::Sampled(double ratio) {

@@ -751,7 +751,8 @@ class ExchangeReactor {
     const auto reason = transport::ReasonOf(status);
     if (!status.ok()) {
       entry.set_error_reason(ReasonFor(status));
-      entry.set_error_message(std::string(status.message().substr(0, AccessLog::kMaxLoggedBytes)));
+      entry.set_error_message(
+          AccessLog::LoggedMessage(status.message(), config_->access_log.log_query));
     }
     if (reason && reason->reason == "POLICY_DENIED") {
       entry.set_policy_decision("deny");
@@ -773,7 +774,8 @@ class ExchangeReactor {
   // An exception reached a boundary: logged, the body (if any) closed, and the RPC
   // finished with INTERNAL unless it already was.
   void Abandon(const char* where, const char* what) {
-    std::cerr << "egressd: exception in " << where << " (" << url_ << "): " << what << "\n";
+    std::cerr << "egressd: exception in " << where << " (" << AccessLog::LoggedUrl(url_, false)
+              << "): " << what << "\n";
     transport::ResponseBody* body;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -382,6 +382,22 @@ TEST_F(AccessLogTest, AHugeInvalidUrlMakesABoundedLineAndMessage) {
   EXPECT_LE(Text(lines[0], "error_message").size(), 4096u);
 }
 
+// A URL that does not parse still has its credentials redacted, in the url field and
+// in the error message that quotes it.
+TEST_F(AccessLogTest, CredentialsInAUrlThatDoesNotParseAreNotLogged) {
+  const std::string path = TestDir("bad-url-credentials") + "/access.log";
+  Start("bad-url-credentials", "", path);
+  FetchResponse response;
+  const grpc::Status status =
+      Fetch(Request("http://user:secret@h.test/%zz?token=secret"), &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const std::vector<Struct> lines = WaitForLines(path, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(Text(lines[0], "url"), "http://REDACTED@h.test/%zz");
+  EXPECT_THAT(Text(lines[0], "error_message"), HasSubstr("REDACTED"));
+  EXPECT_THAT(Text(lines[0], "error_message"), Not(HasSubstr("secret")));
+}
+
 // egressd's own messages go to standard error: a standard output nobody reads (the
 // access log's) holds up neither the admin service, which logs every call, nor the exit.
 TEST_F(AccessLogTest, AStandardOutputNobodyReadsStopsNeitherTheAdminServiceNorTheExit) {

@@ -42,5 +42,37 @@ TEST(LoggedUrlTest, AUrlThatDoesNotParseLosesItsCredentials) {
   EXPECT_EQ(long_one.size(), kMax + 3);
 }
 
+// URLs that parse as something else than the caller meant: no userinfo to the parser,
+// credentials to the caller.
+TEST(LoggedUrlTest, UserinfoTheParserDoesNotSeeIsRedactedToo) {
+  EXPECT_EQ(AccessLog::LoggedUrl("http://bob:pass#word@h.test/x", false),
+            "http://REDACTED@h.test/x");
+  EXPECT_EQ(AccessLog::LoggedUrl("http://bob:pa?ss@h.test/x", true), "http://REDACTED@h.test/x");
+  EXPECT_EQ(AccessLog::LoggedUrl("user:secret@h.test/zz", false), "REDACTED@h.test/zz");
+  EXPECT_EQ(AccessLog::LoggedUrl("http:user:secret@h.test/x", false), "REDACTED@h.test/x");
+  // An '@' in a path is no userinfo.
+  EXPECT_EQ(AccessLog::LoggedUrl("http://h.test/users/a@b.test", false),
+            "http://h.test/users/a@b.test");
+}
+
+// Error messages quote the caller's URL, and upstreams' Locations: each is logged as the
+// url field is.
+TEST(LoggedUrlTest, UrlsInAnErrorMessageAreRedacted) {
+  EXPECT_EQ(AccessLog::LoggedMessage(
+                "URL \"http://user:secret@h.test/%zz\" is not a valid absolute URL", false),
+            "URL \"http://REDACTED@h.test/%zz\" is not a valid absolute URL");
+  EXPECT_EQ(AccessLog::LoggedMessage(
+                "more than 5 redirects; the last to https://h.test/cb?token=secret, "
+                "then http://a:b@c.test/?q=1",
+                false),
+            "more than 5 redirects; the last to https://h.test/cb?REDACTED "
+            "then http://REDACTED@c.test/?REDACTED");
+  EXPECT_EQ(AccessLog::LoggedMessage("no URL here", false), "no URL here");
+  EXPECT_EQ(AccessLog::LoggedMessage(std::string(1 << 20, 'x'), false).size(), kMax);
+  for (const char* odd : {"://", "://@", "a://", "@://x", "x://\"", "://://@@"}) {
+    EXPECT_EQ(AccessLog::LoggedMessage(odd, false).find("secret"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace egress
