@@ -20,17 +20,13 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/io_context.hpp"
@@ -39,6 +35,7 @@
 #include "boost/asio/read.hpp"
 #include "boost/asio/write.hpp"
 #include "egress/v1/egress.grpc.pb.h"
+#include "bench/floor_http1.h"
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50061", "address to serve gRPC on");
@@ -54,42 +51,8 @@ namespace {
 
 namespace net = boost::asio;
 using net::ip::tcp;
-
-// A response read so far on one connection; Parse says whether it is whole.
-struct ResponseReader {
-  std::string bytes;
-  size_t head_size = 0;
-  size_t content_length = 0;
-  int status = 0;
-
-  // Whether `bytes` holds the whole response (then head_size, status, content_length
-  // are set); false while more is due. A head without Content-Length fails in Body().
-  bool Complete() {
-    if (head_size == 0) {
-      const size_t end = bytes.find("\r\n\r\n");
-      if (end == std::string::npos) return false;
-      head_size = end + 4;
-      const absl::string_view head(bytes.data(), end);
-      if (head.size() < 12 || !absl::SimpleAtoi(head.substr(9, 3), &status)) status = 0;
-      const size_t at = absl::AsciiStrToLower(head).find("\r\ncontent-length:");
-      content_length = 0;
-      if (at != std::string::npos) {
-        const size_t value = at + 17;
-        const size_t line_end = head.find("\r\n", value);
-        absl::SimpleAtoi(head.substr(value, line_end - value), &content_length);
-      }
-    }
-    return bytes.size() >= head_size + content_length;
-  }
-
-  // Takes the body out, leaving what follows it (nothing, on a keep-alive connection).
-  std::string TakeBody() {
-    std::string body = bytes.substr(head_size, content_length);
-    bytes.erase(0, head_size + content_length);
-    head_size = 0;
-    return body;
-  }
-};
+using egress::bench::ResponseReader;
+using egress::bench::UpstreamGet;
 
 struct Connection {
   explicit Connection(net::io_context& loop) : socket(loop) {}
@@ -205,24 +168,13 @@ class Floor final : public egress::v1::Egress::CallbackService {
                                   const egress::v1::FetchRequest* request,
                                   egress::v1::FetchResponse* response) override {
     auto* reactor = context->DefaultReactor();
-    // http://host:port/path, as bench/loopback.py sends it.
-    absl::string_view url = request->url();
-    if (!absl::ConsumePrefix(&url, "http://")) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "http:// only"));
+    std::optional<UpstreamGet> get = UpstreamGet::For(request->url());
+    if (!get) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "http://ip:port only"));
       return reactor;
     }
-    const size_t slash = url.find('/');
-    const absl::string_view authority = url.substr(0, slash);
-    const absl::string_view path = slash == absl::string_view::npos ? "/" : url.substr(slash);
-    const size_t colon = authority.rfind(':');
-    int port = 80;
-    if (colon != absl::string_view::npos) absl::SimpleAtoi(authority.substr(colon + 1), &port);
-    const tcp::endpoint upstream(
-        net::ip::make_address(std::string(authority.substr(0, colon))), port);
-
-    auto* exchange = new Exchange{reactor, response, &pool_, pool_.Take(upstream),
-                                  absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", authority,
-                                               "\r\n\r\n")};
+    auto* exchange = new Exchange{reactor, response, &pool_, pool_.Take(get->upstream),
+                                  std::move(get->request)};
     if (!exchange->connection) {
       exchange->Fail("connect");
     } else if (handoff_ == "blocking") {
