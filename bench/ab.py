@@ -3,8 +3,8 @@
 its access log to a file and off, beside the nginx gateway and the gRPC ceiling, under
 the same h2load load, in one run; medians of the repetitions. Prints markdown.
 
-    tools/ab.sh BEFORE_BINARY [AFTER_BINARY] [--connections=16] [--seconds=5] [--repetitions=5]
-                [--call=fetch|stream|refused]
+    tools/ab.sh BEFORE_BINARY [AFTER_BINARY] [--connections=16] [--streams=1] [--seconds=5]
+                [--repetitions=5] [--call=fetch|stream|refused]
 
 AFTER_BINARY defaults to this tree's bazel-bin/service/egressd. --call says what both
 egressd are called with (the gateway and the ceiling rows stay 1 KiB fetches):
@@ -31,6 +31,8 @@ def main():
     parser.add_argument("after", nargs="?", default="bazel-bin/service/egressd")
     parser.add_argument("--bin", default="bazel-bin")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--streams", type=int, default=1,
+                        help="h2load -m: calls in flight on each connection")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--call", choices=["fetch", "stream", "refused"], default="fetch")
@@ -52,12 +54,13 @@ def main():
                 "refused": (FETCH_PATH, grpc_frame(work, "ftp://127.0.0.1/1k", "refused"),
                             False)}[args.call]
         for system in variants:  # the pools warm up
-            loopback.h2load(system, args.connections, 1, 2, call)
+            loopback.h2load(system, args.connections, args.streams, 2, call)
         for _ in range(args.repetitions):
             for system in systems:
                 runs[system].append(
-                    loopback.h2load(system, args.connections, 1, args.seconds, call))
-    print(f"h2load -c{args.connections} -m1, {args.seconds} s per run, {args.repetitions} "
+                    loopback.h2load(system, args.connections, args.streams, args.seconds, call))
+    print(f"h2load -c{args.connections} -m{args.streams}, {args.seconds} s per run, "
+          f"{args.repetitions} "
           f"repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
           "with a 1 KiB fetch; medians\n")
     print("| system | requests/s | CPU us per request (server processes) | p50 ms |")

@@ -136,15 +136,19 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
                                                      boost::system::error_code ec, size_t got) {
       if (ec) return;  // the caller went away: the session ends with this object
       const auto* data = reinterpret_cast<const uint8_t*>(self->input_.data());
-      if (nghttp2_session_mem_recv(self->session_, data, got) < 0) return;
+      self->receiving_ = true;
+      const ssize_t taken = nghttp2_session_mem_recv(self->session_, data, got);
+      self->receiving_ = false;
+      if (taken < 0) return;
       self->Flush();
       self->Read();
     });
   }
 
-  // Writes what nghttp2 has to send, one write at a time.
+  // Writes what nghttp2 has to send, one write at a time; not from nghttp2's callbacks
+  // (Read flushes after them).
   void Flush() {
-    if (writing_) return;
+    if (writing_ || receiving_) return;
     output_.clear();
     const uint8_t* data;
     ssize_t size;
@@ -284,6 +288,7 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
   std::array<char, 16384> input_;
   std::string output_;
   bool writing_ = false;
+  bool receiving_ = false;  // inside nghttp2_session_mem_recv
   std::unordered_map<int32_t, Stream> streams_;
 };
 
