@@ -62,7 +62,8 @@ def main():
     print(f"h2load -c{args.connections} -m{args.streams}, {args.seconds} s per run, "
           f"{args.repetitions} "
           f"repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
-          "with a 1 KiB fetch; medians\n")
+          "with a 1 KiB fetch; medians (each variant's standard error: "
+          f"{work}/variant-N.stderr, N in the order of the rows)\n")
     print("| system | requests/s | CPU us per request (server processes) | p50 ms |")
     print("|---|---|---|---|")
     for system in systems:

@@ -5,15 +5,20 @@
 // Content-Length only, status and body in the answer) and nothing else: no TLS, no
 // deadlines, no flow control beyond nghttp2's defaults, no other method, no health or
 // reflection. A measurement of what such a server could cost, not a server to run.
-// It accepts egressd's flags, so bench/ab.py runs it as an egressd variant.
+// It accepts egressd's flags, so bench/ab.py runs it as an egressd variant. h2load counts
+// every HTTP 200 as a success, and a failed fetch is an HTTP 200 with a grpc-status in its
+// trailers: on SIGTERM (ab.py's stop) the floor prints how many answers had each status.
 //
 //   loop_server_floor --grpc_listen=127.0.0.1:50061 --loops=2
 #include <nghttp2/nghttp2.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -52,6 +57,12 @@ using net::ip::tcp;
 using egress::bench::ResponseReader;
 using egress::bench::UpstreamGet;
 using ReusePort = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+// The gRPC status codes the floor answers with, their text, and how many answers had each.
+constexpr int kOk = 0, kInvalidArgument = 3, kUnimplemented = 12, kUnavailable = 14;
+constexpr const char* kStatusText[] = {"0", "1", "2", "3",  "4",  "5",  "6",  "7",
+                                       "8", "9", "10", "11", "12", "13", "14"};
+std::atomic<uint64_t> answers[15];
 
 // One upstream keep-alive connection; used by one fetch at a time, on its loop.
 struct Upstream {
@@ -102,13 +113,14 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
     nghttp2_session_callbacks* callbacks;
     nghttp2_session_callbacks_new(&callbacks);
     nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
+    nghttp2_session_callbacks_set_on_header_callback(callbacks, OnHeader);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
     nghttp2_session_server_new(&session_, callbacks, this);
     nghttp2_session_callbacks_del(callbacks);
-    const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
+    // No stream limit of its own, as gRPC's server.
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
     Flush();
     Read();
   }
@@ -116,6 +128,7 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
  private:
   // A stream's request message as it arrives, then its answer as it leaves.
   struct Stream {
+    bool is_fetch = false;  // :path is egress.v1.Egress/Fetch
     std::string request;   // gRPC length-prefixed message
     std::string answer;    // the same, for the response
     size_t answered = 0;   // bytes of `answer` given to nghttp2
@@ -175,6 +188,18 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
     return 0;
   }
 
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                      size_t name_size, const uint8_t* value, size_t value_size, uint8_t,
+                      void* user_data) {
+    const absl::string_view field(reinterpret_cast<const char*>(name), name_size);
+    const absl::string_view path(reinterpret_cast<const char*>(value), value_size);
+    auto& streams = Of(user_data).streams_;
+    if (auto it = streams.find(frame->hd.stream_id); it != streams.end() && field == ":path") {
+      it->second.is_fetch = path == "/egress.v1.Egress/Fetch";
+    }
+    return 0;
+  }
+
   static int OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data,
                     size_t size, void* user_data) {
     auto& streams = Of(user_data).streams_;
@@ -198,15 +223,16 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
   }
 
   void StartFetch(int32_t stream_id) {
+    if (!streams_[stream_id].is_fetch) return Answer(stream_id, nullptr, kUnimplemented);
     const std::string& message = streams_[stream_id].request;
     egress::v1::FetchRequest request;
     std::optional<UpstreamGet> get;
     if (message.size() >= 5 && request.ParseFromArray(message.data() + 5, message.size() - 5)) {
       get = UpstreamGet::For(request.url());
     }
-    if (!get) return Answer(stream_id, nullptr, "3");  // INVALID_ARGUMENT
+    if (!get) return Answer(stream_id, nullptr, kInvalidArgument);
     auto upstream = pool_.Take(get->upstream);
-    if (!upstream) return Answer(stream_id, nullptr, "14");  // UNAVAILABLE
+    if (!upstream) return Answer(stream_id, nullptr, kUnavailable);
     auto* fetch = new Fetch{shared_from_this(), stream_id, get->upstream, std::move(upstream),
                             std::move(get->request)};
     net::async_write(fetch->upstream->socket, net::buffer(fetch->request),
@@ -229,22 +255,23 @@ class CallerConnection : public std::enable_shared_from_this<CallerConnection> {
   }
 
   void EndFetch(Fetch* fetch, bool ok) {
+    const std::shared_ptr<CallerConnection> self = fetch->connection;  // outlives `owned`
     std::unique_ptr<Fetch> owned(fetch);
-    if (!ok) return Answer(fetch->stream_id, nullptr, "14");
+    if (!ok) return Answer(fetch->stream_id, nullptr, kUnavailable);
     egress::v1::FetchResponse response;
     response.set_status_code(fetch->upstream->reader.status);
     response.set_body(fetch->upstream->reader.TakeBody());
     pool_.Return(fetch->address, std::move(fetch->upstream));
-    Answer(fetch->stream_id, &response, "0");
+    Answer(fetch->stream_id, &response, kOk);
   }
 
   // Answers a stream: headers, the message (if any), then trailers with grpc-status.
-  void Answer(int32_t stream_id, const egress::v1::FetchResponse* response,
-              const char* grpc_status) {
+  void Answer(int32_t stream_id, const egress::v1::FetchResponse* response, int grpc_status) {
     auto it = streams_.find(stream_id);
     if (it == streams_.end()) return;  // reset by the caller meanwhile
+    answers[grpc_status].fetch_add(1, std::memory_order_relaxed);
     Stream& stream = it->second;
-    stream.grpc_status = grpc_status;
+    stream.grpc_status = kStatusText[grpc_status];
     if (response) {
       const uint32_t size = response->ByteSizeLong();
       stream.answer.resize(5 + size);
@@ -328,9 +355,22 @@ int main(int argc, char** argv) {
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port)) return 2;
   const tcp::endpoint endpoint(net::ip::make_address(listen.substr(0, colon)), port);
+  // Until SIGTERM or SIGINT: then the count of answers by status, and the end.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // before the loops' threads inherit the mask
   std::vector<std::unique_ptr<Loop>> loops;
   for (int i = 0; i < absl::GetFlag(FLAGS_loops); ++i) {
     loops.push_back(std::make_unique<Loop>(endpoint));
   }
-  for (;;) pause();  // until killed
+  int signal;
+  sigwait(&stop, &signal);
+  std::fprintf(stderr, "loop_server_floor: answers by grpc-status:");
+  for (int code = 0; code < 15; ++code) {
+    if (const uint64_t count = answers[code].load()) std::fprintf(stderr, " %d: %lu", code, count);
+  }
+  std::fprintf(stderr, "\n");
+  std::_Exit(0);  // the loops run until the process ends
 }

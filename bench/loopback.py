@@ -105,9 +105,12 @@ class Loopback:
             grpc, admin, metrics = (f"127.0.0.1:{50300 + 3 * i + k}" for k in range(3))
             self.addresses[system] = (grpc, admin, metrics)
             log = [] if any(f.startswith("--access_log") for f in flags) else ["--access_log=off"]
-            self.others[system] = wan.spawn(ns, [
-                binary, f"--config={config}", f"--grpc_listen={grpc}", f"--admin_listen={admin}",
-                f"--metrics_listen={metrics}", *log, *flags], stderr=subprocess.DEVNULL)
+            # Kept: a floor (bench/loop_server_floor) says there what status its answers had.
+            with open(os.path.join(self.dir, f"variant-{i}.stderr"), "wb") as stderr:
+                self.others[system] = wan.spawn(ns, [
+                    binary, f"--config={config}", f"--grpc_listen={grpc}",
+                    f"--admin_listen={admin}", f"--metrics_listen={metrics}", *log, *flags],
+                    stderr=stderr)
         self.ceiling = wan.spawn(ns, [tools.grpc_ceiling, f"--listen={CEILING_GRPC}"])
         for address in [EGRESSD_GRPC, CEILING_GRPC] + [a[0] for a in self.addresses.values()]:
             host, port = address.split(":")
