@@ -63,7 +63,7 @@ def main():
           f"{args.repetitions} "
           f"repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
           "with a 1 KiB fetch; medians (each variant's standard error: "
-          f"{work}/variant-N.stderr, N in the order of the rows)\n")
+          f"{loopback.dir}/variant-N.stderr, N in the order of the rows)\n")
     print("| system | requests/s | CPU us per request (server processes) | p50 ms |")
     print("|---|---|---|---|")
     for system in systems:

@@ -44,11 +44,7 @@
 
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50061", "address to serve gRPC on");
 ABSL_FLAG(int, loops, 2, "event loops (threads), each accepting on the port (SO_REUSEPORT)");
-// egressd's flags, which bench/ab.py passes to every variant: accepted, not used.
-ABSL_FLAG(std::string, config, "", "unused");
-ABSL_FLAG(std::string, admin_listen, "", "unused");
-ABSL_FLAG(std::string, metrics_listen, "", "unused");
-ABSL_FLAG(std::string, access_log, "", "unused");
+// egressd's other flags: bench/ignored_egressd_flags.cc.
 
 namespace {
 

@@ -41,11 +41,7 @@
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50061", "address to serve gRPC on");
 ABSL_FLAG(std::string, handoff, "loop", "loop, caller_write or blocking (see the top)");
 ABSL_FLAG(int, loops, 2, "event loops (threads) the connections are spread over");
-// egressd's flags, which bench/ab.py passes to every variant: accepted, not used.
-ABSL_FLAG(std::string, config, "", "unused");
-ABSL_FLAG(std::string, admin_listen, "", "unused");
-ABSL_FLAG(std::string, metrics_listen, "", "unused");
-ABSL_FLAG(std::string, access_log, "", "unused");
+// egressd's other flags: bench/ignored_egressd_flags.cc.
 
 namespace {
 
