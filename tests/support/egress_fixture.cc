@@ -198,7 +198,9 @@ void EgressFaultsTest::ExpectHealthy() {
 
 void EgressFaultsTest::RecordBaseline() {
   // The fetch that came before may still be handing its connection back: counted then as
-  // a fixed descriptor, later as an idle connection (an ASan run saw 22 against 20).
+  // a fixed descriptor, later as an idle connection (an ASan run saw 22 against 20). Other
+  // descriptors of a fetch may close a little later still (two did in an ASan run, after
+  // the pool was quiet): ExpectRecovered checks that none is left open beyond these.
   WaitForQuietPool();
   baseline_fds_ = FixedDescriptors();
   accepted_before_ = faults().accepted();
@@ -215,7 +217,7 @@ void EgressFaultsTest::ExpectRecovered() {
   // server took the connection from its queue, and then the server's count rises again.
   // A cancelled RPC is over for its caller before gRPC is done with it on the server and
   // its concurrency slot is given back.
-  while ((faults().unaccepted() != 0 || FixedDescriptors() != baseline_fds_ ||
+  while ((faults().unaccepted() != 0 || FixedDescriptors() > baseline_fds_ ||
           faults().open_connections() != IdleToFaultServer() ||
           server_->fetches_in_flight() != 0) &&
          std::chrono::steady_clock::now() < give_up) {
@@ -223,7 +225,8 @@ void EgressFaultsTest::ExpectRecovered() {
   }
   EXPECT_EQ(server_->fetches_in_flight(), 0u);
   EXPECT_EQ(faults().unaccepted(), 0);
-  EXPECT_EQ(FixedDescriptors(), baseline_fds_);
+  // Fewer is no leak: a descriptor open at the baseline has closed since.
+  EXPECT_LE(FixedDescriptors(), baseline_fds_);
   EXPECT_EQ(faults().open_connections(), IdleToFaultServer());
   ExpectHealthy();
 }

@@ -110,7 +110,7 @@ class EgressFaultsTest : public EgressTest {
   // has served a fetch (gRPC's own descriptors are open from then on).
   void RecordBaseline();
   // Open descriptors that are neither pooled connections nor the fault server's side of
-  // a connection: what must come back to the baseline.
+  // a connection: what must come back to the baseline (or below it).
   int FixedDescriptors();
   // The pool and the process are as they were before the fault, and egress still serves.
   void ExpectRecovered();
