@@ -60,8 +60,7 @@ def main():
                 runs[system].append(
                     loopback.h2load(system, args.connections, args.streams, args.seconds, call))
     print(f"h2load -c{args.connections} -m{args.streams}, {args.seconds} s per run, "
-          f"{args.repetitions} "
-          f"repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
+          f"{args.repetitions} repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
           "with a 1 KiB fetch; medians (each variant's standard error: "
           f"{loopback.dir}/variant-N.stderr, N in the order of the rows)\n")
     print("| system | requests/s | CPU us per request (server processes) | p50 ms |")

@@ -4,6 +4,8 @@
 #ifndef EGRESS_BENCH_FLOOR_HTTP1_H_
 #define EGRESS_BENCH_FLOOR_HTTP1_H_
 
+#include <array>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 
 namespace egress::bench {
@@ -73,6 +76,27 @@ struct ResponseReader {
     head_size = 0;
     return body;
   }
+};
+
+// One keep-alive connection to the upstream, used by one fetch at a time.
+struct UpstreamConnection {
+  explicit UpstreamConnection(boost::asio::io_context& loop) : socket(loop) {}
+
+  // A connection to `address` run by `loop`, or null if it cannot be made. A blocking
+  // connect: the benchmarks warm their pools up before they measure.
+  static std::unique_ptr<UpstreamConnection> Connect(
+      boost::asio::io_context& loop, const boost::asio::ip::tcp::endpoint& address) {
+    auto connection = std::make_unique<UpstreamConnection>(loop);
+    boost::system::error_code ec;
+    connection->socket.connect(address, ec);
+    if (ec) return nullptr;
+    connection->socket.set_option(boost::asio::ip::tcp::no_delay(true));
+    return connection;
+  }
+
+  boost::asio::ip::tcp::socket socket;
+  ResponseReader reader;
+  std::array<char, 16384> scratch;  // one socket read
 };
 
 }  // namespace egress::bench

@@ -50,7 +50,7 @@ namespace {
 
 namespace net = boost::asio;
 using net::ip::tcp;
-using egress::bench::ResponseReader;
+using Upstream = egress::bench::UpstreamConnection;
 using egress::bench::UpstreamGet;
 using ReusePort = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
@@ -59,14 +59,6 @@ constexpr int kOk = 0, kInvalidArgument = 3, kUnimplemented = 12, kUnavailable =
 constexpr const char* kStatusText[] = {"0", "1", "2", "3",  "4",  "5",  "6",  "7",
                                        "8", "9", "10", "11", "12", "13", "14"};
 std::atomic<uint64_t> answers[15];
-
-// One upstream keep-alive connection; used by one fetch at a time, on its loop.
-struct Upstream {
-  explicit Upstream(net::io_context& loop) : socket(loop) {}
-  tcp::socket socket;
-  ResponseReader reader;
-  std::array<char, 16384> scratch;
-};
 
 // A loop's idle upstream connections, by address. Only its thread touches it: no lock.
 class UpstreamPool {
@@ -80,12 +72,7 @@ class UpstreamPool {
       idle.pop_back();
       return upstream;
     }
-    auto upstream = std::make_unique<Upstream>(loop_);
-    boost::system::error_code ec;
-    upstream->socket.connect(address, ec);  // a blocking connect: pools warm up first
-    if (ec) return nullptr;
-    upstream->socket.set_option(tcp::no_delay(true));
-    return upstream;
+    return Upstream::Connect(loop_, address);
   }
 
   void Return(const tcp::endpoint& address, std::unique_ptr<Upstream> upstream) {

@@ -15,7 +15,6 @@
 //   transport_floor --grpc_listen=127.0.0.1:50061 --handoff=loop
 #include <sys/socket.h>
 
-#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -34,8 +33,8 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/read.hpp"
 #include "boost/asio/write.hpp"
-#include "egress/v1/egress.grpc.pb.h"
 #include "bench/floor_http1.h"
+#include "egress/v1/egress.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50061", "address to serve gRPC on");
@@ -47,15 +46,8 @@ namespace {
 
 namespace net = boost::asio;
 using net::ip::tcp;
-using egress::bench::ResponseReader;
+using Connection = egress::bench::UpstreamConnection;
 using egress::bench::UpstreamGet;
-
-struct Connection {
-  explicit Connection(net::io_context& loop) : socket(loop) {}
-  tcp::socket socket;
-  ResponseReader reader;
-  std::array<char, 16384> scratch;
-};
 
 // One origin's idle connections, spread over the loops as they are made.
 class Pool {
@@ -71,12 +63,7 @@ class Pool {
         return connection;
       }
     }
-    auto connection = std::make_unique<Connection>(*loops_[next_++ % loops_.size()]);
-    boost::system::error_code ec;
-    connection->socket.connect(upstream, ec);
-    if (ec) return nullptr;
-    connection->socket.set_option(tcp::no_delay(true));
-    return connection;
+    return Connection::Connect(*loops_[next_++ % loops_.size()], upstream);
   }
 
   void Return(std::unique_ptr<Connection> connection) {
