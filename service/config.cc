@@ -893,6 +893,7 @@ absl::Status UpstreamInputLimits(v1::TransportConfig* tp, transport::TransportSe
 }  // namespace
 
 absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
+  if (absl::Status durations = CheckDurations(proto); !durations.ok()) return durations;
   ServiceConfig config;
   config.proto = proto;
   transport::TransportSettings& t = config.transport;

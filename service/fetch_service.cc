@@ -153,6 +153,11 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
             limits.max_request_header_bytes, " bytes (limits.max_request_header_bytes)")),
         "REQUEST_TOO_LARGE", {{"limit", "limits.max_request_header_bytes"}});
   }
+  if (request.has_timeout()) {
+    if (absl::Status timeout = CheckDurations(request.timeout(), "timeout"); !timeout.ok()) {
+      return timeout;
+    }
+  }
   if (request.max_attempts() > transport::kMaxAttempts) {
     return absl::InvalidArgumentError(absl::StrCat("max_attempts of ", request.max_attempts(),
                                                    " is above the limit of ",

@@ -83,6 +83,24 @@ TEST_F(HostileCallerTest, ARequestTargetOverTheLimitIsInvalidAndNothingIsSent) {
   ExpectHealthy();
 }
 
+TEST_F(HostileCallerTest, ATimeoutOutsideTheDurationRangeIsInvalidAndNothingIsSent) {
+  Start();
+  const int accepted = faults().accepted();
+  FetchRequest request = Request(faults().Url("/ok"));
+  request.mutable_timeout()->set_seconds(1);
+  request.mutable_timeout()->set_nanos(-500'000'000);  // signs that disagree
+  FetchResponse response;
+  grpc::Status status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("timeout: not a valid google.protobuf.Duration"));
+  request.mutable_timeout()->set_seconds(int64_t{1} << 62);
+  request.mutable_timeout()->set_nanos(0);
+  status = Fetch(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_EQ(faults().accepted(), accepted);
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::INVALID_ARGUMENT), 2);
+}
+
 TEST_F(HostileCallerTest, PrefixAboveTheCeilingFailsToo) {
   Start([](egress::v1::Config& c) {
     c.mutable_limits()->set_default_max_body_bytes(1 << 20);

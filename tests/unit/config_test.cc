@@ -373,6 +373,23 @@ TEST(Config, Http2IsOfferedByDefaultAndAnOriginsEntryOverridesTheFieldsItSets) {
   EXPECT_FALSE(config->transport.ForHost("old.test").http2.OffersH2OverTls());
 }
 
+// Durations outside google/protobuf/duration.proto's range (UpdateConfig takes them as
+// sent; TextFormat parses them) are refused whole, wherever they stand.
+INSTANTIATE_TEST_SUITE_P(
+    Durations, BadConfigTest,
+    ::testing::Values(
+        Bad{"seconds_past_ten_thousand_years",
+            "drain { max_duration { seconds: 315576000001 } }",
+            "drain.max_duration: not a valid google.protobuf.Duration (seconds 315576000001"},
+        Bad{"nanos_of_the_other_sign", "transport { connect_timeout { seconds: 1 nanos: -1 } }",
+            "transport.connect_timeout: not a valid google.protobuf.Duration"},
+        Bad{"nanos_of_a_whole_second",
+            "transport { origins { host: \"a.test\" connect_timeout { nanos: 1000000000 } } }",
+            "transport.origins[0].connect_timeout: not a valid google.protobuf.Duration"},
+        Bad{"largest_seconds", "drain { max_duration { seconds: 9223372036854775807 } }",
+            "drain.max_duration: not a valid google.protobuf.Duration"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
 INSTANTIATE_TEST_SUITE_P(
     Http2, BadConfigTest,
     ::testing::Values(
