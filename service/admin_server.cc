@@ -39,8 +39,9 @@ class WithoutReflection : public grpc::ServerBuilderOption {
   }
 };
 
-// Who could reach the admin service with these options, refused when more than operators.
-absl::Status CheckAccess(const AdminOptions& options) {
+}  // namespace
+
+absl::Status CheckAdminAccess(const AdminOptions& options) {
   const bool mtls = !options.tls.client_ca_file.empty();
   const bool token = !options.bearer_token.empty() || !options.bearer_token_file.empty();
   const bool loopback = IsLoopbackListenAddress(options.listen);
@@ -71,11 +72,9 @@ absl::Status CheckAccess(const AdminOptions& options) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(EgressServer& egress,
                                                                 const AdminOptions& options) {
-  if (auto status = CheckAccess(options); !status.ok()) return status;
+  if (auto status = CheckAdminAccess(options); !status.ok()) return status;
   auto credentials = MakeServerCredentials(options.tls, "--admin_tls");
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<AdminServer> admin(new AdminServer());

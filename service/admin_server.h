@@ -42,6 +42,10 @@ class AdminServer {
   int port_ = 0;
 };
 
+// Who could reach the admin service with these options: INVALID_ARGUMENT, saying which
+// flags to set, when more than operators could (checked again by AdminServer::Start).
+absl::Status CheckAdminAccess(const AdminOptions& options);
+
 // Whether host:port names a loopback address ("127.x.y.z", "[::1]", "localhost").
 bool IsLoopbackListenAddress(const std::string& listen);
 

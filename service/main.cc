@@ -125,7 +125,33 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Every flag is checked before anything listens: a refused combination starts nothing.
+  const egress::AdminOptions admin_options{
+      absl::GetFlag(FLAGS_admin_listen),
+      "",
+      {absl::GetFlag(FLAGS_admin_tls_cert), absl::GetFlag(FLAGS_admin_tls_key),
+       absl::GetFlag(FLAGS_admin_tls_client_ca)},
+      admin_token_file,
+      absl::GetFlag(FLAGS_admin_identities),
+      absl::GetFlag(FLAGS_admin_allow_policy_off)};
+  if (auto access = egress::CheckAdminAccess(admin_options); !access.ok()) {
+    return Fail(std::string(access.message()));
+  }
+  auto credentials = egress::MakeServerCredentials(
+      {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
+       absl::GetFlag(FLAGS_grpc_tls_client_ca)},
+      "--grpc_tls");
+  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+
   auto metrics = std::make_shared<egress::Metrics>(config->max_origin_labels);
+  // Before the server, which logs into it until its last fetch is over.
+  std::unique_ptr<egress::AccessLog> access_log;
+  if (const std::string where = absl::GetFlag(FLAGS_access_log); where != "off") {
+    auto opened = egress::AccessLog::Open(where, *metrics);
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    access_log = *std::move(opened);
+  }
+
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     exposer = std::make_unique<prometheus::Exposer>(absl::GetFlag(FLAGS_metrics_listen));
@@ -144,19 +170,6 @@ int main(int argc, char** argv) {
     exposer->RegisterCollectable(memory_releaser);
   }
 
-  // Before the server, which logs into it until its last fetch is over.
-  std::unique_ptr<egress::AccessLog> access_log;
-  if (const std::string where = absl::GetFlag(FLAGS_access_log); where != "off") {
-    auto opened = egress::AccessLog::Open(where, *metrics);
-    if (!opened.ok()) return Fail(std::string(opened.status().message()));
-    access_log = *std::move(opened);
-  }
-
-  auto credentials = egress::MakeServerCredentials(
-      {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
-       absl::GetFlag(FLAGS_grpc_tls_client_ca)},
-      "--grpc_tls");
-  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
   auto server = egress::EgressServer::Start(
       *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
       access_log.get(),
@@ -164,14 +177,7 @@ int main(int argc, char** argv) {
        absl::GetFlag(FLAGS_grpc_max_connection_age_grace)});
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
-  auto admin = egress::AdminServer::Start(
-      **server, {absl::GetFlag(FLAGS_admin_listen),
-                 "",
-                 {absl::GetFlag(FLAGS_admin_tls_cert), absl::GetFlag(FLAGS_admin_tls_key),
-                  absl::GetFlag(FLAGS_admin_tls_client_ca)},
-                 admin_token_file,
-                 absl::GetFlag(FLAGS_admin_identities),
-                 absl::GetFlag(FLAGS_admin_allow_policy_off)});
+  auto admin = egress::AdminServer::Start(**server, admin_options);
   if (!admin.ok()) return Fail(std::string(admin.status().message()));
   std::optional<egress::ConfigReloader> reloader;
   if (!config_path.empty()) {

@@ -1,6 +1,10 @@
 // The --config file and the admin flags as egressd's binary meets them (issue 21): what
 // stops it at start (exit 2), and what a reload never applies.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +26,7 @@ namespace egress::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
@@ -94,15 +99,43 @@ TEST(ConfigFileTest, ACallerHeaderWithoutTrustedPeersIsWarnedAboutAtStart) {
                                 "set but policy.caller_header_trusted_peers is empty"));
 }
 
-TEST(ConfigFileTest, APlaintextAdminTokenOffLoopbackStopsItAtStart) {
+// A loopback port held listening for the test's life: whoever else listens there fails.
+class BusyPort {
+ public:
+  BusyPort() : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(fd_, 1), 0);
+    EXPECT_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~BusyPort() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+// The flags are refused before anything listens: with the Egress and metrics ports taken,
+// what stops egressd is still the admin flags, not a listener that could not start.
+TEST(ConfigFileTest, APlaintextAdminTokenOffLoopbackStopsItBeforeAnythingListens) {
   const std::string dir = TestDir("admin-plaintext");
   std::ofstream(dir + "/token") << "s3cret\n";
+  BusyPort grpc_port, metrics_port;
   std::string output;
   EXPECT_EQ(RunEgressd(absl::StrCat("--admin_listen=0.0.0.0:", FreePort(),
-                                    " --admin_token_file=", dir, "/token"),
+                                    " --admin_token_file=", dir, "/token",
+                                    " --grpc_listen=127.0.0.1:", grpc_port.port(),
+                                    " --metrics_listen=127.0.0.1:", metrics_port.port()),
                        &output),
             2);
   EXPECT_THAT(output, HasSubstr("the bearer token would cross the network in the clear"));
+  EXPECT_THAT(output, Not(HasSubstr("cannot serve metrics")));
+  EXPECT_THAT(output, Not(HasSubstr("cannot listen")));
 }
 
 class ReloadFileTest : public ::testing::Test {
