@@ -205,7 +205,8 @@ absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
 }
 
 void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
-                      Resolver& resolver, std::string caller, StatusCallback done) {
+                      Resolver& resolver, std::optional<std::string> caller,
+                      StatusCallback done) {
   net::dispatch(stream_.get_executor(), [self = shared_from_this(), settings, deadline,
                                          &resolver, caller = std::move(caller),
                                          done = std::move(done)]() mutable {
@@ -228,7 +229,7 @@ void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
   });
 }
 
-void Connection::Resolve(Resolver& resolver, std::string caller) {
+void Connection::Resolve(Resolver& resolver, std::optional<std::string> caller) {
   phase_timeout_ = dial_settings_.connect_timeout;
   Resolver::Query query{origin_.host, origin_.port, std::move(caller),
                         std::min(deadline_, absl::Now() + phase_timeout_)};
@@ -471,16 +472,20 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
   if (status == 101) {
     broken_ = true;
     return std::exchange(head_done_, nullptr)(
-        absl::UnavailableError(absl::StrCat(origin_.Key(),
-                                            " switched protocols (101); egress carries "
-                                            "HTTP/1.1 requests and responses only")),
+        WithReason(absl::UnavailableError(absl::StrCat(origin_.Key(),
+                                                       " switched protocols (101); egress "
+                                                       "carries HTTP/1.1 requests and "
+                                                       "responses only")),
+                   "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_.Key()}}),
         true);
   }
   if (status < 100) {  // found by fuzz/response_parser_fuzzer.cc: Beast takes 000-099
     broken_ = true;
     return std::exchange(head_done_, nullptr)(
-        absl::UnavailableError(absl::StrCat("invalid HTTP response from ", origin_.Key(),
-                                            ": status code ", status, " is below 100")),
+        WithReason(absl::UnavailableError(absl::StrCat("invalid HTTP response from ",
+                                                       origin_.Key(), ": status code ", status,
+                                                       " is below 100")),
+                   "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_.Key()}}),
         true);
   }
   if (status >= 100 && status < 200) {  // interim: the final one follows
@@ -488,10 +493,12 @@ void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) 
       broken_ = true;
       observer_.OnUpstreamLimit(origin_, UpstreamLimit::kInterimResponses);
       return std::exchange(head_done_, nullptr)(
-          absl::UnavailableError(absl::StrCat(
-              "response from ", origin_.Key(), " has more than ",
-              limits_.max_interim_responses,
-              " interim (1xx) responses before its final one (transport.max_interim_responses)")),
+          WithReason(absl::UnavailableError(absl::StrCat(
+                         "response from ", origin_.Key(), " has more than ",
+                         limits_.max_interim_responses,
+                         " interim (1xx) responses before its final one "
+                         "(transport.max_interim_responses)")),
+                     "UPSTREAM_LIMIT_EXCEEDED", {{"origin", origin_.Key()}}),
           true);
     }
     return ReadHead();

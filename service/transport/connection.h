@@ -118,7 +118,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // that far; read it after the dial's callback.
   const std::optional<AddressCheck>& address_check() const { return address_check_; }
 
-  // Resolves the origin's host (the lookup counts against `caller`'s limit), connects
+  // Resolves the origin's host (the lookup counts against `caller`'s limit; nullopt for
+  // the pool's own dials, see Resolver::Query), connects
   // and, for https, verifies the server's certificate for the host name and completes
   // the handshake. `resolver` must outlive the dial. settings.http2 decides the
   // protocol: ALPN offers h2 to an https origin unless it is off, and an http origin
@@ -126,7 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // starts its session before `done` runs. An https origin that must speak HTTP/2 and
   // whose server did not choose it fails the dial (UNAVAILABLE, HTTP2_NOT_NEGOTIATED).
   void Dial(const TransportSettings& settings, absl::Time deadline, Resolver& resolver,
-            std::string caller, StatusCallback done);
+            std::optional<std::string> caller, StatusCallback done);
 
   // Writes the request and reads the response head (skipping 1xx interim responses).
   // A request Beast cannot serialize fails with INTERNAL (MakeRequest refuses those).
@@ -212,7 +213,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnException(absl::string_view what);
 
   // Looks the host up, bounded by the connect timeout and the deadline.
-  void Resolve(Resolver& resolver, std::string caller);
+  void Resolve(Resolver& resolver, std::optional<std::string> caller);
   void OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints);
   // Connects to the endpoints the egress policy allows (happy eyeballs, see ConnectRace),
   // or fails with its denial.

@@ -802,7 +802,7 @@ void Transport::Warm(std::shared_ptr<Connection> connection) {
   // As any dial: the policy in force checks every address, and the phases their timeouts.
   const absl::Time deadline =
       absl::Now() + settings.connect_timeout + settings.tls_handshake_timeout;
-  connection->Dial(settings, deadline, *resolver_, /*caller=*/"",
+  connection->Dial(settings, deadline, *resolver_, /*caller=*/std::nullopt,
                    [this, connection](absl::Status status) {
                      if (!status.ok()) return pool_.Retire(connection, CloseReason::kDialFailed);
                      const DialTiming& timing = connection->dial_timing();

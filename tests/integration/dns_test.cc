@@ -283,6 +283,38 @@ TEST_F(DnsTest, LookupsPastTheCallersLimitAreResourceExhausted) {
   JoinUnanswered();
 }
 
+// The pool's own dials (pre-warming) look names up under an allowance of their own: three
+// re-dials hanging on a silent DNS server leave callers without an identity theirs whole,
+// and the pool's third lookup is refused by its own allowance of two.
+TEST_F(DnsTest, PreWarmingLookupsDoNotSpendTheAllowanceOfCallersWithoutAnIdentity) {
+  dns_->Answer("warm.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->mutable_dns()->set_disable_cache(true);
+    c.mutable_transport()->mutable_dns()->set_max_lookups_per_caller(2);
+    auto* o = c.mutable_transport()->add_origins();
+    o->set_host("warm.test");
+    o->set_min_idle_per_origin(3);
+    o->mutable_idle_timeout()->set_nanos(300'000'000);
+    o->mutable_connect_timeout()->set_seconds(2);
+  });
+  FetchResponse response;
+  ASSERT_TRUE(Fetch(RequestFor("warm.test"), &response).ok());
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (dns_->Queries("warm.test") < 4 && Clock::now() < give_up) {  // the fetch's and 3 warm
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  dns_->Ignore("warm.test");
+  const int before = dns_->Queries("warm.test");
+  // Once the warm connections pass their idle timeout, the sweep dials their replacements.
+  while (observer_.DnsLookups(DnsResult::kOverLimit) == 0 && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(dns_->Queries("warm.test"), before + 1) << "no re-dial looked the name up";
+  EXPECT_GE(observer_.DnsLookups(DnsResult::kOverLimit), 1) << "the pool's third lookup";
+  const grpc::Status anonymous = Fetch(RequestFor("answered.test"), &response);
+  EXPECT_TRUE(anonymous.ok()) << anonymous.error_message();
+}
+
 TEST_F(DnsTest, LookupsPastTheTotalLimitAreResourceExhausted) {
   StartEgress([](egress::v1::Config& c) {
     c.mutable_policy()->set_caller_header("x-egress-caller");

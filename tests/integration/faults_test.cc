@@ -37,11 +37,16 @@ class FaultsTest : public EgressFaultsTest {
     RecordBaseline();
   }
 
-  void ExpectFault(const FetchRequest& request, grpc::StatusCode code, const std::string& words) {
+  // With a `reason`, the ErrorInfo must name it.
+  void ExpectFault(const FetchRequest& request, grpc::StatusCode code, const std::string& words,
+                   const std::string& reason = "") {
     FetchResponse response;
     const grpc::Status status = Fetch(request, &response);
     EXPECT_EQ(status.error_code(), code) << status.error_message();
     EXPECT_THAT(status.error_message(), HasSubstr(words));
+    if (!reason.empty()) {
+      EXPECT_EQ(ErrorInfoOf(status).value_or(google::rpc::ErrorInfo()).reason(), reason);
+    }
     EXPECT_EQ(IdleToFaultServer(), 0) << "a connection in an unknown state went back to the pool";
     ExpectRecovered();
   }
@@ -67,7 +72,8 @@ TEST_F(FaultsTest, MalformedStatusLineIsUnavailable) {
 TEST_F(FaultsTest, StatusCodeBelow100IsUnavailable) {
   ExpectFault(Request(faults().Url("/low-status")), grpc::StatusCode::UNAVAILABLE,
               absl::StrCat("invalid HTTP response from ", FaultKey(),
-                           ": status code 50 is below 100"));
+                           ": status code 50 is below 100"),
+              "UPSTREAM_INVALID_RESPONSE");
 }
 
 TEST_F(FaultsTest, MalformedHeaderIsUnavailable) {

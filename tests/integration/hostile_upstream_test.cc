@@ -40,7 +40,9 @@ class HostileUpstreamTest : public EgressFaultsTest {
 
   // The fetch fails at once with `code` and `words`, memory bounded; the connection is
   // not pooled and egress recovers.
-  void ExpectRefused(FetchRequest request, grpc::StatusCode code, const std::string& words) {
+  // With a `reason`, the ErrorInfo must name it.
+  void ExpectRefused(FetchRequest request, grpc::StatusCode code, const std::string& words,
+                     const std::string& reason = "") {
     request.mutable_timeout()->set_seconds(3);  // without the bounds, it would run on
     FetchResponse response;
     RssGrowth growth;
@@ -48,6 +50,9 @@ class HostileUpstreamTest : public EgressFaultsTest {
     EXPECT_LT(growth.Stop(), kMemoryBound);
     EXPECT_EQ(status.error_code(), code) << status.error_message();
     EXPECT_THAT(status.error_message(), HasSubstr(words));
+    if (!reason.empty()) {
+      EXPECT_EQ(ErrorInfoOf(status).value_or(google::rpc::ErrorInfo()).reason(), reason);
+    }
     EXPECT_EQ(IdleToFaultServer(), 0) << "a connection in an unknown state went back to the pool";
     ExpectRecovered();
   }
@@ -103,7 +108,8 @@ TEST_F(HostileUpstreamTest, InterimResponsesWithoutEndAreUnavailableNamingTheLim
   ExpectRefused(Request(faults().Url("/endless-interim")), grpc::StatusCode::UNAVAILABLE,
                 absl::StrCat("response from ", FaultKey(),
                              " has more than 5 interim (1xx) responses before its final one "
-                             "(transport.max_interim_responses)"));
+                             "(transport.max_interim_responses)"),
+                "UPSTREAM_LIMIT_EXCEEDED");
   EXPECT_EQ(observer_.LimitHit(UpstreamLimit::kInterimResponses), 1);
 }
 

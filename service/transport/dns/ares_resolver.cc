@@ -31,9 +31,11 @@ void InitAres() {
   (void)status;  // had it failed, ares_init_options fails too, and says so
 }
 
-std::string CallerName(const std::string& caller) {
-  return caller.empty() ? std::string("callers without an identity")
-                        : absl::StrCat("caller \"", caller, "\"");
+// Who holds an allowance of lookups, as the subject of "already has/have N lookups".
+std::string HolderOf(const std::optional<std::string>& caller) {
+  if (!caller) return "the pool's own dials already have ";
+  if (caller->empty()) return "callers without an identity already have ";
+  return absl::StrCat("caller \"", *caller, "\" already has ");
 }
 
 // What a failed c-ares lookup means, in the result counter's terms and in words.
@@ -360,7 +362,8 @@ std::shared_ptr<DnsLookup> AresResolver::Resolve(Query query, const DnsSettings&
   return lookup;
 }
 
-absl::Status AresResolver::Admit(const std::string& caller, const DnsSettings& settings) {
+absl::Status AresResolver::Admit(const std::optional<std::string>& caller,
+                                 const DnsSettings& settings) {
   std::lock_guard<std::mutex> lock(mu_);
   if (in_flight_ >= settings.max_lookups) {
     return absl::ResourceExhaustedError(
@@ -371,8 +374,7 @@ absl::Status AresResolver::Admit(const std::string& caller, const DnsSettings& s
   const uint32_t mine = it == in_flight_by_caller_.end() ? 0 : it->second;
   if (mine >= settings.max_lookups_per_caller) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(CallerName(caller), caller.empty() ? " already have " : " already has ",
-                     mine,
+        absl::StrCat(HolderOf(caller), mine,
                      " name lookups in flight, the most transport.dns.max_lookups_per_caller "
                      "allows"));
   }
@@ -381,7 +383,7 @@ absl::Status AresResolver::Admit(const std::string& caller, const DnsSettings& s
   return absl::OkStatus();
 }
 
-void AresResolver::Release(const std::string& caller, DnsResult result) {
+void AresResolver::Release(const std::optional<std::string>& caller, DnsResult result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;

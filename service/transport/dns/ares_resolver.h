@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -44,13 +45,13 @@ class AresResolver final {
 
   // A refusal when the caller or everyone has as many lookups in flight as allowed;
   // otherwise counts one more for the caller.
-  absl::Status Admit(const std::string& caller, const DnsSettings& settings);
+  absl::Status Admit(const std::optional<std::string>& caller, const DnsSettings& settings);
   // A lookup ended: its place is free again.
-  void Release(const std::string& caller, DnsResult result);
+  void Release(const std::optional<std::string>& caller, DnsResult result);
 
   TransportObserver& observer_;
   std::mutex mu_;
-  absl::flat_hash_map<std::string, uint32_t> in_flight_by_caller_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::optional<std::string>, uint32_t> in_flight_by_caller_ ABSL_GUARDED_BY(mu_);
   uint32_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,10 @@ class Resolver {
   struct Query {
     std::string host;
     uint16_t port = 0;   // given to every endpoint found
-    std::string caller;  // counted against settings.max_lookups_per_caller
+    // Whose allowance of settings.max_lookups_per_caller the lookup counts against;
+    // nullopt for the pool's own dials (pre-warming), an allowance apart from every
+    // caller's, so that a re-dial storm cannot starve callers without an identity.
+    std::optional<std::string> caller;
     absl::Time deadline = absl::InfiniteFuture();
   };
 
