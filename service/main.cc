@@ -1,4 +1,6 @@
 // egressd: the gRPC egress service. The only place that reads flags.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -79,6 +81,21 @@ int Fail(const std::string& message) {
   return 2;
 }
 
+// Raises the soft limit of open descriptors to the hard one, as Go's runtime and nginx's
+// worker_rlimit_nofile do: a soft limit of 1,024 (systemd's and many shells' default) would
+// refuse callers, upstream connections and the /metrics scrape alike once egressd holds
+// that many, exactly when it is busiest. process_max_fds shows the limit in force.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t soft = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    std::cerr << "egressd: warning: cannot raise the open-file limit to " << limit.rlim_max
+              << "; it stays " << soft << std::endl;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +105,7 @@ int main(int argc, char** argv) {
   // cycles, a debugging aid that cost a few percent of egressd's CPU in the benchmark.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
+  RaiseDescriptorLimit();
   // A reader that goes away (the access log's pipe) is an error to handle, not an exit.
   signal(SIGPIPE, SIG_IGN);
   // Block the signals before any thread starts, so that only sigwait sees them.

@@ -37,8 +37,9 @@
 namespace egress::testing {
 namespace {
 
-// Not the machine's default nor its hard limit: egressd must report its own soft limit.
-constexpr rlim_t kChildSoftLimit = 4321;
+// The soft descriptor limit egressd is started with: systemd's and many shells' default,
+// which egressd raises to the hard limit (or it would refuse callers and scrapes past it).
+constexpr rlim_t kChildSoftLimit = 1024;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -198,11 +199,38 @@ TEST_F(ProcessMetricsTest, OpenFdsFollowsConnectionsAcceptedByEgressd) {
   for (int fd : sockets) close(fd);
 }
 
-TEST_F(ProcessMetricsTest, MaxFdsIsEgressdsSoftDescriptorLimit) {
+TEST_F(ProcessMetricsTest, MaxFdsIsEgressdsSoftDescriptorLimitRaisedToTheHardOne) {
+  rlimit own{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);  // egressd's hard limit is the test's
+  ASSERT_GT(own.rlim_max, kChildSoftLimit) << "the test needs a hard limit above 1,024";
   const std::optional<double> reported = Sample(Scrape(), "process_max_fds");
   ASSERT_TRUE(reported);
   EXPECT_EQ(*reported, SoftDescriptorLimitOf(pid()));
-  EXPECT_EQ(*reported, kChildSoftLimit);
+  EXPECT_EQ(*reported, static_cast<double>(own.rlim_max));
+}
+
+// Started with a soft limit of 1,024, egressd still answers a scrape (and callers) while
+// 1,200 connections are open to it: before, the scrape waited until it timed out.
+TEST_F(ProcessMetricsTest, ScrapesAreAnsweredWhileMoreCallersAreConnectedThanTheLimitItStartedWith) {
+  std::vector<int> sockets;
+  for (int i = 0; i < 1200; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockets.push_back(fd);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(egressd_->grpc_port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  while (DescriptorsOf(pid()) < 1200 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_GE(DescriptorsOf(pid()), 1200) << "egressd did not accept the connections";
+  const std::optional<double> open = Sample(Scrape(), "process_open_fds");
+  ASSERT_TRUE(open);
+  EXPECT_GE(*open, 1200);
+  for (int fd : sockets) close(fd);
+  while (DescriptorsOf(pid()) > 200 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
 }
 
 TEST_F(ProcessMetricsTest, StartTimeIsWhenTheTestStartedEgressd) {
