@@ -72,6 +72,11 @@ absl::Status CheckAdminAccess(const AdminOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status CheckAdminOptions(const AdminOptions& options) {
+  if (absl::Status access = CheckAdminAccess(options); !access.ok()) return access;
+  return MakeServerCredentials(options.tls, "--admin_tls").status();
+}
+
 absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(EgressServer& egress,
                                                                 const AdminOptions& options) {
   if (auto status = CheckAdminAccess(options); !status.ok()) return status;

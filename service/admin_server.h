@@ -46,6 +46,10 @@ class AdminServer {
 // flags to set, when more than operators could (checked again by AdminServer::Start).
 absl::Status CheckAdminAccess(const AdminOptions& options);
 
+// CheckAdminAccess, and the TLS files read as AdminServer::Start will read them: every
+// admin flag, checked before anything listens.
+absl::Status CheckAdminOptions(const AdminOptions& options);
+
 // Whether host:port names a loopback address ("127.x.y.z", "[::1]", "localhost").
 bool IsLoopbackListenAddress(const std::string& listen);
 

@@ -476,9 +476,9 @@ class ExchangeReactor {
     caller_counted_ = caller_limit > 0;
     if (auto status = self()->Admit(request); !status.ok()) return Report(status);
     follow_redirects_ = request.follow_redirects();
-    deadline_ = Deadline(context, request, config_->limits, &deadline_capped_);
-    auto http_request = ToHttpRequest(request, config_->limits);
+    auto http_request = ToHttpRequest(request, config_->limits);  // checks the timeout too
     if (!http_request.ok()) return Report(http_request.status());
+    deadline_ = Deadline(context, request, config_->limits, &deadline_capped_);
     http_request->caller = caller_;
     SetTraceHeaders(trace_, &http_request->headers);
     refs_.fetch_add(1);  // the transport callback's

@@ -152,8 +152,13 @@ int main(int argc, char** argv) {
       admin_token_file,
       absl::GetFlag(FLAGS_admin_identities),
       absl::GetFlag(FLAGS_admin_allow_policy_off)};
-  if (auto access = egress::CheckAdminAccess(admin_options); !access.ok()) {
-    return Fail(std::string(access.message()));
+  if (auto admin = egress::CheckAdminOptions(admin_options); !admin.ok()) {
+    return Fail(std::string(admin.message()));
+  }
+  const egress::ConnectionAge connection_age{absl::GetFlag(FLAGS_grpc_max_connection_age),
+                                             absl::GetFlag(FLAGS_grpc_max_connection_age_grace)};
+  if (auto age = egress::CheckConnectionAge(connection_age); !age.ok()) {
+    return Fail(std::string(age.message()));
   }
   auto credentials = egress::MakeServerCredentials(
       {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
@@ -190,9 +195,7 @@ int main(int argc, char** argv) {
 
   auto server = egress::EgressServer::Start(
       *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
-      access_log.get(),
-      {absl::GetFlag(FLAGS_grpc_max_connection_age),
-       absl::GetFlag(FLAGS_grpc_max_connection_age_grace)});
+      access_log.get(), connection_age);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(**server, admin_options);

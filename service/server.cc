@@ -39,11 +39,7 @@ int ChannelArgMillis(absl::Duration d) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
-    const ServiceConfig& config, const std::string& grpc_listen,
-    transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
-    std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log,
-    const ConnectionAge& connection_age) {
+absl::Status CheckConnectionAge(const ConnectionAge& connection_age) {
   if (connection_age.max_age < absl::ZeroDuration() ||
       connection_age.grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -51,6 +47,15 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
         ") and its grace (", absl::FormatDuration(connection_age.grace),
         ") must not be negative; a max age of 0 means unlimited"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
+    const ServiceConfig& config, const std::string& grpc_listen,
+    transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
+    std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log,
+    const ConnectionAge& connection_age) {
+  if (absl::Status age = CheckConnectionAge(connection_age); !age.ok()) return age;
   std::unique_ptr<EgressServer> server(new EgressServer());
   auto transport = transport::Transport::Create(config.transport, transport_observer);
   if (!transport.ok()) return transport.status();

@@ -32,6 +32,9 @@ struct ConnectionAge {
   absl::Duration grace = absl::Minutes(5);
 };
 
+// INVALID_ARGUMENT when the age or its grace is negative (EgressServer::Start checks it too).
+absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
+
 // egressd without its flags: the transport and the gRPC server around it (Egress,
 // health, reflection). main.cc and the integration tests both start it this way.
 class EgressServer {

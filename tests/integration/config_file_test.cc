@@ -138,6 +138,30 @@ TEST(ConfigFileTest, APlaintextAdminTokenOffLoopbackStopsItBeforeAnythingListens
   EXPECT_THAT(output, Not(HasSubstr("cannot listen")));
 }
 
+// The same for every other flag refused at start: its own message, not a busy port's.
+TEST(ConfigFileTest, EveryRefusedFlagStopsItBeforeAnythingListens) {
+  const std::string dir = TestDir("refused-flags");
+  std::ofstream(dir + "/ca.pem") << "not a certificate\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--admin_tls_cert=/nonexistent/cert.pem --admin_tls_key=/nonexistent/key.pem",
+       "--admin_tls"},
+      {absl::StrCat("--admin_tls_client_ca=", dir, "/ca.pem --admin_identities=spiffe://ops"),
+       "--admin_tls"},
+      {"--grpc_max_connection_age=-1s", "must not be negative"},
+  };
+  for (const auto& [flags, words] : cases) {
+    BusyPort grpc_port, metrics_port;
+    std::string output;
+    EXPECT_EQ(RunEgressd(absl::StrCat(flags, " --grpc_listen=127.0.0.1:", grpc_port.port(),
+                                      " --metrics_listen=127.0.0.1:", metrics_port.port()),
+                         &output),
+              2)
+        << flags;
+    EXPECT_THAT(output, HasSubstr(words)) << flags;
+    EXPECT_THAT(output, Not(HasSubstr("cannot serve metrics"))) << flags;
+  }
+}
+
 class ReloadFileTest : public ::testing::Test {
  protected:
   void Start(const std::string& name, const std::string& contents,
