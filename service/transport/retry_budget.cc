@@ -1,6 +1,7 @@
 #include "service/transport/retry_budget.h"
 
 #include <algorithm>
+#include <random>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -77,6 +78,11 @@ absl::Duration Backoff(const RetrySettings& settings, uint32_t retry, double uni
   absl::Duration ceiling = settings.base_backoff;
   for (uint32_t i = 1; i < retry && ceiling < settings.max_backoff; ++i) ceiling *= 2;
   return std::min(ceiling, settings.max_backoff) * unit_random;
+}
+
+absl::Duration RandomBackoff(const RetrySettings& settings, uint32_t retry) {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  return Backoff(settings, retry, std::uniform_real_distribution<double>(0, 1)(generator));
 }
 
 }  // namespace egress::transport

@@ -58,6 +58,8 @@ std::optional<absl::Duration> RetryAfter(const HeaderList& headers);
 // The wait before retry number `retry` (1 for the first): full jitter, `unit_random`
 // (in [0, 1)) of base_backoff x 2^(retry-1), at most max_backoff.
 absl::Duration Backoff(const RetrySettings& settings, uint32_t retry, double unit_random);
+// Backoff with a random draw of unit_random.
+absl::Duration RandomBackoff(const RetrySettings& settings, uint32_t retry);
 
 }  // namespace egress::transport
 

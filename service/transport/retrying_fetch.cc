@@ -1,20 +1,11 @@
 #include "service/transport/retrying_fetch.h"
 
 #include <algorithm>
-#include <random>
 #include <utility>
 
 #include "boost/asio/post.hpp"
 
 namespace egress::transport {
-namespace {
-
-double UnitRandom() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  return std::uniform_real_distribution<double>(0, 1)(generator);
-}
-
-}  // namespace
 
 RetryingFetch::RetryingFetch(boost::asio::io_context& timers, TransportObserver& observer,
                              RetryBudgets& budgets, const RetrySettings& settings,
@@ -86,7 +77,7 @@ void RetryingFetch::OnAttempt(absl::StatusOr<Response> result) {
                              retry_after.has_value(), request_.IsIdempotent())
           : std::nullopt;
   if (!reason || cancelled) return Finish(std::move(result));
-  const absl::Duration wait = retry_after.value_or(Backoff(settings_, attempts, UnitRandom()));
+  const absl::Duration wait = retry_after.value_or(RandomBackoff(settings_, attempts));
   // No time left for another attempt: the caller gets this one's outcome.
   if (absl::Now() + wait >= deadline_) return Finish(std::move(result));
   if (!budgets_.TryRetry(request_.origin, settings_, absl::Now())) {

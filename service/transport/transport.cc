@@ -6,8 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "service/transport/dns/caching_resolver.h"
 #include "service/transport/error_reason.h"
+#include "service/transport/retry_budget.h"
 #include "service/transport/retrying_fetch.h"
 #include "service/transport/tls.h"
 
@@ -95,7 +97,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
 
   void Cancel() override {
     ConnectionPool::WaitId wait_id = 0, race_wait_id = 0;
-    bool was_pinging;
+    bool was_pinging, resend_waiting;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_ || finished_) return;
@@ -106,6 +108,13 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       if (stream_) stream_->Reset();  // HTTP/2: the stream alone; the connection is shared
       wait_id = wait_id_;
       race_wait_id = std::exchange(race_wait_id_, 0);
+      resend_waiting = resend_waiting_;
+    }
+    // A backoff under way ends now: its handler sees cancelled_ and ends the fetch.
+    if (resend_waiting) {
+      net::post(transport_.loops_.first(), [self = shared_from_this()] {
+        if (self->resend_timer_) self->resend_timer_->cancel();
+      });
     }
     // A cancelled wait runs the callback, and so the caller's: never inside the caller's
     // own call to Cancel, which may hold the caller's locks.
@@ -424,14 +433,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
     transport_.observer_.OnStreamClosed(request_.origin);
     transport_.pool_.ReturnStream(lease_.connection);
     if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
-    // The server did not process it (GOAWAY, REFUSED_STREAM): safe to send again
-    // whatever the method (RFC 9113 8.7), a few times.
-    if (http2::WasNotProcessed(head.status()) && refused_retries_ < kMaxRefusedRetries) {
-      ++refused_retries_;
-      retried_ = true;
-      transport_.observer_.OnRetry(request_.origin, RetryReason::kRefusedStream);
-      return Acquire(/*fresh=*/false);
-    }
+    if (http2::WasNotProcessed(head.status())) return SendAgainUnprocessed(head.status());
     // A reused connection that failed before any response (the server closed it while
     // idle): an idempotent request goes again, once, on a fresh connection, as on HTTP/1.1.
     if (lease_.reused && absl::IsUnavailable(head.status()) && !retried_ &&
@@ -441,6 +443,55 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
       return Acquire(/*fresh=*/true);
     }
     Finish(head.status());
+  }
+
+  // The server did not process the request (GOAWAY, REFUSED_STREAM, before any head):
+  // safe to send again whatever the method (RFC 9113 8.7), on another stream, after a
+  // backoff (servers refuse under load, and a GOAWAY every few streams may refuse it
+  // again and again), for as long as the deadline allows.
+  void SendAgainUnprocessed(const absl::Status& refusal) {
+    const absl::Duration wait = RandomBackoff(kResendBackoff, ++refusals_);
+    if (absl::Now() + wait >= deadline_) {
+      const std::string key = request_.origin.Key();
+      return Finish(WithReason(
+          absl::DeadlineExceededError(absl::StrCat(
+              "deadline expired while sending the request to ", key, " again: it was not "
+              "processed ", refusals_, refusals_ == 1 ? " time" : " times", " (the last: ",
+              refusal.message(), ")")),
+          "DEADLINE_EXCEEDED", {{"origin", key}}));
+    }
+    retried_ = true;
+    transport_.observer_.OnRetry(request_.origin, RetryReason::kRefusedStream);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      resend_waiting_ = true;
+    }
+    // The timer lives on the first loop, where Cancel cancels it: a Cancel before it is
+    // armed is seen here, one after cancels it.
+    net::post(transport_.loops_.first(), [self = shared_from_this(), wait] {
+      if (self->EndResendIfCancelled(/*waited=*/false)) return;
+      if (!self->resend_timer_) {
+        self->resend_timer_ =
+            std::make_unique<net::steady_timer>(self->transport_.loops_.first());
+      }
+      self->resend_timer_->expires_after(absl::ToChronoNanoseconds(wait));
+      self->resend_timer_->async_wait([self](boost::system::error_code) {
+        if (!self->EndResendIfCancelled(/*waited=*/true)) self->Acquire(/*fresh=*/false);
+      });
+    });
+  }
+
+  // Whether the caller cancelled during SendAgainUnprocessed's backoff: then the fetch
+  // ends. Once `waited` is over, the backoff is.
+  bool EndResendIfCancelled(bool waited) {
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+      if (waited || cancelled) resend_waiting_ = false;
+    }
+    if (cancelled) Finish(absl::CancelledError("the caller cancelled the request"));
+    return cancelled;
   }
 
   void OnHead(absl::StatusOr<ResponseHead> head, bool response_started) {
@@ -550,9 +601,12 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
-  // HTTP/2 streams the server did not process, sent again on another connection.
-  static constexpr int kMaxRefusedRetries = 3;
-  int refused_retries_ = 0;
+  // HTTP/2 streams the server did not process, sent again after a backoff from 2 ms,
+  // doubling up to 100 ms (full jitter), until the deadline.
+  static constexpr RetrySettings kResendBackoff{/*max_attempts=*/0, absl::Milliseconds(2),
+                                                absl::Milliseconds(100)};
+  uint32_t refusals_ = 0;
+  std::unique_ptr<net::steady_timer> resend_timer_;  // on loops_.first()
   // Set when admitted by the origin's circuit breaker, which is given the fetch's end.
   std::optional<CircuitBreakers::Admission> breaker_admission_;
   bool origin_unreached_ = false;  // the lookup failed: the end says nothing of the origin
@@ -567,6 +621,7 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
   std::shared_ptr<http2::Stream> stream_ ABSL_GUARDED_BY(mu_);   // HTTP/2, until the head
   bool pinging_ ABSL_GUARDED_BY(mu_) = false;  // CheckIdleSession waits for the answer
+  bool resend_waiting_ ABSL_GUARDED_BY(mu_) = false;  // SendAgainUnprocessed's backoff
   ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool
   // A dial racing a drain (Lease::may_race): the first to finish carries the request.
   enum class Race { kOn, kDialWon, kDrainedWon };

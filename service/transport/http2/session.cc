@@ -701,6 +701,10 @@ void Session::CloseStream(Stream& stream) {
   if (ReleasePlace(stream) && events_.stream_closed) deferred_.push_back(events_.stream_closed);
 }
 
+bool Session::AboveGoaway(const Stream& stream) const {
+  return goaway_last_stream_id_ && stream.id_ > *goaway_last_stream_id_;
+}
+
 Stream* Session::Find(int32_t id) const {
   const auto it = streams_.find(id);
   return it == streams_.end() ? nullptr : it->second.get();
@@ -816,10 +820,13 @@ void Session::OnStreamClosed(int32_t id, uint32_t error_code) {
   if (stream->state_ == Stream::State::kFailed || stream->state_ == Stream::State::kBodyEnded) {
     return;
   }
-  if (error_code == NGHTTP2_REFUSED_STREAM) {
-    const bool above_goaway = goaway_last_stream_id_ && id > *goaway_last_stream_id_;
+  // Not processed only while no response has begun: a head (an interim one included)
+  // says the server took the request, whatever it says of the stream afterwards.
+  const bool answered = stream->state_ != Stream::State::kAwaitingHead ||
+                        stream->interim_responses_ > 0;
+  if (error_code == NGHTTP2_REFUSED_STREAM && !answered) {
     return FailStream(*stream,
-                      NotProcessed(above_goaway
+                      NotProcessed(AboveGoaway(*stream)
                                        ? absl::StrCat("the server sent GOAWAY (last stream ",
                                                       *goaway_last_stream_id_, ", ",
                                                       ErrorCodeName(goaway_error_),
@@ -933,10 +940,21 @@ absl::Status Session::StreamResetFailure(const Stream& stream, uint32_t error_co
                           origin_key_, " closed the HTTP/2 stream ", when)),
                       "UPSTREAM_CLOSED", {{"origin", origin_key_}});
   }
-  return WithReason(absl::UnavailableError(absl::StrCat(origin_key_, " reset the HTTP/2 stream ",
-                                                        when, " (", ErrorCodeName(error_code),
-                                                        ")")),
-                    "UPSTREAM_STREAM_RESET", {{"origin", origin_key_}});
+  // nghttp2 closes the streams above a GOAWAY's last stream id with REFUSED_STREAM; one
+  // the server had begun to answer was taken, and may have been processed.
+  const std::string how =
+      AboveGoaway(stream)
+          ? absl::StrCat(" sent GOAWAY (last stream ", *goaway_last_stream_id_, ", ",
+                         ErrorCodeName(goaway_error_), ") below HTTP/2 stream ", stream.id_,
+                         " ", when, ", which ended it")
+          : absl::StrCat(" reset the HTTP/2 stream ", when, " (", ErrorCodeName(error_code), ")");
+  return WithReason(
+      absl::UnavailableError(absl::StrCat(
+          origin_key_, how,
+          stream.state_ == Stream::State::kAwaitingHead && stream.interim_responses_ == 0
+              ? ""
+              : "; it had begun to answer, so it may have processed the request")),
+      "UPSTREAM_STREAM_RESET", {{"origin", origin_key_}});
 }
 
 absl::Status Session::FailureAtEnd(const Stream& stream) const {

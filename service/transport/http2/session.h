@@ -70,9 +70,10 @@ struct SessionStats {
 };
 
 // The reason of the UNAVAILABLE a stream fails with when its server did not process its
-// request: refused (REFUSED_STREAM), above a GOAWAY's last stream id, or never sent
-// (the session ended or went away first). Such a request may be sent again on another
-// connection whatever its method (RFC 9113 8.7).
+// request: refused (REFUSED_STREAM) or above a GOAWAY's last stream id before any
+// response head (interim ones included) came, or never sent (the session ended or went
+// away first). Such a request may be sent again on another connection whatever its
+// method (RFC 9113 8.7). Once a head has come, either is a reset (UPSTREAM_STREAM_RESET).
 inline constexpr absl::string_view kNotProcessedReason = "UPSTREAM_REFUSED_STREAM";
 // Whether `status` says the server did not process the request (kNotProcessedReason).
 bool WasNotProcessed(const absl::Status& status);
@@ -233,6 +234,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnStreamClosed(int32_t id, uint32_t error_code);
   void OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string_view debug);
   Stream* Find(int32_t id) const;
+  // Whether the stream's id is above the last stream id of a GOAWAY received.
+  bool AboveGoaway(const Stream& stream) const;
 
   // `status` for a callback, sharing nothing with the session's own copy: copies of an
   // absl::Status share a reference-counted representation, which the loop may let go of
