@@ -57,12 +57,14 @@ class ConfigReloader {
   std::thread watcher_;
 };
 
-// The whole of a file; an error when it is not a regular file or cannot be read.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+// The most a --config file may hold: a config of a few hundred origins is a few hundred
+// KiB; a file past this is a mistake (or /dev/zero), refused before it is parsed.
+inline constexpr size_t kMaxConfigFileBytes = 4 << 20;
 
-// The --config file's contents: an error (naming the file) when it is a directory, cannot
-// be read, or is empty or only whitespace, so that egressd never runs on built-in
-// defaults by mistake.
+// The --config file's contents, read with the bounded reader (service/base/files.h): an
+// error (naming the file) when it is no regular file (a directory, a FIFO, a device),
+// cannot be read, is over kMaxConfigFileBytes, or is empty or only whitespace, so that
+// egressd never runs on built-in defaults by mistake.
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path);
 
 }  // namespace egress
