@@ -25,19 +25,11 @@ ConfigReloader::ConfigReloader(EgressServer& server, std::string path,
                                std::string applied_contents, absl::Duration period)
     : server_(server),
       path_(std::move(path)),
-      period_(period),
       settle_(std::min(period / 2, absl::Milliseconds(200))),
       applied_contents_(std::move(applied_contents)),
-      watcher_([this] { Watch(); }) {}
+      watcher_(period, [this] { Poll(); }) {}
 
-ConfigReloader::~ConfigReloader() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  watcher_.join();
-}
+ConfigReloader::~ConfigReloader() = default;
 
 absl::StatusOr<std::string> ConfigReloader::ReadSettled() const {
   auto before = StatFileVersion(path_);
@@ -111,15 +103,6 @@ void ConfigReloader::Poll() {
     if (*contents == applied_contents_) return;
   }
   Apply(*contents).IgnoreError();  // logged in Apply; the old config stays
-}
-
-void ConfigReloader::Watch() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!wake_.wait_for(lock, absl::ToChronoNanoseconds(period_), [this] { return stopping_; })) {
-    lock.unlock();
-    Poll();
-    lock.lock();
-  }
 }
 
 }  // namespace egress

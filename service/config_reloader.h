@@ -1,14 +1,14 @@
 #ifndef EGRESS_SERVICE_CONFIG_RELOADER_H_
 #define EGRESS_SERVICE_CONFIG_RELOADER_H_
 
-#include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "service/base/poller.h"
 #include "service/server.h"
 
 namespace egress {
@@ -36,7 +36,6 @@ class ConfigReloader {
   absl::Status Reload();
 
  private:
-  void Watch();
   void Poll();
   absl::Status Apply(const std::string& contents);
   // The file's contents once two reads `settle_` apart agree; UNAVAILABLE while it is
@@ -47,14 +46,11 @@ class ConfigReloader {
 
   EgressServer& server_;
   const std::string path_;
-  const absl::Duration period_;
   const absl::Duration settle_;
   std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string applied_contents_ ABSL_GUARDED_BY(mu_);  // last contents applied
   std::string last_problem_ ABSL_GUARDED_BY(mu_);      // last rejection logged
-  std::thread watcher_;
+  Poller watcher_;  // last: it starts once the rest is set, and stops first
 };
 
 // The most a --config file may hold: a config of a few hundred origins is a few hundred

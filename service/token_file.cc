@@ -10,19 +10,11 @@ namespace egress {
 
 TokenFile::TokenFile(std::string path, absl::Duration period)
     : path_(std::move(path)),
-      period_(period),
       version_(StatFileVersion(path_).value_or(FileVersion{})),  // before the read
       token_(Read(path_)),
-      watcher_([this] { Watch(); }) {}
+      watcher_(period, [this] { Refresh(); }) {}
 
-TokenFile::~TokenFile() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  watcher_.join();
-}
+TokenFile::~TokenFile() = default;
 
 absl::StatusOr<std::string> TokenFile::Read(const std::string& path) {
   auto text = ReadBoundedFile(path, kMaxTokenFileBytes);
@@ -45,14 +37,6 @@ absl::StatusOr<std::string> TokenFile::Current() const {
   return token_;
 }
 
-void TokenFile::CheckSoon() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    check_now_ = true;
-  }
-  wake_.notify_all();
-}
-
 void TokenFile::Refresh() {
   auto version = StatFileVersion(path_);
   if (version.ok() && *version == version_) return;
@@ -64,19 +48,6 @@ void TokenFile::Refresh() {
                          "; no admin call is accepted until it holds the token"));
   std::lock_guard<std::mutex> lock(mu_);
   token_ = std::move(token);
-}
-
-void TokenFile::Watch() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    wake_.wait_for(lock, absl::ToChronoNanoseconds(period_),
-                   [this] { return stopping_ || check_now_; });
-    if (stopping_) return;
-    check_now_ = false;
-    lock.unlock();
-    Refresh();
-    lock.lock();
-  }
 }
 
 }  // namespace egress

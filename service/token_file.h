@@ -1,16 +1,15 @@
 #ifndef EGRESS_SERVICE_TOKEN_FILE_H_
 #define EGRESS_SERVICE_TOKEN_FILE_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "service/base/files.h"
+#include "service/base/poller.h"
 
 namespace egress {
 
@@ -43,22 +42,17 @@ class TokenFile {
   absl::StatusOr<std::string> Current() const;
 
   // Asks the watcher to look at the file now; does not wait for it.
-  void CheckSoon();
+  void CheckSoon() { watcher_.Wake(); }
 
  private:
-  void Watch();
   // Reads the file again when its version changed (the watcher's thread only).
   void Refresh();
 
   const std::string path_;
-  const absl::Duration period_;
   FileVersion version_;  // of the file last read; the watcher's thread only
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool check_now_ ABSL_GUARDED_BY(mu_) = false;
   absl::StatusOr<std::string> token_ ABSL_GUARDED_BY(mu_);
-  std::thread watcher_;  // last: it starts once the rest is set
+  Poller watcher_;  // last: it starts once the rest is set, and stops first
 };
 
 }  // namespace egress

@@ -7,14 +7,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/base/log_text.h"
+#include "service/base/poller.h"
 
 namespace egress {
 namespace {
@@ -159,6 +163,19 @@ TEST(OneLogLineTest, ControlBytesAreEscapedAndPrintableTextStays) {
 
 TEST(OneLogLineTest, ALongLineIsCutAtTheBoundWithAnEllipsis) {
   EXPECT_EQ(OneLogLine(std::string(5000, 'B'), 100), std::string(100, 'B') + "...");
+}
+
+// The token watcher relies on this: a call with an unknown token wakes it at once, not a
+// period later.
+TEST(PollerTest, WakeAsksForAPollWithoutWaitingForThePeriod) {
+  std::atomic<int> polls{0};
+  Poller poller(absl::Hours(1), [&] { ++polls; });
+  EXPECT_EQ(polls, 0);
+  poller.Wake();
+  for (int i = 0; i < 1000 && polls == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(polls, 1);
 }
 
 }  // namespace
