@@ -1,7 +1,6 @@
 #include "service/admin_service.h"
 
 #include <openssl/crypto.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <iostream>
@@ -18,7 +17,6 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpc/grpc_security_constants.h"
-#include "service/config_reloader.h"
 #include "service/dry_run.h"
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
@@ -98,33 +96,6 @@ std::vector<std::string> ConfigChanges(const egress::v1::Config& before,
   return absl::StrSplit(report, '\n', absl::SkipEmpty());
 }
 
-absl::StatusOr<std::string> TokenFile::Current() {
-  struct stat info;
-  if (stat(path_.c_str(), &info) != 0) {
-    return absl::UnavailableError(absl::StrCat("--admin_token_file \"", path_,
-                                               "\" cannot be read; no admin call is accepted "
-                                               "until it holds the token"));
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  const bool same = info.st_dev == version_.device && info.st_ino == version_.inode &&
-                    info.st_size == version_.size &&
-                    info.st_mtim.tv_sec == version_.mtime.tv_sec &&
-                    info.st_mtim.tv_nsec == version_.mtime.tv_nsec;
-  if (!same) {
-    version_ = {info.st_dev, info.st_ino, info.st_size, info.st_mtim};
-    auto text = ReadWholeFile(path_);
-    std::string token(absl::StripAsciiWhitespace(text.ok() ? *text : ""));
-    if (token.empty()) {
-      token_ = absl::UnavailableError(absl::StrCat("--admin_token_file \"", path_,
-                                                   "\" is empty or unreadable; no admin call "
-                                                   "is accepted until it holds the token"));
-    } else {
-      token_ = std::move(token);
-    }
-  }
-  return token_;
-}
-
 AdminService::AdminService(EgressServer& server, AdminAccess access)
     : server_(server), access_(std::move(access)) {
   if (!access_.bearer_token_file.empty()) {
@@ -150,8 +121,9 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
   }
   std::string expected_token = access_.bearer_token;
   if (token_file_) {
-    auto token = token_file_->Current();
+    auto token = token_file_->Current();  // from memory: the file is read off this thread
     if (!token.ok()) {
+      token_file_->CheckSoon();
       return ToGrpcStatus(transport::WithReason(
           absl::UnauthenticatedError(token.status().message()), "ADMIN_TOKEN_UNAVAILABLE"));
     }
@@ -163,6 +135,8 @@ grpc::Status AdminService::Authorize(const grpc::CallbackServerContext& context)
   const std::string expected = absl::StrCat("Bearer ", expected_token);
   if (it == metadata.end() || it->second.size() != expected.size() ||
       CRYPTO_memcmp(it->second.data(), expected.data(), expected.size()) != 0) {
+    // Perhaps the token was just rotated: the watcher looks now, for the caller's retry.
+    if (token_file_) token_file_->CheckSoon();
     return ToGrpcStatus(transport::WithReason(
         absl::UnauthenticatedError("the admin service needs \"authorization: Bearer <token>\" "
                                    "metadata with the token in egressd's --admin_token_file"),

@@ -1,9 +1,6 @@
 #ifndef EGRESS_SERVICE_ADMIN_SERVICE_H_
 #define EGRESS_SERVICE_ADMIN_SERVICE_H_
 
-#include <sys/types.h>
-
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "egress/v1/egress.grpc.pb.h"
 #include "service/server.h"
+#include "service/token_file.h"
 
 namespace egress {
 
@@ -26,28 +24,6 @@ struct AdminAccess {
   std::vector<std::string> identities;
   // UpdateConfig may turn the egress policy off or allow every address.
   bool allow_policy_off = false;
-};
-
-// A bearer token kept in a file: read again when the file's size, mtime or inode change
-// (a Kubernetes Secret update swaps a symlink), so a rotated token needs no restart.
-class TokenFile {
- public:
-  explicit TokenFile(std::string path) : path_(std::move(path)) {}
-  // The token now in the file, whitespace stripped; an error when it cannot be read or
-  // is empty (then no token is accepted: the check fails closed).
-  absl::StatusOr<std::string> Current();
-
- private:
-  struct Version {
-    dev_t device = 0;
-    ino_t inode = 0;
-    off_t size = -1;
-    timespec mtime{};
-  };
-  const std::string path_;
-  std::mutex mu_;
-  Version version_ ABSL_GUARDED_BY(mu_);
-  absl::StatusOr<std::string> token_ ABSL_GUARDED_BY(mu_) = std::string();
 };
 
 // egress.v1.TransportAdmin. Every call is authorized first: a bearer token, when one is

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -13,6 +12,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "boost/asio/ip/address.hpp"
 #include "google/protobuf/text_format.h"
+#include "service/base/log_text.h"
 #include "service/proto_time.h"
 
 namespace egress {
@@ -54,20 +54,37 @@ using google::protobuf::Duration;
 
 // Collects the first parse error with its position and the line it is on, so that
 // the message names the field even when the parser's own words do not.
+// The first error, with the offending line quoted. The one place a config's text reaches
+// an error message (and so stderr, the admin caller, the reloader's log): protobuf's
+// message (which quotes the token) and the line are each bounded and escaped
+// (service/base/log_text.h), however long the line and whatever bytes it holds.
 class ParseErrors : public google::protobuf::io::ErrorCollector {
  public:
-  explicit ParseErrors(const std::string& text) : lines_(absl::StrSplit(text, '\n')) {}
+  explicit ParseErrors(absl::string_view text) : text_(text) {}
   void AddError(int line, int column, const std::string& message) override {
     if (!first_.empty()) return;
-    first_ = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
-    if (line >= 0 && static_cast<size_t>(line) < lines_.size()) {
-      absl::StrAppend(&first_, " (in \"", absl::StripAsciiWhitespace(lines_[line]), "\")");
+    first_ = absl::StrCat("line ", line + 1, ":", column + 1, ": ",
+                          OneLogLine(message, kMaxQuotedBytes));
+    if (auto quoted = Line(line)) {
+      absl::StrAppend(&first_, " (in \"", QuoteForLog(absl::StripAsciiWhitespace(*quoted)), "\")");
     }
   }
   const std::string& first() const { return first_; }
 
  private:
-  std::vector<std::string> lines_;
+  // Line `number` (from 0) of the text, without copying the text.
+  std::optional<absl::string_view> Line(int number) const {
+    if (number < 0) return std::nullopt;
+    size_t start = 0;
+    for (int i = 0; i < number; ++i) {
+      start = text_.find('\n', start);
+      if (start == absl::string_view::npos) return std::nullopt;
+      ++start;
+    }
+    return text_.substr(start, text_.find('\n', start) - start);
+  }
+
+  const absl::string_view text_;
   std::string first_;
 };
 

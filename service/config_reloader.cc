@@ -1,56 +1,17 @@
 #include "service/config_reloader.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "service/base/files.h"
+#include "service/base/log_text.h"
 
 namespace egress {
-namespace {
-
-// What tells one version of a file from another, besides its contents.
-struct FileVersion {
-  dev_t device = 0;
-  ino_t inode = 0;
-  off_t size = -1;
-  timespec mtime{};
-  bool operator==(const FileVersion& other) const {
-    return device == other.device && inode == other.inode && size == other.size &&
-           mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
-  }
-};
-
-absl::StatusOr<FileVersion> Version(const std::string& path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat("cannot read \"", path, "\""));
-  }
-  return FileVersion{info.st_dev, info.st_ino, info.st_size, info.st_mtim};
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", path, "\" is a directory, not a file (name the file inside it)"));
-  }
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read \"", path, "\""));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading \"", path, "\""));
-  return text.str();
-}
 
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
-  auto text = ReadWholeFile(path);
+  auto text = ReadBoundedFile(path, kMaxConfigFileBytes);
   if (!text.ok()) return text.status();
   if (absl::StripAsciiWhitespace(*text).empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -64,28 +25,20 @@ ConfigReloader::ConfigReloader(EgressServer& server, std::string path,
                                std::string applied_contents, absl::Duration period)
     : server_(server),
       path_(std::move(path)),
-      period_(period),
       settle_(std::min(period / 2, absl::Milliseconds(200))),
       applied_contents_(std::move(applied_contents)),
-      watcher_([this] { Watch(); }) {}
+      watcher_(period, [this] { Poll(); }) {}
 
-ConfigReloader::~ConfigReloader() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  watcher_.join();
-}
+ConfigReloader::~ConfigReloader() = default;
 
 absl::StatusOr<std::string> ConfigReloader::ReadSettled() const {
-  auto before = Version(path_);
+  auto before = StatFileVersion(path_);
   auto first = ReadConfigFile(path_);
   if (!first.ok()) return first.status();
   absl::SleepFor(settle_);
   auto second = ReadConfigFile(path_);
   if (!second.ok()) return second.status();
-  auto after = Version(path_);
+  auto after = StatFileVersion(path_);
   if (!before.ok() || !after.ok() || !(*before == *after) || *first != *second) {
     return absl::UnavailableError(absl::StrCat(
         "config \"", path_, "\" is being written; it is read again on the next poll"));
@@ -99,15 +52,18 @@ void ConfigReloader::LogProblem(const std::string& message) {
     if (message == last_problem_) return;
     last_problem_ = message;
   }
-  std::cerr << "egressd: rejected config file " << path_
-            << " (the config in force stays): " << message << std::endl;
+  std::cerr << OneLogLine(absl::StrCat("egressd: rejected config file ", path_,
+                                    " (the config in force stays): ", message))
+            << std::endl;
 }
 
 absl::Status ConfigReloader::Reload() {
   auto contents = ReadSettled();
   if (!contents.ok()) {
-    std::cerr << "egressd: rejected config file " << path_
-              << " (the config in force stays): " << contents.status().message() << std::endl;
+    std::cerr << OneLogLine(absl::StrCat("egressd: rejected config file ", path_,
+                                         " (the config in force stays): ",
+                                         contents.status().message()))
+              << std::endl;
     return contents.status();
   }
   return Apply(*contents);
@@ -147,15 +103,6 @@ void ConfigReloader::Poll() {
     if (*contents == applied_contents_) return;
   }
   Apply(*contents).IgnoreError();  // logged in Apply; the old config stays
-}
-
-void ConfigReloader::Watch() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!wake_.wait_for(lock, absl::ToChronoNanoseconds(period_), [this] { return stopping_; })) {
-    lock.unlock();
-    Poll();
-    lock.lock();
-  }
 }
 
 }  // namespace egress

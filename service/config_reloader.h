@@ -1,14 +1,14 @@
 #ifndef EGRESS_SERVICE_CONFIG_RELOADER_H_
 #define EGRESS_SERVICE_CONFIG_RELOADER_H_
 
-#include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "service/base/poller.h"
 #include "service/server.h"
 
 namespace egress {
@@ -36,7 +36,6 @@ class ConfigReloader {
   absl::Status Reload();
 
  private:
-  void Watch();
   void Poll();
   absl::Status Apply(const std::string& contents);
   // The file's contents once two reads `settle_` apart agree; UNAVAILABLE while it is
@@ -47,22 +46,21 @@ class ConfigReloader {
 
   EgressServer& server_;
   const std::string path_;
-  const absl::Duration period_;
   const absl::Duration settle_;
   std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string applied_contents_ ABSL_GUARDED_BY(mu_);  // last contents applied
   std::string last_problem_ ABSL_GUARDED_BY(mu_);      // last rejection logged
-  std::thread watcher_;
+  Poller watcher_;  // last: it starts once the rest is set, and stops first
 };
 
-// The whole of a file; an error when it is not a regular file or cannot be read.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+// The most a --config file may hold: a config of a few hundred origins is a few hundred
+// KiB; a file past this is a mistake (or /dev/zero), refused before it is parsed.
+inline constexpr size_t kMaxConfigFileBytes = 4 << 20;
 
-// The --config file's contents: an error (naming the file) when it is a directory, cannot
-// be read, or is empty or only whitespace, so that egressd never runs on built-in
-// defaults by mistake.
+// The --config file's contents, read with the bounded reader (service/base/files.h): an
+// error (naming the file) when it is no regular file (a directory, a FIFO, a device),
+// cannot be read, is over kMaxConfigFileBytes, or is empty or only whitespace, so that
+// egressd never runs on built-in defaults by mistake.
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path);
 
 }  // namespace egress

@@ -17,6 +17,7 @@
 #include "prometheus/exposer.h"
 #include "service/access_log.h"
 #include "service/admin_server.h"
+#include "service/base/log_text.h"
 #include "service/config.h"
 #include "service/config_reloader.h"
 #include "service/memory_releaser.h"
@@ -24,6 +25,7 @@
 #include "service/process_metrics.h"
 #include "service/server_credentials.h"
 #include "service/server.h"
+#include "service/token_file.h"
 
 ABSL_FLAG(std::string, grpc_listen, "127.0.0.1:50051", "address:port for the Egress gRPC service");
 ABSL_FLAG(std::string, grpc_tls_cert, "", "PEM certificate: serve Egress over TLS");
@@ -76,8 +78,9 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
 
 namespace {
 
+// A message may quote the config (a field's value): one bounded, escaped line.
 int Fail(const std::string& message) {
-  std::cerr << "egressd: " << message << "\n";
+  std::cerr << egress::OneLogLine(absl::StrCat("egressd: ", message)) << "\n";
   return 2;
 }
 
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
                           : egress::LoadConfigText(config_text, config_path);
   if (!config.ok()) return Fail(absl::StrCat("invalid config: ", config.status().message()));
   for (const std::string& warning : egress::ConfigWarnings(*config)) {
-    std::cerr << "egressd: warning: " << warning << std::endl;
+    std::cerr << egress::OneLogLine(absl::StrCat("egressd: warning: ", warning)) << std::endl;
   }
   if (absl::GetFlag(FLAGS_check_config)) {
     std::cout << egress::DescribeConfig(*config) << std::endl;
@@ -135,12 +138,9 @@ int main(int argc, char** argv) {
 
   const std::string admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
   if (!admin_token_file.empty()) {
-    // Read again on every admin call once it changes; checked here so a typo fails now.
-    auto token = egress::ReadWholeFile(admin_token_file);
-    if (!token.ok()) return Fail(absl::StrCat("--admin_token_file: ", token.status().message()));
-    if (absl::StripAsciiWhitespace(*token).empty()) {
-      return Fail("--admin_token_file: the file is empty");
-    }
+    // Watched and read again once it changes; checked here so a typo fails now.
+    auto token = egress::TokenFile::Read(admin_token_file);
+    if (!token.ok()) return Fail(std::string(token.status().message()));
   }
 
   // Every flag is checked before anything listens: a refused combination starts nothing.

@@ -6,9 +6,7 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/client_metric.h"
+#include "service/base/files.h"
 #include "service/version.h"
 
 namespace egress {
@@ -42,13 +41,14 @@ struct ProcStat {
   uint64_t resident_pages = 0;
 };
 
+// The most a /proc file read here may hold: /proc/self/stat is a few hundred bytes;
+// /proc/stat a line per CPU and an interrupt line of a few KiB.
+constexpr size_t kMaxProcFileBytes = 1 << 20;
+
 std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return std::nullopt;
-  return text.str();
+  auto text = ReadBoundedFile(path, kMaxProcFileBytes);
+  if (!text.ok()) return std::nullopt;
+  return *std::move(text);
 }
 
 std::optional<ProcStat> ParseStat(absl::string_view text) {

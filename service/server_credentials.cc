@@ -1,7 +1,8 @@
 #include "service/server_credentials.h"
 
 #include "absl/strings/str_cat.h"
-#include "service/config_reloader.h"
+#include "service/base/files.h"
+#include "service/transport/tls.h"
 
 namespace egress {
 
@@ -12,20 +13,22 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     return absl::InvalidArgumentError(
         absl::StrCat(flag_prefix, "_cert and ", flag_prefix, "_key: set both to serve TLS"));
   }
-  auto cert = ReadWholeFile(files.cert_file);
-  auto key = ReadWholeFile(files.key_file);
-  if (!cert.ok() || !key.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(flag_prefix, "_cert/_key: cannot read \"",
-                                                   files.cert_file, "\" or \"", files.key_file,
-                                                   "\""));
+  auto cert = ReadBoundedFile(files.cert_file, transport::kMaxPemFileBytes);
+  if (!cert.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag_prefix, "_cert: ", cert.status().message()));
+  }
+  auto key = ReadBoundedFile(files.key_file, transport::kMaxPemFileBytes);
+  if (!key.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag_prefix, "_key: ", key.status().message()));
   }
   grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   options.pem_key_cert_pairs.push_back({*key, *cert});
   if (!files.client_ca_file.empty()) {
-    auto ca = ReadWholeFile(files.client_ca_file);
+    auto ca = ReadBoundedFile(files.client_ca_file, transport::kMaxPemFileBytes);
     if (!ca.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(flag_prefix, "_client_ca: cannot read \"", files.client_ca_file, "\""));
+          absl::StrCat(flag_prefix, "_client_ca: ", ca.status().message()));
     }
     options.pem_root_certs = *ca;
     options.client_certificate_request =

@@ -1,5 +1,6 @@
 #include "service/transport/tls.h"
 
+#include <openssl/crypto.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -7,7 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "boost/asio/buffer.hpp"
 #include "boost/asio/ip/address.hpp"
+#include "service/base/files.h"
 
 namespace egress::transport {
 
@@ -108,7 +111,15 @@ absl::StatusOr<std::shared_ptr<ssl::context>> MakeClientTlsContext(
                                             ec.message()));
   }
   if (!extra_ca_file.empty()) {
-    context->load_verify_file(extra_ca_file, ec);
+    // Read here, bounded and without blocking, then handed over as bytes: OpenSSL's own
+    // open (load_verify_file) would wait forever on a FIFO. Every certificate of a bundle
+    // is added.
+    auto bundle = ReadBoundedFile(extra_ca_file, kMaxPemFileBytes);
+    if (!bundle.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("transport.extra_ca_file: ", bundle.status().message()));
+    }
+    context->add_certificate_authority(boost::asio::buffer(*bundle), ec);
     if (ec) {
       return absl::InvalidArgumentError(absl::StrCat(
           "transport.extra_ca_file: cannot load \"", extra_ca_file, "\": ", ec.message()));
@@ -119,8 +130,18 @@ absl::StatusOr<std::shared_ptr<ssl::context>> MakeClientTlsContext(
         "client_cert_file and client_key_file: set both for mTLS, or neither");
   }
   if (!files.client_cert_file.empty()) {
-    context->use_certificate_chain_file(files.client_cert_file, ec);
-    if (!ec) context->use_private_key_file(files.client_key_file, ssl::context::pem, ec);
+    auto chain = ReadBoundedFile(files.client_cert_file, kMaxPemFileBytes);
+    if (!chain.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("client_cert_file: ", chain.status().message()));
+    }
+    auto key = ReadBoundedFile(files.client_key_file, kMaxPemFileBytes);
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("client_key_file: ", key.status().message()));
+    }
+    context->use_certificate_chain(boost::asio::buffer(*chain), ec);
+    if (!ec) context->use_private_key(boost::asio::buffer(*key), ssl::context::pem, ec);
+    OPENSSL_cleanse(key->data(), key->size());  // the key stays in the context only
     if (ec) {
       return absl::InvalidArgumentError(absl::StrCat(
           "client_cert_file/client_key_file: cannot load \"", files.client_cert_file, "\" / \"",

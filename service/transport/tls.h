@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_TLS_H_
 #define EGRESS_SERVICE_TRANSPORT_TLS_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,11 @@
 
 namespace egress::transport {
 
+// The most a PEM file egressd reads may hold: a certificate, a chain, a private key or a
+// CA bundle (the system's whole bundle of about 140 CAs is some 220 KiB). Used for the
+// transport's files here and for the --grpc_tls_* / --admin_tls_* files alike.
+inline constexpr size_t kMaxPemFileBytes = 1 << 20;
+
 struct ClientTlsFiles {
   std::string extra_ca_file;     // PEM CAs trusted besides the system store
   std::string client_cert_file;  // PEM certificate shown to servers that ask (mTLS)
@@ -17,7 +23,9 @@ struct ClientTlsFiles {
 };
 
 // A client TLS context: TLS 1.2 and 1.3, peer verification on, the system trust store
-// plus the given files. Errors name the file and the config field. The context has a
+// plus the given files, each read with the bounded reader (service/base/files.h: a regular
+// file of at most kMaxPemFileBytes, opened without blocking). Errors name the file and
+// the config field. The context has a
 // TlsSessionStore of its own, used by connections that call OfferTlsSession.
 absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeClientTlsContext(
     const ClientTlsFiles& files);

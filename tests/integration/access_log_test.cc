@@ -25,13 +25,16 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/config_reloader.h"
+#include "service/base/files.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
 
 namespace egress::testing {
 namespace {
+
+// Logs and outputs the test reads back (service/base/files.h wants a bound).
+constexpr size_t kMaxTestFileBytes = 256 << 20;
 
 using egress::v1::FetchRequest;
 using egress::v1::FetchResponse;
@@ -110,7 +113,7 @@ class AccessLogTest : public ::testing::Test {
     egressd_ = std::make_unique<EgressdProcess>(
         binary.empty() ? Runfile("service/egressd") : binary, dir + "/egress.textproto", log_,
         std::vector<std::string>{"--access_log=" + sink, "--config_poll=1h"});
-    ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadWholeFile(log_).value_or("");
+    ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadBoundedFile(log_, kMaxTestFileBytes).value_or("");
     stub_ = egress::v1::Egress::NewStub(
         grpc::CreateChannel(egressd_->grpc_target(), grpc::InsecureChannelCredentials()));
   }
@@ -135,7 +138,7 @@ class AccessLogTest : public ::testing::Test {
   static std::vector<Struct> WaitForLines(const std::string& path, size_t count) {
     std::vector<Struct> lines;
     for (int i = 0; i < 200; ++i) {
-      lines = ParseLines(ReadWholeFile(path).value_or(""));
+      lines = ParseLines(ReadBoundedFile(path, kMaxTestFileBytes).value_or(""));
       if (lines.size() >= count) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -320,7 +323,7 @@ TEST_F(AccessLogTest, SamplingLeavesOutSuccessesOnlyAndTheRateCapDropsCountedLin
     ASSERT_FALSE(Fetch(Request("not a url"), &response).ok());
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // six batches
-  const std::vector<Struct> lines = ParseLines(ReadWholeFile(path).value_or(""));
+  const std::vector<Struct> lines = ParseLines(ReadBoundedFile(path, kMaxTestFileBytes).value_or(""));
   int ok = 0, failed = 0;
   for (const Struct& line : lines) (Text(line, "grpc_code") == "OK" ? ok : failed)++;
   EXPECT_EQ(failed, 10);  // failures are all logged
@@ -347,7 +350,7 @@ TEST_F(AccessLogTest, LinesOverTheRateCapAreDroppedAndCounted) {
   // One second's burst, then 20 per second.
   EXPECT_LE(written, 20 + 20 * seconds + 1);
   EXPECT_EQ(written + capped, kFetches);
-  EXPECT_EQ(ParseLines(ReadWholeFile(path).value_or("")).size(), written);
+  EXPECT_EQ(ParseLines(ReadBoundedFile(path, kMaxTestFileBytes).value_or("")).size(), written);
 }
 
 // A report-only rule that matched a fetch which then failed is still in its line.

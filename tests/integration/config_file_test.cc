@@ -2,7 +2,9 @@
 // stops it at start (exit 2), and what a reload never applies.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,16 +21,19 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/config_reloader.h"
+#include "service/base/files.h"
 #include "tests/support/egressd_process.h"
 
 namespace egress::testing {
 namespace {
 
+// Logs and outputs the test reads back (service/base/files.h wants a bound).
+constexpr size_t kMaxTestFileBytes = 256 << 20;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+std::string ReadFile(const std::string& path) { return ReadBoundedFile(path, kMaxTestFileBytes).value_or(""); }
 
 std::string TestDir(const std::string& name) {
   const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
@@ -99,6 +104,51 @@ TEST(ConfigFileTest, ACallerHeaderWithoutTrustedPeersIsWarnedAboutAtStart) {
                                 "set but policy.caller_header_trusted_peers is empty"));
 }
 
+// Issue 38: a config that is no regular file, or too big, stops egressd at start at once
+// (the old reader grew by a GiB a second on /dev/zero until something killed it).
+TEST(ConfigFileTest, ADeviceAsConfigStopsItAtStartNamingWhatItIs) {
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--admin_listen=127.0.0.1:", FreePort(), " --config=/dev/zero"),
+                       &output),
+            2);
+  EXPECT_THAT(output, HasSubstr("\"/dev/zero\" is a character device, not a regular file"));
+  EXPECT_EQ(RunEgressd("--check_config --config=/dev/zero", &output), 2);
+  EXPECT_THAT(output, HasSubstr("\"/dev/zero\" is a character device, not a regular file"));
+}
+
+TEST(ConfigFileTest, AConfigOverTheSizeBoundStopsItAtStartNamingTheBound) {
+  const std::string path = TestDir("config-huge") + "/egress.textproto";
+  {
+    std::ofstream out(path);
+    out << "drain { max_bytes: 1000 }\n";
+    out << std::string(5 << 20, ' ') << "\n";
+  }
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--check_config --config=", path), &output), 2);
+  EXPECT_THAT(output, HasSubstr("is larger than 4194304 bytes"));
+  EXPECT_LT(output.size(), 2000u) << output.substr(0, 2000);
+}
+
+// The parse error quotes the offending line: bounded, and escaped so that no NUL, control
+// byte or newline of the file reaches the log (the old log held the whole 3 MiB line).
+TEST(ConfigFileTest, AHugeBadLineIsQuotedBoundedAndEscaped) {
+  const std::string path = TestDir("config-long-line") + "/egress.textproto";
+  {
+    std::ofstream out(path);
+    out << "drain { max_bytes: 1000 }\n";
+    out << "no_such_field" << std::string(3 << 20, 'A');
+    out << std::string(10, '\0') << "\x1b[2J\r\n";
+  }
+  std::string output;
+  EXPECT_EQ(RunEgressd(absl::StrCat("--check_config --config=", path), &output), 2);
+  EXPECT_THAT(output, HasSubstr("line 2:"));
+  EXPECT_THAT(output, HasSubstr("no_such_fieldAAAA"));
+  EXPECT_THAT(output, HasSubstr("..."));
+  EXPECT_LT(output.size(), 2000u) << output.substr(0, 2000);
+  EXPECT_EQ(output.find('\0'), std::string::npos);
+  EXPECT_EQ(output.find('\x1b'), std::string::npos);
+}
+
 // A loopback port held listening for the test's life: whoever else listens there fails.
 class BusyPort {
  public:
@@ -165,20 +215,57 @@ TEST(ConfigFileTest, EveryRefusedFlagStopsItBeforeAnythingListens) {
 class ReloadFileTest : public ::testing::Test {
  protected:
   void Start(const std::string& name, const std::string& contents,
-             const std::string& poll = "--config_poll=50ms") {
-    const std::string dir = TestDir(name);
-    path_ = dir + "/egress.textproto";
-    log_ = dir + "/egressd.log";
+             const std::string& poll = "--config_poll=50ms",
+             std::vector<std::string> flags = {}) {
+    dir_ = TestDir(name);
+    path_ = dir_ + "/egress.textproto";
+    log_ = dir_ + "/egressd.log";
     std::ofstream(path_) << contents;
-    egressd_ = std::make_unique<EgressdProcess>(Runfile("service/egressd"), path_, log_,
-                                                std::vector<std::string>{poll});
+    flags.push_back(poll);
+    egressd_ = std::make_unique<EgressdProcess>(Runfile("service/egressd"), path_, log_, flags);
     ASSERT_TRUE(egressd_->WaitUntilListening()) << ReadFile(log_);
     admin_ = egress::v1::TransportAdmin::NewStub(
         grpc::CreateChannel(egressd_->admin_target(), grpc::InsecureChannelCredentials()));
   }
+  void TearDown() override {
+    if (egressd_ && egressd_->process().Running()) egressd_->process().Signal(SIGKILL);
+  }
+  // Polls (every 50 ms, up to 10 s) until the log holds `text`.
+  bool WaitForLog(const std::string& text) {
+    for (int i = 0; i < 200; ++i) {
+      if (ReadFile(log_).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  // SIGTERM, then up to `seconds` for egressd to exit on its own (SIGKILL after): its
+  // exit code, or -1 when it had to be killed.
+  int StopWithin(int seconds) {
+    ChildProcess& process = egressd_->process();
+    process.Signal(SIGTERM);
+    for (int i = 0; i < seconds * 20 && process.Running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!process.Running()) return process.Wait();
+    process.Signal(SIGKILL);
+    process.Wait();
+    return -1;
+  }
+  // Replaces `path` with a FIFO nobody writes to: opening it to read blocks forever.
+  static void MakeFifo(const std::string& path) {
+    ::unlink(path.c_str());
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+  }
+  grpc::Status GetConfig(const std::string& token, egress::v1::Config* config) {
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return admin_->GetConfig(&context, egress::v1::GetConfigRequest(), config);
+  }
   egress::v1::Config InForce() {
     egress::v1::Config config;
     grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     EXPECT_TRUE(admin_->GetConfig(&context, egress::v1::GetConfigRequest(), &config).ok());
     return config;
   }
@@ -187,6 +274,7 @@ class ReloadFileTest : public ::testing::Test {
     std::ofstream(path_, std::ios::trunc) << contents;
   }
 
+  std::string dir_;
   std::string path_;
   std::string log_;
   std::unique_ptr<EgressdProcess> egressd_;
@@ -260,6 +348,83 @@ TEST_F(ReloadFileTest, AFileCaughtHalfWrittenIsNotApplied) {
   watcher.join();
   EXPECT_TRUE(whole) << ReadFile(log_);
   EXPECT_EQ(partial_seen, 0);
+}
+
+// Issue 38: the reloader meets a FIFO where the config was. It refuses it at once (an
+// open that waited for a writer would hold the reloader, and SIGTERM, forever).
+TEST_F(ReloadFileTest, AConfigReplacedByAFifoIsRefusedAndSigtermStillStopsIt) {
+  Start("reload-fifo", "drain { max_bytes: 1000 }\n", "--config_poll=50ms",
+        {"--shutdown_grace=2s"});
+  MakeFifo(path_);
+  EXPECT_TRUE(WaitForLog("is a FIFO, not a regular file")) << ReadFile(log_);
+  EXPECT_EQ(InForce().drain().max_bytes(), 1000u);  // the config in force stays
+  EXPECT_EQ(StopWithin(15), 0) << ReadFile(log_);
+}
+
+// SIGHUP reads the file on egressd's main thread: a FIFO must not hold it either.
+TEST_F(ReloadFileTest, SighupWithAFifoForConfigIsRefusedAndSigtermStillStopsIt) {
+  Start("reload-fifo-hup", "drain { max_bytes: 1000 }\n", "--config_poll=1h",
+        {"--shutdown_grace=2s"});
+  MakeFifo(path_);
+  egressd_->process().Signal(SIGHUP);
+  EXPECT_TRUE(WaitForLog("is a FIFO, not a regular file")) << ReadFile(log_);
+  EXPECT_EQ(StopWithin(15), 0) << ReadFile(log_);
+}
+
+// Issue 38: an admin token file swapped for a FIFO. The old Authorize opened it on the
+// gRPC callback thread and hung the call (and every later one) without a token; now the
+// token is read off the serving threads and the call is refused at once.
+TEST_F(ReloadFileTest, AnAdminTokenFileReplacedByAFifoFailsAdminCallsAndFetchStillServes) {
+  const std::string token = TestDir("token-fifo") + "/token";
+  std::ofstream(token) << "s3cret\n";
+  // The Fetch goes to egressd's own metrics listener, on loopback.
+  Start("token-fifo", "policy { allow_cidrs: \"127.0.0.0/8\" }\n", "--config_poll=50ms",
+        {"--shutdown_grace=2s", "--admin_token_file=" + token});
+  egress::v1::Config config;
+  ASSERT_TRUE(GetConfig("s3cret", &config).ok());
+  MakeFifo(token);
+  grpc::Status status;
+  for (int i = 0; i < 100; ++i) {  // the old token holds until the change is seen
+    status = GetConfig("s3cret", &config);
+    if (!status.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("is a FIFO, not a regular file"));
+  for (const char* guess : {"s3cret", "", "guess"}) {
+    EXPECT_EQ(GetConfig(guess, &config).error_code(), grpc::StatusCode::UNAUTHENTICATED) << guess;
+  }
+  auto egress = egress::v1::Egress::NewStub(
+      grpc::CreateChannel(egressd_->grpc_target(), grpc::InsecureChannelCredentials()));
+  egress::v1::FetchRequest request;
+  request.set_url(absl::StrCat("http://127.0.0.1:", egressd_->metrics_port(), "/metrics"));
+  egress::v1::FetchResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status fetched = egress->Fetch(&context, request, &response);
+  EXPECT_TRUE(fetched.ok()) << fetched.error_message();
+  EXPECT_EQ(response.status_code(), 200);
+  EXPECT_EQ(StopWithin(15), 0) << ReadFile(log_);
+}
+
+// Issue 38: transport.extra_ca_file naming a FIFO. OpenSSL opened it itself and blocked
+// the UpdateConfig call for good; now the bounded reader refuses it, naming the field.
+TEST_F(ReloadFileTest, AnExtraCaFileThatIsAFifoIsRefusedByUpdateConfigNamingTheField) {
+  Start("ca-fifo", "drain { max_bytes: 1000 }\n", "--config_poll=1h", {"--shutdown_grace=2s"});
+  const std::string ca = dir_ + "/ca.pem";
+  MakeFifo(ca);
+  egress::v1::UpdateConfigRequest request;
+  *request.mutable_config() = InForce();
+  request.mutable_config()->mutable_transport()->set_extra_ca_file(ca);
+  egress::v1::Config in_force;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  const grpc::Status status = admin_->UpdateConfig(&context, request, &in_force);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("transport.extra_ca_file"));
+  EXPECT_THAT(status.error_message(), HasSubstr("is a FIFO, not a regular file"));
+  EXPECT_EQ(InForce().transport().extra_ca_file(), "");
+  EXPECT_EQ(StopWithin(15), 0) << ReadFile(log_);
 }
 
 }  // namespace

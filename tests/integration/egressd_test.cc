@@ -19,7 +19,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/config_reloader.h"
+#include "service/base/files.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -27,9 +27,12 @@
 namespace egress::testing {
 namespace {
 
+// Logs and outputs the test reads back (service/base/files.h wants a bound).
+constexpr size_t kMaxTestFileBytes = 256 << 20;
+
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+std::string ReadFile(const std::string& path) { return ReadBoundedFile(path, kMaxTestFileBytes).value_or(""); }
 
 // grpc.health.v1.Health/Check with an empty request, through the generic stub (Debian
 // ships no stubs for the health proto); returns the serialized HealthCheckResponse.

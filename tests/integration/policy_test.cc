@@ -8,12 +8,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/config_reloader.h"
+#include "service/base/files.h"
 #include "service/server_credentials.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {
 namespace {
+
+// Logs and outputs the test reads back (service/base/files.h wants a bound).
+constexpr size_t kMaxTestFileBytes = 256 << 20;
 
 using egress::v1::FetchRequest;
 using egress::v1::FetchResponse;
@@ -197,7 +200,7 @@ TEST_F(PolicyTest, CallerRulesLimitThatCallerOnly) {
   EXPECT_EQ(observer_.Denied(DenyReason::kCallerNotAllowed), 1);
 }
 
-std::string Read(const std::string& path) { return *ReadWholeFile(path); }
+std::string Read(const std::string& path) { return *ReadBoundedFile(path, kMaxTestFileBytes); }
 
 // Served over mTLS, a caller is known by its certificate (no header to trust).
 TEST_F(PolicyTest, CallerIsIdentifiedByItsClientCertificateOverMtls) {

@@ -17,7 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/config_reloader.h"
+#include "service/base/files.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -25,10 +25,13 @@
 namespace egress::testing {
 namespace {
 
+// Logs and outputs the test reads back (service/base/files.h wants a bound).
+constexpr size_t kMaxTestFileBytes = 256 << 20;
+
 using google::protobuf::Struct;
 using google::protobuf::Value;
 
-std::string ReadFile(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+std::string ReadFile(const std::string& path) { return ReadBoundedFile(path, kMaxTestFileBytes).value_or(""); }
 
 class PrometheusTest : public ::testing::Test {
  protected:

@@ -43,18 +43,22 @@ ChildProcess::~ChildProcess() {
 bool ChildProcess::Running() {
   if (pid_ <= 0) return false;
   int status;
-  if (waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
   return pid_ > 0;
 }
 
 int ChildProcess::Signal(int signal) { return pid_ > 0 ? kill(pid_, signal) : -1; }
 
 int ChildProcess::Wait() {
-  if (pid_ <= 0) return -1;
+  if (pid_ <= 0) return exit_code_;
   int status = 0;
   const bool exited = waitpid(pid_, &status, 0) == pid_ && WIFEXITED(status);
   pid_ = -1;
-  return exited ? WEXITSTATUS(status) : -1;
+  exit_code_ = exited ? WEXITSTATUS(status) : -1;
+  return exit_code_;
 }
 
 bool WaitForPort(int port, int seconds) {

@@ -22,11 +22,13 @@ class ChildProcess {
   bool Running();
   // Sends a signal; 0 on success, as kill(2).
   int Signal(int signal);
-  // Waits for the process to exit; its exit code, or -1 when a signal ended it.
+  // Waits for the process to exit; its exit code, or -1 when a signal ended it (also
+  // after Running() saw it exit).
   int Wait();
 
  private:
   pid_t pid_ = -1;
+  int exit_code_ = -1;  // once it has exited
 };
 
 // Polls until a TCP connection to 127.0.0.1:port succeeds, up to `seconds`.
