@@ -91,7 +91,8 @@ http {{
     with open(f"{work}/egress.conf", "w") as conf:
         conf.write(f"""policy {{ disabled: true }}
 transport {{ max_conns_per_origin: 64 http2 {{ mode: HTTP2_MODE_PRIOR_KNOWLEDGE }} }}
-limits {{ buffered_body_budget_bytes: {budget} }}
+limits {{ buffered_body_budget_bytes: {budget} max_body_bytes_ceiling: {min(budget, 64 << 20)}
+          default_max_body_bytes: {min(budget, 8 << 20)} }}
 """)
     nginx = subprocess.Popen(["nginx", "-c", f"{work}/nginx.conf", "-p", work])
     egressd = subprocess.Popen(
