@@ -129,6 +129,36 @@ class AccessLogLine {
   const AccessLogSettings settings_;
 };
 
+// What a fetch that cannot reserve body bytes under limits.buffered_body_budget_bytes
+// finishes with, whichever protocol it holds them for.
+absl::Status BodyBudgetExhausted(uint64_t limit) {
+  return transport::WithReason(
+      absl::ResourceExhaustedError(absl::StrCat(
+          "egress is holding its limit of ", limit,
+          " response body bytes for all fetches together "
+          "(limits.buffered_body_budget_bytes); retry with backoff, or ask for fewer bytes")),
+      "BODY_BUDGET_EXHAUSTED", {{"limit", "limits.buffered_body_budget_bytes"}},
+      transport::kRetryAfterLoad);
+}
+
+// The transport's charge for a fetch's body bytes (its HTTP/2 stream's window), from the
+// same budget and with the same refusal as the bytes the reactor holds itself, so that
+// egress_buffered_body_bytes counts both. It may outlive the reactor (a stream ends on
+// its loop after the RPC): it holds the service's budget, which outlives the transport.
+class BudgetedBodyMemory final : public transport::BodyMemory {
+ public:
+  BudgetedBodyMemory(BodyBudget& budget, uint64_t limit) : budget_(budget), limit_(limit) {}
+
+  absl::Status TryReserve(uint64_t bytes) override {
+    return budget_.TryReserve(bytes, limit_) ? absl::OkStatus() : BodyBudgetExhausted(limit_);
+  }
+  void Release(uint64_t bytes) override { budget_.Release(bytes); }
+
+ private:
+  BodyBudget& budget_;
+  const uint64_t limit_;  // of the config the fetch started under
+};
+
 absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request,
                                                       const FetchLimits& limits) {
   if (request.body().size() > limits.max_request_body_bytes) {
@@ -323,6 +353,7 @@ absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& cur
                   headers.end());
   }
   next->caller = current.caller;
+  next->body_memory = current.body_memory;
   return next;
 }
 
@@ -415,15 +446,7 @@ class ExchangeReactor {
   // deleted; the error to finish with when the budget is spent.
   absl::Status ReserveBody(uint64_t bytes) {
     const uint64_t limit = config_->limits.buffered_body_budget_bytes;
-    if (!service_->body_budget.TryReserve(bytes, limit)) {
-      return transport::WithReason(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "egress is holding its limit of ", limit,
-              " response body bytes for all fetches together "
-              "(limits.buffered_body_budget_bytes); retry with backoff, or ask for fewer bytes")),
-          "BODY_BUDGET_EXHAUSTED", {{"limit", "limits.buffered_body_budget_bytes"}},
-          transport::kRetryAfterLoad);
-    }
+    if (!service_->body_budget.TryReserve(bytes, limit)) return BodyBudgetExhausted(limit);
     reserved_ += bytes;
     return absl::OkStatus();
   }
@@ -480,6 +503,8 @@ class ExchangeReactor {
     if (!http_request.ok()) return Report(http_request.status());
     deadline_ = Deadline(context, request, config_->limits, &deadline_capped_);
     http_request->caller = caller_;
+    http_request->body_memory = std::make_shared<BudgetedBodyMemory>(
+        service.body_budget, config_->limits.buffered_body_budget_bytes);
     SetTraceHeaders(trace_, &http_request->headers);
     refs_.fetch_add(1);  // the transport callback's
     Send(*std::move(http_request));

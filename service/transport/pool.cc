@@ -681,7 +681,11 @@ std::vector<OriginStats> ConnectionPool::Stats() const {
     s.opened = pool.opened;
     s.reused = pool.reused;
     s.waiting = static_cast<int>(pool.waiters.size());
-    for (const auto& [id, leased] : pool.streams) s.streams += static_cast<int>(leased);
+    for (const auto& [id, leased] : pool.streams) {
+      s.streams += static_cast<int>(leased);
+      // An HTTP/2 connection: its session was set before its streams were first leased.
+      s.http2_buffered_body_bytes += pool.live.at(id)->session()->stats().buffered_body_bytes;
+    }
     s.server_hint = pool.last_hint;
     const absl::Time now = absl::Now();
     for (const IdleEntry& entry : pool.idle) {

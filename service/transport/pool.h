@@ -36,6 +36,8 @@ struct OriginStats {
   int idle = 0;
   int waiting = 0;      // requests queued for a connection
   int streams = 0;      // HTTP/2 streams leased on its connections
+  // Response body bytes its HTTP/2 streams have received and callers not yet read.
+  uint64_t http2_buffered_body_bytes = 0;
   uint64_t opened = 0;  // connections created for this origin
   uint64_t reused = 0;  // requests that got an idle connection
   absl::Duration oldest_idle_age;  // of the idle connection made longest ago; 0 when none

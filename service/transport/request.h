@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_REQUEST_H_
 #define EGRESS_SERVICE_TRANSPORT_REQUEST_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "service/transport/body_memory.h"
 #include "service/transport/origin.h"
 
 namespace egress::transport {
@@ -25,6 +27,9 @@ struct HttpRequest {
   std::string caller;
   // Attempts this request may take (RetrySettings.max_attempts); unset: its origin's.
   std::optional<uint32_t> max_attempts;
+  // What the response body bytes egress holds for this request are charged to (an
+  // HTTP/2 stream's window); none: they are bounded by the transport's limits alone.
+  std::shared_ptr<BodyMemory> body_memory;
 
   // GET, HEAD, OPTIONS, TRACE, PUT and DELETE may be sent again safely.
   bool IsIdempotent() const;

@@ -3,6 +3,8 @@
 // (PREFIX, NONE, a cancelled stream) is reset rather than drained while the connection
 // carries on.
 #include <chrono>
+#include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,88 @@ class Http2FetchTest : public EgressAdminTest {
 
   std::string Origin() const { return absl::StrCat("https://localhost:", nginx().http2_port()); }
 };
+
+// Callers that open FetchStreams over HTTP/2 and never read (issue 38): a stream's
+// flow-control window is reserved from limits.buffered_body_budget_bytes before the
+// server may fill it, so every body byte egress buffers for them is charged to the
+// budget (egress_buffered_body_bytes) and stays within it; the fetches past it fail at
+// once with RESOURCE_EXHAUSTED, reason BODY_BUDGET_EXHAUSTED, instead of each growing
+// egress by a window; cancelled, the callers give it all back.
+TEST_F(Http2FetchTest, StalledFetchStreamsBufferOnlyWhatTheBodyBudgetHasCharged) {
+  constexpr uint64_t kBudget = 4 << 20;
+  constexpr int kStreams = 150;  // on two connections (100 streams each at most)
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_default_max_body_bytes(1 << 20);
+    c.mutable_limits()->set_max_body_bytes_ceiling(1 << 20);
+    c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
+  });
+  // A caller whose gRPC takes little ahead of its reads (gRPC's own window tuning would
+  // take each body whole into the caller's memory): egress's writes wait for it.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 * 1024);
+  auto caller = egress::v1::Egress::NewStub(grpc::CreateCustomChannel(
+      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials(), args));
+  struct Stalled {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<FetchChunk>> reader;
+  };
+  std::vector<std::unique_ptr<Stalled>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    auto stalled = std::make_unique<Stalled>();
+    stalled->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    stalled->reader = caller->FetchStream(&stalled->context, Request(nginx().Http2Url("/cl/6m")));
+    streams.push_back(std::move(stalled));
+  }
+  // Settled: every fetch holds its stream or was refused, and nginx has filled the
+  // windows it was given (the bytes buffered stay the same a while).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  uint64_t buffered = 0;
+  for (int same = 0; same < 3 && std::chrono::steady_clock::now() < give_up;) {
+    std::this_thread::sleep_for(Gap(100));
+    const transport::OriginStats stats = PoolStatsFor(Origin());
+    const bool all_placed =
+        stats.streams + observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED) == kStreams;
+    same = all_placed && stats.http2_buffered_body_bytes == buffered ? same + 1 : 0;
+    buffered = stats.http2_buffered_body_bytes;
+  }
+  const uint64_t charged = observer_.buffered_body_bytes;
+  EXPECT_GT(buffered, 0u);
+  EXPECT_LE(buffered, charged) << "HTTP/2 streams buffer " << buffered
+                               << " body bytes; the body budget has charged " << charged;
+  EXPECT_LE(observer_.buffered_body_peak, kBudget);
+
+  // Refused fetches end (at once, or after their head); those that hold a stream have a
+  // body chunk to give.
+  int held = 0, refused = 0;
+  for (auto& stalled : streams) {
+    FetchChunk chunk;
+    bool has_body = false;
+    while (!has_body && stalled->reader->Read(&chunk)) has_body = chunk.has_body();
+    if (has_body) {
+      ++held;
+      stalled->context.TryCancel();
+      EXPECT_EQ(stalled->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+      continue;
+    }
+    ++refused;
+    const grpc::Status status = stalled->reader->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    const auto info = ErrorInfoOf(status);
+    ASSERT_TRUE(info.has_value()) << status.error_message();
+    EXPECT_EQ(info->reason(), "BODY_BUDGET_EXHAUSTED");
+  }
+  std::cout << kStreams << " stalled FetchStreams over HTTP/2 with a budget of " << kBudget
+            << " bytes: " << held << " held a stream, " << refused << " refused; "
+            << buffered << " bytes buffered by streams, " << charged << " charged\n";
+  EXPECT_GT(held, 0);
+  EXPECT_GT(refused, 0);
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+  EXPECT_TRUE(WaitFor([&] {
+    const transport::OriginStats stats = PoolStatsFor(Origin());
+    return stats.streams == 0 && stats.http2_buffered_body_bytes == 0;
+  }));
+}
 
 TEST_F(Http2FetchTest, AFullFetchSaysH2AndReturnsTheBodyExactly) {
   FetchResponse response;

@@ -63,6 +63,9 @@ class Http2SessionTest : public ::testing::Test {
     options.tls = true;
     options.ca_file = nginx_->ca_file();
     options.limits.stream_window_bytes = kWindow;
+    // Every stream's window whole from its start (these tests are about what one window
+    // holds; a window that grows as its caller reads is http2_fetch_test's).
+    options.limits.initial_stream_window_bytes = kWindow;
     auto client = Http2Client::Connect(port, options, observer_);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;

@@ -165,15 +165,16 @@ struct Session::Callbacks {
       session.received_bytes_ += length;
       Stream* stream = session.Find(stream_id);
       if (!stream || stream->state_ == Stream::State::kFailed) return 0;
-      // What a caller has not read is within the window it let the server fill; nghttp2
-      // resets a stream past it only once it writes again, after this read.
-      if (stream->body_.size() + length > session.limits_.stream_window_bytes) {
+      // What a caller has not read is within the window it let the server fill (and
+      // reserved); nghttp2 resets a stream past it only once it writes again, after this
+      // read, and before our SETTINGS are acknowledged it allows its default window.
+      if (stream->body_.size() + length > stream->window_) {
         session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
                                                    "invalid HTTP/2 response from ",
                                                    session.origin_key_,
                                                    ": more DATA than the stream's "
                                                    "flow-control window of ",
-                                                   session.limits_.stream_window_bytes,
+                                                   stream->window_,
                                                    " bytes allows (FLOW_CONTROL_ERROR)")),
                                                "UPSTREAM_INVALID_RESPONSE",
                                                {{"origin", session.origin_key_}}));
@@ -388,7 +389,7 @@ void Session::StartOnLoop() {
   state_ = State::kOpen;
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.stream_window_bytes},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, InitialStreamWindow()},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
   };
   int result = nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings,
@@ -424,7 +425,8 @@ bool Session::TakeSlot() {
 std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time deadline,
                                       HeadCallback on_head) {
   absl::StatusOr<HeaderList> headers = RequestHeaderBlock(request);
-  auto stream = std::make_shared<Stream>(shared_from_this(), request.body, std::move(on_head));
+  auto stream = std::make_shared<Stream>(shared_from_this(), request.body, request.body_memory,
+                                         std::move(on_head));
   const bool slot = headers.ok() && TakeSlot();
   if (!slot) stream->closed_ = true;  // it was given no place
   net::post(executor_, [self = shared_from_this(), stream, headers = std::move(headers), slot,
@@ -467,6 +469,12 @@ void Session::Submit(const std::shared_ptr<Stream>& stream, const HeaderList& he
     FailStream(*stream, NotProcessed(state_ == State::kEnded
                                          ? "the HTTP/2 connection had ended"
                                          : "the server had sent GOAWAY"));
+    return Settle();
+  }
+  // The stream's first window, reserved before the server can fill it: refused, the
+  // request fails at once and is not sent.
+  if (absl::Status refused = ReserveWindow(*stream, InitialStreamWindow()); !refused.ok()) {
+    FailStream(*stream, std::move(refused));
     return Settle();
   }
   std::vector<nghttp2_nv> fields;
@@ -723,6 +731,7 @@ void Session::FailStream(Stream& stream, absl::Status why) {
   stream.state_ = Stream::State::kFailed;
   stream.failure_ = std::move(why);
   DropBody(stream);
+  ReleaseSpareWindow(stream);
   stream.deadline_timer_.cancel();
   MarkReady(stream);
 }
@@ -743,6 +752,7 @@ void Session::EndBody(Stream& stream) {
   stream.body_received_ = true;
   stream.deadline_timer_.cancel();  // the whole body is here
   if (stream.body_.size() == 0) stream.body_ended_ = true;
+  ReleaseSpareWindow(stream);
   MarkReady(stream);
 }
 
@@ -758,7 +768,53 @@ std::string Session::TakeBody(Stream& stream, size_t max_bytes) {
     const int result = nghttp2_session_consume_stream(session_.get(), stream.id_, n);
     if (nghttp2_is_fatal(result)) End(LibraryFailure(result));
   }
+  GrowWindow(stream, n);
+  ReleaseSpareWindow(stream);
   return bytes;
+}
+
+uint32_t Session::InitialStreamWindow() const {
+  return std::max<uint32_t>(
+      1, std::min(limits_.initial_stream_window_bytes, limits_.stream_window_bytes));
+}
+
+absl::Status Session::ReserveWindow(Stream& stream, uint64_t bytes) {
+  if (stream.memory_) {
+    if (absl::Status refused = stream.memory_->TryReserve(bytes); !refused.ok()) return refused;
+  }
+  stream.window_ += bytes;
+  return absl::OkStatus();
+}
+
+void Session::GrowWindow(Stream& stream, uint64_t read) {
+  if (stream.state_ != Stream::State::kBody || state_ == State::kEnded) return;
+  const uint64_t most = limits_.stream_window_bytes;
+  const uint64_t more = std::min(read, most - std::min(stream.window_, most));
+  if (more == 0) return;
+  // nghttp2's own figure, which counts its default window until our SETTINGS are
+  // acknowledged and moves with them then: raised by `more`, it sends WINDOW_UPDATE(more).
+  const int32_t local =
+      nghttp2_session_get_stream_effective_local_window_size(session_.get(), stream.id_);
+  if (local < 0 || static_cast<uint64_t>(local) + more > NGHTTP2_MAX_WINDOW_SIZE) return;
+  // Refused: the window stays as it is, and the server waits for the caller to read.
+  if (!ReserveWindow(stream, more).ok()) return;
+  const int result = nghttp2_session_set_local_window_size(
+      session_.get(), NGHTTP2_FLAG_NONE, stream.id_, local + static_cast<int32_t>(more));
+  if (result != 0) {
+    stream.window_ -= more;
+    if (stream.memory_) stream.memory_->Release(more);
+    if (nghttp2_is_fatal(result)) End(LibraryFailure(result));
+  }
+}
+
+void Session::ReleaseSpareWindow(Stream& stream) {
+  if (stream.state_ != Stream::State::kBodyEnded && stream.state_ != Stream::State::kFailed) {
+    return;
+  }
+  const uint64_t spare = stream.window_ - stream.body_.size();
+  if (spare == 0) return;
+  stream.window_ -= spare;
+  if (stream.memory_) stream.memory_->Release(spare);
 }
 
 void Session::DropBody(Stream& stream) {

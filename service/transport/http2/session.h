@@ -38,7 +38,18 @@ struct SessionLimits {
   // so that callers who stop reading hold up nobody else's body (it bounds what is in
   // flight, not what is held: all streams together hold at most max_concurrent_streams
   // stream windows).
+  //
+  // A stream's window is what its request's BodyMemory has reserved, never more: bytes
+  // a server may send must be buffered whatever happens. It starts at
+  // initial_stream_window_bytes (SETTINGS_INITIAL_WINDOW_SIZE, at most
+  // stream_window_bytes), reserved before the request goes out (a request that cannot
+  // reserve it fails with BodyMemory's status, and nothing is sent), and grows by what
+  // its caller reads, up to stream_window_bytes, as far as reservations succeed: a caller
+  // that keeps up gets the whole window, one that stops holds only what it had. The
+  // reservation shrinks to what is buffered once the body has all arrived, and goes
+  // back as the rest is read, dropped or reset.
   uint32_t stream_window_bytes = 256 * 1024;
+  uint32_t initial_stream_window_bytes = 64 * 1024;
   uint32_t connection_window_bytes = 4 * 1024 * 1024;
   // A response's header block (and trailers), decoded, counted as RFC 9113 counts
   // SETTINGS_MAX_HEADER_LIST_SIZE (name + value + 32 a field): over it the stream fails
@@ -224,8 +235,19 @@ class Session : public std::enable_shared_from_this<Session> {
   void FailStream(Stream& stream, absl::Status why);
   void ResetStream(Stream& stream, absl::Status why);  // RST_STREAM CANCEL, then fails it
   void EndBody(Stream& stream);
-  // Hands a read up to its size from the stream's buffer, and lets the windows reopen.
+  // Hands a read up to its size from the stream's buffer, and lets the windows reopen
+  // (and the stream's grow, see SessionLimits).
   std::string TakeBody(Stream& stream, size_t max_bytes);
+  // The stream's window: `bytes` more reserved from its BodyMemory (always, without
+  // one), or why not. The caller opens the window by as much.
+  static absl::Status ReserveWindow(Stream& stream, uint64_t bytes);
+  // After a read of `read` bytes from a stream whose body is still arriving: its window
+  // grows by as much, up to limits_.stream_window_bytes, if that much can be reserved.
+  void GrowWindow(Stream& stream, uint64_t read);
+  // Once no more bytes can arrive for the stream (its body ended, or it failed): the
+  // reservation beyond what it buffers goes back.
+  static void ReleaseSpareWindow(Stream& stream);
+  uint32_t InitialStreamWindow() const;
   void DropBody(Stream& stream);
   // A Stream let go of with body bytes unread: their windows reopen.
   void OnStreamDropped(uint64_t unread_bytes);

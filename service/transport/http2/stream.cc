@@ -13,14 +13,19 @@ namespace egress::transport::http2 {
 
 namespace net = boost::asio;
 
-Stream::Stream(std::shared_ptr<Session> session, std::string request_body, HeadCallback on_head)
+Stream::Stream(std::shared_ptr<Session> session, std::string request_body,
+               std::shared_ptr<BodyMemory> memory, HeadCallback on_head)
     : session_(std::move(session)),
       request_body_(std::move(request_body)),
       request_body_size_(request_body_.size()),
       head_done_(std::move(on_head)),
+      memory_(std::move(memory)),
       deadline_timer_(session_->executor_) {}
 
 Stream::~Stream() {
+  // Whatever it still holds reserved (bytes unread, or a session abandoned with it open):
+  // no one else refers to it any more, so no loop is needed.
+  if (memory_ && window_ > 0) memory_->Release(window_);
   // Let go of with bytes unread (a Reset stream has none): the windows they held reopen.
   if (const uint64_t unread = body_.size(); unread > 0) {
     net::post(session_->executor_, [session = session_, unread] {

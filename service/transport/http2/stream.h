@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
+#include "service/transport/body_memory.h"
 #include "service/transport/response_parser.h"
 
 namespace egress::transport::http2 {
@@ -33,7 +34,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   using ReadCallback = std::function<void(absl::StatusOr<std::string>)>;
 
   // Made by Session::Open only.
-  Stream(std::shared_ptr<Session> session, std::string request_body, HeadCallback on_head);
+  Stream(std::shared_ptr<Session> session, std::string request_body,
+         std::shared_ptr<BodyMemory> memory, HeadCallback on_head);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -104,7 +106,12 @@ class Stream : public std::enable_shared_from_this<Stream> {
   HeadCallback head_done_;
   ReadCallback read_done_;
   size_t read_max_ = 0;
-  boost::beast::flat_buffer body_;  // received and not yet read; at most a window
+  boost::beast::flat_buffer body_;  // received and not yet read; at most window_
+  // The flow-control window granted to the server for this stream, in total (reopened
+  // bytes aside): reserved from memory_ (when there is one) and never less than body_
+  // holds. See SessionLimits::stream_window_bytes.
+  const std::shared_ptr<BodyMemory> memory_;
+  uint64_t window_ = 0;
   absl::Time deadline_ = absl::InfiniteFuture();
   boost::asio::steady_timer deadline_timer_;
   bool ready_ = false;  // in the session's list of streams with something to deliver
