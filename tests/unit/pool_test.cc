@@ -216,7 +216,8 @@ TEST_F(PoolTest, PreWarmingKeepsOnlyRecentlyUsedOriginsWarmAndLetsUnusedOnesGo) 
   limits.http2_mode = Http2Mode::kOff;
   std::atomic<int> dials{0};
   pool_ = std::make_unique<ConnectionPool>(
-      io_.get_executor(), PoolLimitsByHost{PoolLimits{}, {{*HostPattern::Parse("*.warm.test"), limits}}},
+      io_.get_executor(),
+      PoolLimitsByHost{PoolLimits{}, {{*HostPattern::Parse("*.warm.test"), limits}}},
       [this, &dials](const Origin& origin) {
         ++dials;
         return std::make_shared<Connection>(io_.get_executor(), tls_, origin, ++next_id_,
