@@ -594,8 +594,10 @@ class ExchangeReactor {
     }
     if (!rule || !rule->global) return Dispatch(std::move(request));
     auto hop = std::make_shared<transport::HttpRequest>(std::move(request));
-    // The lease's bucket: callers past the table's bound share one in Redis too.
-    service_->quota_stores.For(config_->quota_store)
+    // The lease's bucket: callers past the table's bound share one in Redis too. The
+    // store is the one in force (an RPC started under an older config asking for its
+    // own would swap the store back and forth).
+    service_->quota_stores.For(service_->config.Get()->quota_store)
         ->Take(absl::StrCat("egress:quota:", quota_lease_.bucket()),
                rule->requests_per_second, rule->burst,
                [this, rule, hop](absl::StatusOr<QuotaTake> take) {

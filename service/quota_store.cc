@@ -60,15 +60,33 @@ RedisQuotaStore::~RedisQuotaStore() {
 }
 
 void RedisQuotaStore::Take(std::string key, double rate, double burst, Done done) {
+  bool retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
+    if (!stopping_ && !retired_) {
       queue_.push_back(Request{std::move(key), rate, burst, std::move(done)});
       wake_.notify_one();
       return;
     }
+    retired = retired_;
   }
-  done(absl::UnavailableError("egressd is stopping its quota store"));
+  done(absl::UnavailableError(
+      retired ? absl::StrCat("the quota store at ", settings_.Address(),
+                             " was replaced by a new config's; retry")
+              : std::string("egressd is stopping its quota store")));
+}
+
+void RedisQuotaStore::Retire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retired_ = true;
+  }
+  wake_.notify_all();
+}
+
+bool RedisQuotaStore::Busy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return serving_ || !queue_.empty();
 }
 
 void RedisQuotaStore::Run() {
@@ -77,14 +95,16 @@ void RedisQuotaStore::Run() {
     bool stopping;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      serving_ = false;
+      wake_.wait(lock, [&] { return stopping_ || retired_ || !queue_.empty(); });
       while (!queue_.empty() && batch.size() < kMaxBatch) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+      if (batch.empty()) return;  // stopping or retired, and nothing is left to answer
+      serving_ = true;
       stopping = stopping_;
     }
-    if (batch.empty()) return;  // stopping, and nothing is left to answer
     if (stopping) {
       for (Request& r : batch) r.done(absl::UnavailableError("egressd is stopping its quota store"));
     } else {
@@ -168,11 +188,21 @@ void RedisQuotaStore::Disconnect() {
 
 std::shared_ptr<RedisQuotaStore> QuotaStores::For(const QuotaStoreSettings& settings) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& store : stores_) {
-    if (store->settings() == settings) return store;
+  if (!current_ || !(current_->settings() == settings)) {
+    if (current_) {
+      current_->Retire();
+      retired_.push_back(std::move(current_));
+    }
+    current_ = std::make_shared<RedisQuotaStore>(settings);
   }
-  stores_.push_back(std::make_shared<RedisQuotaStore>(settings));
-  return stores_.back();
+  // A retired store with nothing left to answer is joined now (its thread is ending, no
+  // I/O to wait for); one still answering a batch at a later call.
+  if (!retired_.empty()) {
+    retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                  [](const auto& store) { return !store->Busy(); }),
+                   retired_.end());
+  }
+  return current_;
 }
 
 }  // namespace egress

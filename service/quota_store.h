@@ -60,8 +60,14 @@ class RedisQuotaStore {
   const QuotaStoreSettings& settings() const { return settings_; }
 
   // Takes a token from the bucket `key` (rate per second, size burst); `done` runs on
-  // the store's thread, or at once when the store is stopping.
+  // the store's thread, or at once when the store is stopping or retired.
   void Take(std::string key, double rate, double burst, Done done);
+  // No longer the store in force: it answers what is waiting, refuses what comes after
+  // (UNAVAILABLE), and its thread ends. Does not wait for it.
+  void Retire();
+  // Whether it still has requests to answer (a retired store that has none is joined at
+  // once: its thread is ending without I/O).
+  bool Busy();
 
  private:
   struct Request {
@@ -84,6 +90,8 @@ class RedisQuotaStore {
   std::condition_variable wake_;
   std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool retired_ ABSL_GUARDED_BY(mu_) = false;
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;  // a batch taken from queue_ is unanswered
   // Only the thread touches these.
   redisContext* redis_ = nullptr;
   absl::Time next_connect_ = absl::InfinitePast();
@@ -91,17 +99,20 @@ class RedisQuotaStore {
   std::thread thread_;
 };
 
-// The store for the config in force: one RedisQuotaStore per Redis address and
-// timeout. A config that changes them gets a new store; the old one is kept, idle,
-// until the service ends, since fetches that took it may still be waiting on it (a
-// store per address ever configured, which changes rarely). Thread-safe.
+// The store for the config in force: one RedisQuotaStore, for the Redis address and
+// timeout asked for last. A config that changes them gets a new store; the old one is
+// retired (what waits on it is answered) and joined once it has nothing left to answer,
+// at that change or the next call, so a thread is kept only for the address in force
+// and a store still answering. Callers ask with the settings in force (not those an
+// older RPC started under), or each would swap the store back. Thread-safe.
 class QuotaStores {
  public:
   std::shared_ptr<RedisQuotaStore> For(const QuotaStoreSettings& settings);
 
  private:
   std::mutex mu_;
-  std::vector<std::shared_ptr<RedisQuotaStore>> stores_ ABSL_GUARDED_BY(mu_);  // newest last
+  std::shared_ptr<RedisQuotaStore> current_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<RedisQuotaStore>> retired_ ABSL_GUARDED_BY(mu_);  // answering
 };
 
 }  // namespace egress

@@ -9,10 +9,10 @@
 namespace egress::transport {
 namespace {
 
-// While a probe is under way the others wait for its answer: about a round trip.
-constexpr absl::Duration kRetryWhileProbing = absl::Seconds(1);
-// How many breakers Track looks at for one to make room (a bound on the work per fetch).
-constexpr size_t kEvictionScan = 16;
+// How long a probe holds the half-open slot: kProbeHold, or open_for if shorter.
+absl::Duration ProbeHold(const CircuitBreakerSettings& settings) {
+  return std::min(CircuitBreakers::kProbeHold, settings.open_for);
+}
 
 }  // namespace
 
@@ -50,25 +50,29 @@ CircuitBreakers::Admission CircuitBreakers::Admit(const Origin& origin,
     breaker.probe = 0;
     observer_.OnCircuitBreakerStateChanged(origin, BreakerState::kOpen, BreakerState::kHalfOpen);
   }
-  // A probe out for longer than open_for no longer holds it (a slow upstream's probe
-  // waits for its own timeouts): the new one decides.
+  // A probe holds the slot for ProbeHold at most, what the others are told to wait: a
+  // slow upstream's probe (which waits for its own timeouts) does not keep every other
+  // caller out for longer. The new probe decides.
+  const absl::Duration hold = ProbeHold(settings);
   if (breaker.state == BreakerState::kHalfOpen &&
-      (breaker.probe == 0 || now - breaker.probe_started >= settings.open_for)) {
+      (breaker.probe == 0 || now - breaker.probe_started >= hold)) {
     breaker.probe = ++last_probe_;
     breaker.probe_started = now;
+    Index(key, breaker, now + hold);
     return {absl::OkStatus(), generation_, breaker.probe};
   }
   observer_.OnCircuitBreakerRejected(origin);
   const bool open = breaker.state == BreakerState::kOpen;
-  const absl::Duration retry_delay = open ? breaker.open_until - now : kRetryWhileProbing;
+  const absl::Duration retry_delay =
+      open ? breaker.open_until - now : breaker.probe_started + hold - now;
   return {WithReason(
       absl::UnavailableError(absl::StrCat(
           "circuit breaker open for ", key, ": ", breaker.consecutive_failures,
           " fetches in a row failed (the last: ", breaker.last_failure, "); ",
-          open ? absl::StrCat("its fetches fail at once for another ",
-                              absl::FormatDuration(absl::Ceil(retry_delay, absl::Milliseconds(1))))
-               : std::string("a probe fetch is under way, the others fail at once until it "
-                             "succeeds"),
+          open ? "its fetches fail at once for another "
+               : "a probe fetch is under way, the others fail at once until it succeeds, "
+                 "or for at most another ",
+          absl::FormatDuration(absl::Ceil(retry_delay, absl::Milliseconds(1))),
           " (transport.circuit_breaker)")),
       "CIRCUIT_OPEN",
       {{"origin", key}, {"state", ToString(breaker.state)}}, retry_delay)};
@@ -84,7 +88,7 @@ void CircuitBreakers::Record(const Origin& origin, const CircuitBreakerSettings&
   auto it = breakers_.find(key);
   if (health != FetchHealth::kFailure && it == breakers_.end()) return;
   Breaker* breaker = it != breakers_.end() ? &it->second : Track(origin, key, now);
-  if (!breaker) return;
+  if (!breaker) return;  // no room: this origin goes without a breaker
   if (breaker->state != BreakerState::kClosed) {
     // Only the latest probe decides: fetches admitted before the breaker opened say old
     // news, and so does a probe that another has replaced.
@@ -93,23 +97,28 @@ void CircuitBreakers::Record(const Origin& origin, const CircuitBreakerSettings&
       return;
     }
     breaker->probe = 0;
-    if (health == FetchHealth::kNeutral) return;  // the next fetch probes instead
+    if (health == FetchHealth::kNeutral) {  // the next fetch probes instead
+      Index(key, *breaker, now);
+      return;
+    }
     if (health == FetchHealth::kFailure) {
       breaker->last_failure = std::string(failure);
       return Open(origin, *breaker, settings, now);
     }
     observer_.OnCircuitBreakerStateChanged(origin, BreakerState::kHalfOpen,
                                            BreakerState::kClosed);
-    breakers_.erase(key);
+    Forget(key);
     return;
   }
   switch (health) {
     case FetchHealth::kNeutral: return;
-    case FetchHealth::kSuccess: breakers_.erase(key); return;
+    case FetchHealth::kSuccess: Forget(key); return;
     case FetchHealth::kFailure:
       breaker->last_failure = std::string(failure);
       if (++breaker->consecutive_failures >= settings.consecutive_failures) {
         Open(origin, *breaker, settings, now);
+      } else {
+        Index(key, *breaker, now);  // the least recently failed makes room first
       }
   }
 }
@@ -120,33 +129,44 @@ void CircuitBreakers::Open(const Origin& origin, Breaker& breaker,
   breaker.state = BreakerState::kOpen;
   breaker.open_until = now + settings.open_for;
   breaker.probe = 0;
+  Index(origin.Key(), breaker, breaker.open_until);
   observer_.OnCircuitBreakerStateChanged(origin, from, BreakerState::kOpen);
 }
 
 CircuitBreakers::Breaker* CircuitBreakers::Track(const Origin& origin, const std::string& key,
                                                  absl::Time now) {
   if (breakers_.size() >= max_tracked_) {
-    // Room from a breaker that holds nothing back: closed (failures, not yet open), or
-    // open with its time up (the next fetch would probe; an origin nobody fetches any
-    // more stays open until then). One open now, or probing, stays.
-    const auto spent = [now](const Breaker& breaker) {
-      return breaker.state == BreakerState::kClosed ||
-             (breaker.state == BreakerState::kOpen && now >= breaker.open_until);
-    };
-    auto victim = breakers_.begin();
-    for (size_t i = 0; victim != breakers_.end() && i < kEvictionScan; ++i, ++victim) {
-      if (spent(victim->second)) break;
+    // Room from the breaker that has held nothing back the longest: closed (failures,
+    // not yet open), open with its time up (the next fetch would probe; an origin
+    // nobody fetches any more stays open until then), or half-open with no probe
+    // holding the slot. One open now, or probing, stays.
+    if (evictable_.empty() || evictable_.begin()->first > now) return nullptr;
+    const std::string victim_key = evictable_.begin()->second;
+    const Breaker& victim = breakers_.at(victim_key);
+    if (victim.state != BreakerState::kClosed) {
+      observer_.OnCircuitBreakerStateChanged(victim.origin, victim.state, BreakerState::kClosed);
     }
-    if (victim == breakers_.end() || !spent(victim->second)) return nullptr;
-    if (victim->second.state != BreakerState::kClosed) {
-      observer_.OnCircuitBreakerStateChanged(victim->second.origin, victim->second.state,
-                                             BreakerState::kClosed);
-    }
-    breakers_.erase(victim);
+    Forget(victim_key);
   }
   Breaker& breaker = breakers_[key];
   breaker.origin = origin;
+  Index(key, breaker, now);
   return &breaker;
+}
+
+void CircuitBreakers::Index(const std::string& key, Breaker& breaker, absl::Time at) {
+  if (breaker.evictable_at != absl::InfiniteFuture()) {
+    evictable_.erase({breaker.evictable_at, key});
+  }
+  breaker.evictable_at = at;
+  if (at != absl::InfiniteFuture()) evictable_.emplace(at, key);
+}
+
+void CircuitBreakers::Forget(const std::string& key) {
+  const auto it = breakers_.find(key);
+  if (it == breakers_.end()) return;
+  Index(key, it->second, absl::InfiniteFuture());
+  breakers_.erase(it);
 }
 
 std::vector<BreakerStats> CircuitBreakers::Stats(absl::Time now) const {
@@ -170,6 +190,7 @@ void CircuitBreakers::Reset() {
     observer_.OnCircuitBreakerStateChanged(breaker.origin, breaker.state, BreakerState::kClosed);
   }
   breakers_.clear();
+  evictable_.clear();
 }
 
 }  // namespace egress::transport

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -39,11 +41,19 @@ struct BreakerStats {
 };
 
 // The breakers of every origin (CircuitBreakerSettings). Only origins with failures
-// counted, or a breaker not closed, hold state (at most max_tracked: a full table makes
-// room from a closed breaker, or an open one whose time is up; past that, new origins
-// are not tracked and their fetches go as without a breaker). Thread-safe.
+// counted, or a breaker not closed, hold state (at most max_tracked). A full table makes
+// room from the breaker that has held nothing back the longest, found in O(log n): a
+// closed one (the least recently failed), an open one whose time is up, a half-open one
+// whose probe no longer holds its slot. An open breaker, or a probe's slot, is never
+// given up for room: past that, new origins are not tracked and their fetches go as
+// without a breaker. A half-open breaker's probe holds its slot for kProbeHold at most
+// (open_for if shorter): the others are refused with that retry delay, and the first to
+// come back after it probes. Thread-safe.
 class CircuitBreakers {
  public:
+  // How long a half-open breaker's probe holds its slot at most: about a round trip.
+  static constexpr absl::Duration kProbeHold = absl::Seconds(1);
+
   explicit CircuitBreakers(TransportObserver& observer, size_t max_tracked = 10000);
 
   // Whether a fetch to `origin` may go now. OK, with `probe` set when it is the
@@ -75,10 +85,17 @@ class CircuitBreakers {
     uint64_t probe = 0;         // kHalfOpen: the number of the probe under way, 0 if none
     absl::Time probe_started;   // ... since then
     std::string last_failure;
+    // From when it holds nothing back (its place in evictable_); InfiniteFuture: never.
+    absl::Time evictable_at = absl::InfiniteFuture();
   };
   // The breaker of `key`, made if there is room; null if not.
   Breaker* Track(const Origin& origin, const std::string& key, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves `breaker` to its place in evictable_: from `at` on it may make room.
+  void Index(const std::string& key, Breaker& breaker, absl::Time at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the breaker of `key` (closed, or given up for room).
+  void Forget(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Open(const Origin& origin, Breaker& breaker, const CircuitBreakerSettings& settings,
             absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -86,6 +103,8 @@ class CircuitBreakers {
   const size_t max_tracked_;
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, Breaker> breakers_ ABSL_GUARDED_BY(mu_);
+  // The breakers that may make room, by when they may (see Breaker::evictable_at).
+  std::set<std::pair<absl::Time, std::string>> evictable_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t last_probe_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -73,6 +73,7 @@ void ConnectionPool::ChangePool(const Origin& origin, Change change) {
 ConnectionPool::OriginIterator ConnectionPool::EraseIfUnused(OriginIterator it) {
   OriginPool& pool = it->second;
   if (!pool.live.empty() || !pool.waiters.empty()) return std::next(it);
+  if (pool.warm) warm_origins_.erase(pool.warm_slot);
   // ADAPTIVE's estimates survive a quiet spell (the idle timeout retiring the last
   // connection); an origin that never got as far as a dial has none to keep.
   const OriginCost& learned = pool.cost.estimate();
@@ -125,11 +126,38 @@ void ConnectionPool::RetireExpiredNewest(OriginPool& pool, absl::Time now, Defer
 
 void ConnectionPool::Warm(OriginPool& pool, Deferred& deferred) {
   if (!warm_dialer_ || shut_down_ || !pool.waiters.empty()) return;
+  // Not for every name a caller ever asked for: an origin unused for its idle timeout,
+  // or pushed out of warm_origins_, is let go (its idle connections time out as usual).
+  if (!KeptWarm(pool, absl::Now())) return;
   const uint32_t min_idle = std::min(LimitsOf(pool).min_idle, LimitsOf(pool).max_idle_per_origin);
   while (pool.idle.size() + pool.warming.size() < min_idle && HasRoom(pool)) {
     Lease lease = NewConnection(pool);
     pool.warming.insert(lease.connection->id());
     deferred.warms.push_back(std::move(lease.connection));
+  }
+}
+
+void ConnectionPool::MarkUsed(OriginPool& pool, absl::Time now, Deferred& deferred) {
+  pool.last_used = now;
+  if (LimitsOf(pool).min_idle == 0) return;
+  if (pool.warm) {
+    warm_origins_.splice(warm_origins_.begin(), warm_origins_, pool.warm_slot);
+  } else {
+    warm_origins_.push_front(pool.origin.Key());
+    pool.warm = true;
+  }
+  pool.warm_slot = warm_origins_.begin();
+  if (warm_origins_.size() > kMaxWarmOrigins) {
+    const OriginIterator coldest = origins_.find(warm_origins_.back());
+    warm_origins_.pop_back();
+    OriginPool& cold = coldest->second;
+    cold.warm = false;
+    std::vector<std::shared_ptr<Connection>> unused;
+    for (const uint64_t id : cold.warmed) unused.push_back(cold.live.at(id));
+    for (const auto& connection : unused) {
+      RetireLocked(cold, connection, CloseReason::kPoolFull, deferred);
+    }
+    EraseIfUnused(coldest);
   }
 }
 
@@ -145,6 +173,7 @@ ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
 ConnectionPool::Lease ConnectionPool::TakeIdle(OriginPool& pool, absl::Time now) {
   IdleEntry entry = std::move(pool.idle.back());
   pool.idle.pop_back();
+  pool.warmed.erase(entry.connection->id());
   entry.connection->SetPooled(false);
   ++pool.reused;
   Lease lease;
@@ -247,6 +276,7 @@ ConnectionPool::WaitId ConnectionPool::Acquire(const Origin& origin, bool fresh,
     } else {
       OriginPool& pool = PoolFor(origin);
       const absl::Time now = absl::Now();
+      MarkUsed(pool, now, deferred);
       bool served = false;
       // A stream on a busy HTTP/2 connection first; then idle connections, most
       // recently used first, expired ones retired on the way.
@@ -395,7 +425,7 @@ void ConnectionPool::CancelWait(WaitId id) {
 
 bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> connection,
                                   Deferred& deferred) {
-  pool.warming.erase(connection->id());
+  const bool warmed = pool.warming.erase(connection->id()) != 0;
   pool.dialing.erase(connection->id());
   if (connection->opened()) pool.speaks = connection->protocol();
   const ConnectionFacts facts = FactsOf(*connection);
@@ -410,9 +440,11 @@ bool ConnectionPool::KeepOrRetire(OriginPool& pool, std::shared_ptr<Connection> 
     RetireLocked(pool, connection, CloseReason::kPolicy, deferred);
   } else if (spent = RetireAfterExchange(facts, LimitsOf(pool).lifetime, absl::Now()); spent) {
     RetireLocked(pool, connection, *spent, deferred);
-  } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin) {
+  } else if (pool.idle.size() >= LimitsOf(pool).max_idle_per_origin ||
+             (warmed && !KeptWarm(pool, absl::Now()))) {  // dialed for warmth no longer kept
     RetireLocked(pool, connection, CloseReason::kPoolFull, deferred);
   } else {
+    if (warmed) pool.warmed.insert(connection->id());
     connection->SetPooled(true);
     pool.idle.push_back(IdleEntry{std::move(connection), absl::Now()});
     return true;
@@ -497,6 +529,7 @@ void ConnectionPool::RetireLocked(OriginPool& pool,
                                   CloseReason reason, Deferred& deferred) {
   RemoveIdle(pool, *connection);
   pool.warming.erase(connection->id());
+  pool.warmed.erase(connection->id());
   if (pool.dialing.erase(connection->id()) != 0 && reason == CloseReason::kDialFailed) {
     pool.dial_failed = true;
   }

@@ -175,6 +175,9 @@ class ConnectionPool {
 
   // Cost models kept of origins whose last connection is gone (see OriginPool).
   static constexpr size_t kMaxRecentCosts = 1024;
+  // Origins kept warm (min_idle) at once: the most recently used, each for its idle
+  // timeout after its last use.
+  static constexpr size_t kMaxWarmOrigins = 32;
 
  private:
   struct IdleEntry {
@@ -223,6 +226,14 @@ class ConnectionPool {
     bool dial_failed = false;
     // HTTP/2 connections being checked with a PING (Lease::check_first).
     std::set<uint64_t> checking;
+    // Pre-warming: the last request for it, and whether it is among warm_origins_ (at
+    // warm_slot). Only such an origin, used within its idle timeout, is warmed.
+    absl::Time last_used = absl::InfinitePast();
+    bool warm = false;
+    std::list<std::string>::iterator warm_slot;
+    // Idle connections dialed for min_idle that no request has taken yet: closed
+    // (kPoolFull) when the origin is pushed out of warm_origins_.
+    std::set<uint64_t> warmed;
   };
   // Work decided under the lock and carried out after it: callbacks and closes.
   struct Deferred {
@@ -272,8 +283,18 @@ class ConnectionPool {
   Lease TakeIdle(OriginPool& pool, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyDraining(const OriginPool& pool) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts dials until the origin has min_idle idle or warming connections, within
-  // max_conns_per_origin; only when nobody waits (they get the room first).
+  // max_conns_per_origin; only when nobody waits (they get the room first), and only for
+  // an origin among warm_origins_ used within its idle timeout.
   void Warm(OriginPool& pool, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A request for the origin at `now`: with min_idle, it becomes the most recently used
+  // of warm_origins_ (the least recently used past kMaxWarmOrigins is warm no more).
+  // Its idle connections dialed only for warmth are closed, then.
+  void MarkUsed(OriginPool& pool, absl::Time now, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the origin is kept warm now (see Warm).
+  bool KeptWarm(const OriginPool& pool, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return pool.warm && now - pool.last_used < LimitsOf(pool).idle_timeout;
+  }
   // What the cost model says for a request finding no idle connection; none when the
   // origin is not drain-aware or nothing is draining.
   std::optional<AcquireDecision> DrainAwareDecision(const OriginPool& pool) const
@@ -318,6 +339,9 @@ class ConnectionPool {
   std::list<std::pair<std::string, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::list<std::pair<std::string, Learned>>::iterator>
       recent_cost_index_ ABSL_GUARDED_BY(mu_);
+  // Keys of the origins that may be warmed, most recently used first, at most
+  // kMaxWarmOrigins; each is in origins_ (EraseIfUnused takes it out).
+  std::list<std::string> warm_origins_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const AddressPolicy> policy_ ABSL_GUARDED_BY(mu_);  // none: no check
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -10,37 +10,76 @@
 
 namespace egress::transport {
 
-RetryBudgets::Budget& RetryBudgets::For(const Origin& origin, const RetrySettings& settings,
+namespace {
+
+// When a bucket of `tokens` out of `rate` is full again, refilled at `rate` a second.
+absl::Time FullAt(double tokens, double rate, absl::Time now) {
+  if (tokens >= rate) return now;
+  return now + absl::Ceil(absl::Seconds((rate - tokens) / rate), absl::Microseconds(1));
+}
+
+}  // namespace
+
+RetryBudgets::Budget* RetryBudgets::For(const Origin& origin, const RetrySettings& settings,
                                         absl::Time now) {
+  const double rate = settings.min_retries_per_second;
   std::string key = origin.Key();
   auto it = budgets_.find(key);
   if (it == budgets_.end()) {
-    // One other origin's budget makes room: it starts afresh if it comes back (nothing
-    // saved, a full bucket), whereas forgetting them all would refill a failing origin's.
-    if (budgets_.size() >= kMaxOrigins) budgets_.erase(budgets_.begin());
-    it = budgets_.emplace(std::move(key), Budget()).first;
+    if (budgets_.size() >= max_origins_ && !MakeRoom(rate, now)) return nullptr;
+    it = budgets_.emplace(key, Budget{0, TokenBucket(), now}).first;
+    by_full_at_.emplace(now, std::move(key));
   }
   Budget& budget = it->second;
-  const double rate = settings.min_retries_per_second;
   budget.bucket.Refill(now, rate, rate);
-  return budget;
+  return &budget;
+}
+
+bool RetryBudgets::MakeRoom(double rate, absl::Time now) {
+  while (!by_full_at_.empty() && by_full_at_.begin()->first <= now) {
+    auto node = by_full_at_.extract(by_full_at_.begin());
+    const auto it = budgets_.find(node.value().second);
+    const double tokens = it->second.bucket.TokensAt(now, rate, rate);
+    if (tokens >= rate) {
+      budgets_.erase(it);
+      return true;
+    }
+    // Not full after all (its rate has changed since): its new place is after `now`.
+    it->second.full_at = std::max(FullAt(tokens, rate, now), now + absl::Microseconds(1));
+    node.value().first = it->second.full_at;
+    by_full_at_.insert(std::move(node));
+  }
+  return false;
+}
+
+void RetryBudgets::Reindex(const std::string& key, Budget& budget, double rate, absl::Time now) {
+  const absl::Time full_at = FullAt(budget.bucket.tokens(), rate, now);
+  if (full_at == budget.full_at) return;
+  auto node = by_full_at_.extract({budget.full_at, key});
+  budget.full_at = full_at;
+  node.value().first = full_at;
+  by_full_at_.insert(std::move(node));
 }
 
 void RetryBudgets::OnFetch(const Origin& origin, const RetrySettings& settings, absl::Time now) {
   std::lock_guard<std::mutex> lock(mu_);
-  Budget& budget = For(origin, settings, now);
-  budget.saved = std::min(kMaxSaved, budget.saved + settings.budget_percent / 100.0);
+  Budget* budget = For(origin, settings, now);
+  if (!budget) return;  // not tracked: nothing is saved for it
+  budget->saved = std::min(kMaxSaved, budget->saved + settings.budget_percent / 100.0);
 }
 
 bool RetryBudgets::TryRetry(const Origin& origin, const RetrySettings& settings,
                             absl::Time now) {
   std::lock_guard<std::mutex> lock(mu_);
-  Budget& budget = For(origin, settings, now);
-  if (budget.saved >= 1) {
-    budget.saved -= 1;
+  Budget* budget = For(origin, settings, now);
+  if (!budget) return false;  // not tracked: no room, no retry
+  if (budget->saved >= 1) {
+    budget->saved -= 1;
     return true;
   }
-  return budget.bucket.TryTake();
+  if (!budget->bucket.TryTake()) return false;
+  Reindex(origin.Key(), *budget, settings.min_retries_per_second, now);
+  return true;
 }
 
 std::optional<RetryReason> RetryableOutcome(const absl::Status& status, int status_code,

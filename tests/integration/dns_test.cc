@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/transport/pool.h"
 #include "tests/support/dns_server.h"
 #include "tests/support/egress_fixture.h"
 
@@ -184,6 +185,46 @@ TEST_F(DnsTest, NameTheServerAnswersIsFetched) {
   EXPECT_EQ(response.connection().remote_address(),
             absl::StrCat("127.0.0.1:", nginx().http_port()));
   EXPECT_EQ(observer_.DnsLookups(DnsResult::kOk), 1);
+}
+
+// Issue 38's pre-warming case: min_idle_per_origin on a wildcard override and one fetch
+// to each of many names, then no traffic. Only the most recently used origins are kept
+// warm, and none longer than its idle timeout after its fetch: every name ends with no
+// connection, and nothing was dialed beyond one warm-up per fetch (before: min_idle
+// connections per name for good, and dials without end as idle ones were replaced).
+TEST_F(DnsTest, PreWarmingUnderAWildcardLetsGoOfNamesNoLongerAskedFor) {
+  constexpr int kMinIdle = 4;
+  StartEgress([](egress::v1::Config& c) {
+    auto* o = c.mutable_transport()->add_origins();
+    o->set_host("*.warm.test");
+    o->set_min_idle_per_origin(kMinIdle);
+    o->mutable_idle_timeout()->set_seconds(1);
+  });
+  const int names = static_cast<int>(transport::ConnectionPool::kMaxWarmOrigins) + 8;
+  std::vector<std::string> origins;
+  for (int i = 0; i < names; ++i) {
+    const std::string host = absl::StrCat("n", i, ".warm.test");
+    dns_->Answer(host, "127.0.0.1");
+    FetchResponse response;
+    const grpc::Status status = Fetch(RequestFor(host), &response);
+    ASSERT_TRUE(status.ok()) << host << ": " << status.error_message();
+    origins.push_back(absl::StrCat("http://", host, ":", nginx().http_port()));
+  }
+  const auto open = [&] {
+    int total = 0;
+    for (const std::string& origin : origins) {
+      const transport::OriginStats s = PoolStatsFor(origin);
+      total += s.idle + s.connecting + s.active + s.draining;
+    }
+    return total;
+  };
+  int left = open();
+  for (int i = 0; i < 500 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    left = open();
+  }
+  EXPECT_EQ(left, 0);
+  EXPECT_LE(observer_.opened.load(), names * kMinIdle);
 }
 
 TEST_F(DnsTest, NameThatDoesNotExistIsUnavailable) {

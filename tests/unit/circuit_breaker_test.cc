@@ -2,6 +2,7 @@
 // refuses, what a probe decides, and what says nothing of an origin's health.
 #include "service/transport/circuit_breaker.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/transport/error_reason.h"
@@ -119,12 +120,38 @@ TEST_F(CircuitBreakerTest, ANeutralProbeLetsTheNextFetchProbe) {
   EXPECT_NE(next.probe, 0u);
 }
 
-TEST_F(CircuitBreakerTest, AProbeWhoseEndIsNeverRecordedExpiresAfterOpenFor) {
+TEST_F(CircuitBreakerTest, AProbeWhoseEndIsNeverRecordedExpiresAfterTheRetryDelayTheOthersAreTold) {
   for (int i = 0; i < 3; ++i) Fetch(kOrigin, FetchHealth::kFailure, kStart);
   const absl::Time later = kStart + absl::Seconds(10);
   ASSERT_TRUE(Admitted(kOrigin, later));  // lost
-  EXPECT_FALSE(Admitted(kOrigin, later + absl::Seconds(9)));
-  EXPECT_TRUE(Admitted(kOrigin, later + absl::Seconds(10)));
+  const CircuitBreakers::Admission refused =
+      breakers_.Admit(kOrigin, settings_, later + absl::Milliseconds(400));
+  ASSERT_FALSE(refused.status.ok());
+  const absl::Duration told = ReasonOf(refused.status)->retry_delay.value_or(absl::ZeroDuration());
+  EXPECT_GT(told, absl::ZeroDuration());
+  EXPECT_FALSE(Admitted(kOrigin, later + absl::Milliseconds(400) + told - absl::Milliseconds(1)));
+  EXPECT_TRUE(Admitted(kOrigin, later + absl::Milliseconds(400) + told));
+}
+
+// A probe to an upstream that answers slowly (or never: its own timeouts may be long)
+// holds the half-open slot only as long as the others are told to wait, not open_for:
+// a caller that comes back after the retry delay it was given probes itself.
+TEST_F(CircuitBreakerTest, ASlowProbeHoldsTheHalfOpenSlotNoLongerThanTheRetryDelayItsRefusalsGive) {
+  settings_.open_for = absl::Hours(1);
+  for (int i = 0; i < 3; ++i) Fetch(kOrigin, FetchHealth::kFailure, kStart);
+  const absl::Time half_open = kStart + settings_.open_for;
+  const CircuitBreakers::Admission slow = breakers_.Admit(kOrigin, settings_, half_open);
+  ASSERT_TRUE(slow.status.ok());
+  ASSERT_NE(slow.probe, 0u);
+  const CircuitBreakers::Admission refused = breakers_.Admit(kOrigin, settings_, half_open);
+  ASSERT_FALSE(refused.status.ok());
+  const absl::Duration told = ReasonOf(refused.status)->retry_delay.value_or(absl::ZeroDuration());
+  EXPECT_GT(told, absl::ZeroDuration());
+  EXPECT_LE(told, absl::Seconds(5));
+  const CircuitBreakers::Admission back = breakers_.Admit(kOrigin, settings_, half_open + told);
+  ASSERT_TRUE(back.status.ok()) << "told to come back after " << told << ": " << back.status;
+  EXPECT_NE(back.probe, 0u);
+  EXPECT_NE(back.probe, slow.probe);
 }
 
 TEST_F(CircuitBreakerTest, AProbeReplacedAfterOpenForNoLongerDecides) {
@@ -136,8 +163,9 @@ TEST_F(CircuitBreakerTest, AProbeReplacedAfterOpenForNoLongerDecides) {
   ASSERT_TRUE(slow.status.ok() && next.status.ok());
   ASSERT_NE(slow.probe, next.probe);
   // The slow probe's success comes last but one: the breaker waits for the new probe.
-  breakers_.Record(kOrigin, settings_, slow, FetchHealth::kSuccess, "", later + absl::Seconds(11));
-  EXPECT_FALSE(Admitted(kOrigin, later + absl::Seconds(11)));
+  const absl::Time soon = later + absl::Seconds(10) + absl::Milliseconds(500);
+  breakers_.Record(kOrigin, settings_, slow, FetchHealth::kSuccess, "", soon);
+  EXPECT_FALSE(Admitted(kOrigin, soon));
   breakers_.Record(kOrigin, settings_, next, FetchHealth::kFailure, "reset",
                    later + absl::Seconds(12));
   EXPECT_EQ(observer_.BreakerTransitionsTo(BreakerState::kOpen), 2);
@@ -202,6 +230,31 @@ TEST(CircuitBreakerBoundTest, AFullTableMakesRoomFromAClosedBreaker) {
   breakers.Record(c, settings, {}, FetchHealth::kFailure, "x", kStart);
   EXPECT_FALSE(breakers.Admit(c, settings, kStart).status.ok());
   EXPECT_EQ(breakers.Stats(kStart).size(), 2u);
+}
+
+// A full table of open breakers with one closed one among them makes room from that one,
+// wherever it sits in the table (not only when it happens to be among the first few).
+TEST(CircuitBreakerBoundTest, AFullTableFindsItsOneClosedBreakerWhereverItIs) {
+  constexpr size_t kTracked = 500;
+  const CircuitBreakerSettings open_at_once = Settings(1);
+  const CircuitBreakerSettings open_at_three = Settings(3);
+  for (int round = 0; round < 20; ++round) {
+    testing::CountingObserver observer;
+    CircuitBreakers breakers(observer, kTracked);
+    const auto name = [round](absl::string_view what, size_t i) {
+      return Origin{false, absl::StrCat(what, "-", round, "-", i, ".test"), 80};
+    };
+    for (size_t i = 0; i + 1 < kTracked; ++i) {
+      breakers.Record(name("open", i), open_at_once, {}, FetchHealth::kFailure, "x", kStart);
+    }
+    breakers.Record(name("closed", 0), open_at_three, {}, FetchHealth::kFailure, "x", kStart);
+    ASSERT_EQ(breakers.Stats(kStart).size(), kTracked);
+    const Origin failing = name("failing", 0);
+    breakers.Record(failing, open_at_once, {}, FetchHealth::kFailure, "x", kStart);
+    EXPECT_FALSE(breakers.Admit(failing, open_at_once, kStart).status.ok())
+        << "round " << round << ": the failing origin was not tracked";
+    EXPECT_EQ(breakers.Stats(kStart).size(), kTracked);
+  }
 }
 
 TEST(FetchHealthTest, OnlyTheOriginsOwnFailuresCount) {

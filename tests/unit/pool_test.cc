@@ -1,6 +1,7 @@
 // The pool's decisions, with real (undialed) connections and a running io_context.
 #include "service/transport/pool.h"
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -8,7 +9,9 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include "absl/strings/str_cat.h"
 #include "boost/asio/io_context.hpp"
+#include "boost/asio/post.hpp"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "gtest/gtest.h"
@@ -200,6 +203,64 @@ TEST_F(PoolTest, CancelledWaitIsCancelled) {
   pool_->CancelWait(second->id);
   second->served.WaitForNotification();
   EXPECT_TRUE(absl::IsCancelled(second->result->status()));
+}
+
+// Pre-warming follows the origins in use, not every name a caller ever fetched: only the
+// kMaxWarmOrigins most recently used are kept warm, and an origin not used for its idle
+// timeout is let go (its idle connections time out and none is dialed in their place).
+// The case: min_idle on a wildcard, one fetch to each of many names, then none.
+TEST_F(PoolTest, PreWarmingKeepsOnlyRecentlyUsedOriginsWarmAndLetsUnusedOnesGo) {
+  PoolLimits limits;
+  limits.idle_timeout = absl::Milliseconds(500);
+  limits.min_idle = 5;
+  limits.http2_mode = Http2Mode::kOff;
+  std::atomic<int> dials{0};
+  pool_ = std::make_unique<ConnectionPool>(
+      io_.get_executor(),
+      PoolLimitsByHost{PoolLimits{}, {{*HostPattern::Parse("*.warm.test"), limits}}},
+      [this, &dials](const Origin& origin) {
+        ++dials;
+        return std::make_shared<Connection>(io_.get_executor(), tls_, origin, ++next_id_,
+                                            observer_);
+      },
+      [this](std::shared_ptr<Connection> connection) {  // a dial that succeeds at once
+        net::post(io_, [this, connection] { pool_->Return(connection); });
+      });
+  const auto count = [this](bool dialing_only) {
+    int total = 0;
+    for (const OriginStats& s : pool_->Stats()) {
+      total += s.connecting + (dialing_only ? 0 : s.idle + s.active + s.draining);
+    }
+    return total;
+  };
+  const int names = static_cast<int>(ConnectionPool::kMaxWarmOrigins) + 16;
+  for (int i = 0; i < names; ++i) {
+    const Origin origin{false, absl::StrCat("n", i, ".warm.test"), 80};
+    Signal served;
+    std::optional<absl::StatusOr<ConnectionPool::Lease>> lease;
+    pool_->Acquire(origin, false, absl::Now() + absl::Seconds(5),
+                   [&](absl::StatusOr<ConnectionPool::Lease> result) {
+                     lease = std::move(result);
+                     served.Notify();
+                   });
+    served.WaitForNotification();
+    ASSERT_TRUE(lease->ok()) << lease->status();
+    pool_->Return((*lease)->connection);
+  }
+  // Once the warming dials are done: the warm origins' min_idle each (the connection its
+  // fetch returned and those dialed beside it), the others only their own.
+  for (int i = 0; i < 250 && count(/*dialing_only=*/true) > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  const int warm = static_cast<int>(ConnectionPool::kMaxWarmOrigins);
+  EXPECT_LE(count(false), warm * static_cast<int>(limits.min_idle) + (names - warm));
+  // No more traffic: every origin ends with no connection (its entry gone), and nothing
+  // was dialed beyond one warm-up per fetch.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (!pool_->Stats().empty() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(pool_->Stats().size(), 0u) << count(false) << " connections still open";
+  EXPECT_LE(dials.load(), names * static_cast<int>(limits.min_idle))
+      << "dials to origins nobody used again";
 }
 
 TEST_F(PoolTest, IdleConnectionsPastTheIdleTimeoutAreClosed) {

@@ -2,7 +2,12 @@
 // the precedence of rules, config changes and the bound on tracked callers.
 #include "service/quotas.h"
 
+#include <dirent.h>
+
+#include <future>
 #include <vector>
+
+#include "service/quota_store.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -166,6 +171,56 @@ TEST(QuotaTableBoundTest, AnEntryWithRequestsUnderWayIsNeverForgotten) {
   ASSERT_TRUE(held.ok());
   EXPECT_TRUE(table.Acquire(rule, "b", kStart + absl::Seconds(5)).ok());  // overflow
   EXPECT_FALSE(table.Acquire(rule, "a", kStart + absl::Seconds(5)).ok());
+}
+
+// The threads of this process.
+size_t ThreadCount() {
+  size_t count = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return 0;
+  while (const dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
+  closedir(dir);
+  return count;
+}
+
+QuotaStoreSettings StoreAt(int port) {
+  QuotaStoreSettings settings;
+  settings.host = "127.0.0.1";
+  settings.port = port;
+  return settings;
+}
+
+// Config changes that move the quota store between Redis addresses keep one store's
+// thread, not one per address ever configured.
+TEST(QuotaStoresTest, AStoreForAnAddressNoLongerConfiguredIsStoppedAndJoined) {
+  QuotaStores stores;
+  ASSERT_NE(stores.For(StoreAt(1)), nullptr);
+  // With one store's thread (and a sanitizer's own, which starts with the first thread).
+  const size_t with_one = ThreadCount();
+  ASSERT_GT(with_one, 1u);
+  for (int i = 1; i < 12; ++i) {
+    ASSERT_NE(stores.For(StoreAt(1 + i % 4)), nullptr);
+    EXPECT_EQ(ThreadCount(), with_one) << "after " << i + 1 << " stores";
+  }
+  EXPECT_EQ(stores.For(StoreAt(4)), stores.For(StoreAt(4)));  // the one in force is kept
+}
+
+// A request that was waiting when its store was replaced is answered by that store (here:
+// its Redis cannot be reached), not dropped; the replaced store takes no new ones.
+TEST(QuotaStoresTest, AReplacedStoreAnswersWhatWasWaitingAndRefusesWhatComesAfter) {
+  QuotaStores stores;
+  const std::shared_ptr<RedisQuotaStore> old = stores.For(StoreAt(1));
+  std::promise<absl::Status> waiting;
+  old->Take("k", 1, 1, [&](absl::StatusOr<QuotaTake> take) { waiting.set_value(take.status()); });
+  stores.For(StoreAt(2));
+  const absl::Status answer = waiting.get_future().get();
+  EXPECT_TRUE(absl::IsUnavailable(answer)) << answer;
+  EXPECT_THAT(std::string(answer.message()), HasSubstr("127.0.0.1:1")) << answer;
+  std::promise<absl::Status> late;
+  old->Take("k", 1, 1, [&](absl::StatusOr<QuotaTake> take) { late.set_value(take.status()); });
+  const absl::Status refused = late.get_future().get();
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("replaced")) << refused;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // backoff's bounds.
 #include "service/transport/retry_budget.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "service/transport/error_reason.h"
 
@@ -57,6 +58,56 @@ TEST(RetryBudgetsTest, WhatIsSavedUpIsCapped) {
   int retries = 0;
   while (budgets.TryRetry(TestOrigin(), settings, kStart)) ++retries;
   EXPECT_EQ(retries, RetryBudgets::kMaxSaved);
+}
+
+Origin Numbered(absl::string_view what, size_t i) {
+  return TestOrigin(absl::StrCat(what, "-", i, ".test"));
+}
+
+// A caller that fetches from ever new origins does not give a failing origin back the
+// retries it has spent: only budgets that hold nothing back make room in a full table.
+TEST(RetryBudgetsBoundTest, CyclingOriginsDoesNotRefreshAFailingOriginsSpentBudget) {
+  constexpr size_t kTracked = 200;
+  RetryBudgets budgets(kTracked);
+  const RetrySettings settings = Budget(0, 1);
+  for (size_t i = 0; i < kTracked / 2; ++i) {  // failing origins that spent their retries
+    ASSERT_TRUE(budgets.TryRetry(Numbered("failing", i), settings, kStart));
+  }
+  for (size_t i = 0; i < 100 * kTracked; ++i) {
+    budgets.OnFetch(Numbered("cycled", i), settings, kStart);
+  }
+  size_t refreshed = 0;
+  for (size_t i = 0; i < kTracked / 2; ++i) {
+    refreshed += budgets.TryRetry(Numbered("failing", i), settings, kStart);
+  }
+  EXPECT_EQ(refreshed, 0u);
+}
+
+// A full table of budgets in their fresh state (a full bucket) makes room for a new
+// origin, which may then retry.
+TEST(RetryBudgetsBoundTest, AFullTableMakesRoomFromABudgetThatHoldsNothingBack) {
+  RetryBudgets budgets(/*max_origins=*/100);
+  const RetrySettings settings = Budget(0, 1);
+  for (size_t i = 0; i < 100; ++i) budgets.OnFetch(Numbered("fresh", i), settings, kStart);
+  EXPECT_TRUE(budgets.TryRetry(TestOrigin(), settings, kStart));
+  EXPECT_FALSE(budgets.TryRetry(TestOrigin(), settings, kStart));  // tracked: spent
+}
+
+// When every tracked origin has spent its bucket, a new origin is not tracked, and an
+// untracked origin has no room to retry (the safe direction); once a bucket is full
+// again, it makes room.
+TEST(RetryBudgetsBoundTest, WithNoRoomANewOriginDoesNotRetryUntilABucketRefills) {
+  RetryBudgets budgets(/*max_origins=*/100);
+  const RetrySettings settings = Budget(0, 1);
+  for (size_t i = 0; i < 100; ++i) {
+    ASSERT_TRUE(budgets.TryRetry(Numbered("spent", i), settings, kStart));
+  }
+  EXPECT_FALSE(budgets.TryRetry(TestOrigin(), settings, kStart));
+  for (size_t i = 0; i < 100; ++i) {
+    EXPECT_FALSE(budgets.TryRetry(Numbered("spent", i), settings, kStart)) << i;
+  }
+  const absl::Time refilled = kStart + absl::Seconds(1);
+  EXPECT_TRUE(budgets.TryRetry(TestOrigin(), settings, refilled));
 }
 
 TEST(RetryableOutcomeTest, WhatMayGoAgain) {
