@@ -603,6 +603,24 @@ absl::Status BuildRedirectStripHeaders(egress::v1::PolicyConfig* policy, CallerP
   return absl::OkStatus();
 }
 
+// policy.allow_hosts: names only. Their resolution is trusted past the built-in
+// denials; an address there would open what policy.allow_cidrs is for, so it is refused
+// and the message names the CIDR to write instead.
+absl::Status ParseAllowHosts(const google::protobuf::RepeatedPtrField<std::string>& texts,
+                             std::vector<transport::HostPattern>* hosts) {
+  if (auto status = ParseList("policy.allow_hosts", texts, hosts); !status.ok()) return status;
+  for (size_t i = 0; i < hosts->size(); ++i) {
+    if (const auto& address = (*hosts)[i].address) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy.allow_hosts[", i, "]: \"", texts[static_cast<int>(i)],
+          "\" is an IP address, and allow_hosts opens names only; allow an address with "
+          "policy.allow_cidrs (\"", address->to_string(), "/", address->is_v4() ? 32 : 128,
+          "\")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A caller rule's hosts. An empty list would restrict nothing or everything depending on
 // how it is read, so it is refused; "*" alone says "any host" on purpose.
 absl::Status BuildCallerHosts(const std::string& name, const egress::v1::CallerRule& rule,
@@ -753,7 +771,7 @@ absl::Status BuildPolicy(egress::v1::PolicyConfig* policy, ServiceConfig* config
   for (auto status :
        {ParseList("policy.allow_cidrs", policy->allow_cidrs(), &rules.allow_cidrs),
         ParseList("policy.deny_cidrs", policy->deny_cidrs(), &rules.deny_cidrs),
-        ParseList("policy.allow_hosts", policy->allow_hosts(), &rules.allow_hosts),
+        ParseAllowHosts(policy->allow_hosts(), &rules.allow_hosts),
         ParseList("policy.deny_hosts", policy->deny_hosts(), &rules.deny_hosts),
         BuildCallerRules("policy.", policy->callers(), policy->unknown_callers(),
                          &rules.callers),

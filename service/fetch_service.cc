@@ -15,8 +15,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
-#include "boost/asio/ip/address.hpp"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
 #include "google/protobuf/arena.h"
@@ -24,6 +22,7 @@
 #include "grpcpp/alarm.h"
 #include <mutex>
 #include "service/access_log.h"
+#include "service/peer_address.h"
 #include "service/proto_time.h"
 #include "service/status_mapping.h"
 #include "service/trace_context.h"
@@ -244,27 +243,6 @@ std::string CertificateIdentity(const grpc::CallbackServerContext& context,
   }
 }
 
-// The IP address of the peer's connection, from gRPC's "ipv4:1.2.3.4:5" or
-// "ipv6:[::1]:5"; none for other transports (e.g. unix sockets).
-std::optional<boost::asio::ip::address> PeerAddress(const grpc::CallbackServerContext& context) {
-  const std::string text = context.peer();
-  absl::string_view peer = text;
-  if (!absl::ConsumePrefix(&peer, "ipv4:") && !absl::ConsumePrefix(&peer, "ipv6:")) {
-    return std::nullopt;
-  }
-  peer = peer.substr(0, peer.rfind(':'));
-  absl::ConsumePrefix(&peer, "[");
-  absl::ConsumeSuffix(&peer, "]");
-  boost::system::error_code ec;
-  const auto address = boost::asio::ip::make_address(std::string(peer), ec);
-  if (ec) return std::nullopt;
-  // A listener on [::] sees IPv4 callers as ::ffff:a.b.c.d; IPv4 CIDRs should match them.
-  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
-  }
-  return address;
-}
-
 // Whether caller_header may be believed from this peer: its address or its certificate
 // identity is listed in policy.caller_header_trusted_peers.
 bool HeaderTrusted(const grpc::CallbackServerContext& context, const CallerPolicy& callers,
@@ -276,7 +254,7 @@ bool HeaderTrusted(const grpc::CallbackServerContext& context, const CallerPolic
     return true;
   }
   if (callers.header_trusted_cidrs.empty()) return false;
-  const auto address = PeerAddress(context);
+  const auto address = PeerAddress(context.peer());
   return address && std::any_of(callers.header_trusted_cidrs.begin(),
                                 callers.header_trusted_cidrs.end(),
                                 [&](const transport::Cidr& c) { return c.Contains(*address); });

@@ -294,6 +294,11 @@ void Metrics::OnDnsCacheHit() {
   ++dns_cache_hits_;
 }
 
+void Metrics::OnDnsLookupAvoided() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++dns_lookups_avoided_;
+}
+
 void Metrics::OnDnsStaleServed() {
   std::lock_guard<std::mutex> lock(mu_);
   ++dns_stale_served_;
@@ -335,6 +340,10 @@ void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
   MetricFamily hits = Family("egress_dns_cache_hits_total",
                              "Names answered from the DNS cache (fresh or negative answers).",
                              MetricType::Counter);
+  MetricFamily avoided = Family("egress_dns_lookups_avoided_total",
+                                "Names not looked up because a name rule of the policy "
+                                "(deny_hosts, a caller's rule) denied them first.",
+                                MetricType::Counter);
   MetricFamily stale = Family("egress_dns_stale_served_total",
                               "Expired cached answers used because the resolver failed "
                               "(within transport.dns.stale_for).",
@@ -345,6 +354,7 @@ void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
                                  MetricType::Counter);
   std::lock_guard<std::mutex> lock(mu_);
   AddSample(hits, {}, dns_cache_hits_);
+  AddSample(avoided, {}, dns_lookups_avoided_);
   AddSample(stale, {}, dns_stale_served_);
   for (size_t i = 0; i < connect_attempts_.size(); ++i) {
     AddSample(attempts,
@@ -352,6 +362,7 @@ void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
               connect_attempts_[i]);
   }
   families.push_back(std::move(hits));
+  families.push_back(std::move(avoided));
   families.push_back(std::move(stale));
   families.push_back(std::move(attempts));
 }

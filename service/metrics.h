@@ -73,6 +73,7 @@ class Metrics final : public transport::TransportObserver,
   void OnTransportException() override;
   void OnDnsLookup(transport::DnsResult result) override;
   void OnDnsCacheHit() override;
+  void OnDnsLookupAvoided() override;
   void OnDnsStaleServed() override;
   void OnConnectAttempt(transport::ConnectAttemptResult result) override;
   void OnCircuitBreakerStateChanged(const transport::Origin& origin, transport::BreakerState from,
@@ -171,13 +172,14 @@ class Metrics final : public transport::TransportObserver,
   absl::flat_hash_map<std::string, uint64_t> policy_would_deny_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, transport::kDnsResultCount> dns_lookups_ ABSL_GUARDED_BY(mu_){};
   uint64_t dns_cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dns_lookups_avoided_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dns_stale_served_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<uint64_t, transport::kConnectAttemptResultCount> connect_attempts_
       ABSL_GUARDED_BY(mu_){};
   // Origins whose circuit breaker is in each state (closed ones are not counted).
   std::array<int64_t, 3> breakers_by_state_ ABSL_GUARDED_BY(mu_){};
-  // egress_dns_cache_hits_total, egress_dns_stale_served_total and
-  // egress_connect_attempts_total.
+  // egress_dns_cache_hits_total, egress_dns_lookups_avoided_total,
+  // egress_dns_stale_served_total and egress_connect_attempts_total.
   void CollectDialing(std::vector<prometheus::MetricFamily>& families) const;
   uint64_t budget_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t budget_peak_ ABSL_GUARDED_BY(mu_) = 0;

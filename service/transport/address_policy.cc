@@ -1,5 +1,8 @@
 #include "service/transport/address_policy.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
@@ -75,6 +78,12 @@ std::string Normalize(absl::string_view host) {
   return absl::AsciiStrToLower(absl::StripSuffix(host, "."));
 }
 
+// An IPv6 form of an IPv4 address (EmbeddedIpv4) as that IPv4 address; any other as is.
+ip::address Unembedded(const ip::address& address) {
+  const std::optional<ip::address_v4> embedded = EmbeddedIpv4(address);
+  return embedded ? ip::address(*embedded) : address;
+}
+
 }  // namespace
 
 absl::StatusOr<Cidr> Cidr::Parse(absl::string_view text) {
@@ -107,7 +116,32 @@ bool Cidr::Contains(const ip::address& address) const {
   return PrefixEqual(network.to_v6().to_bytes(), address.to_v6().to_bytes(), prefix_length);
 }
 
+std::optional<ip::address> HostAddress(absl::string_view host) {
+  absl::string_view text = host;
+  if (absl::ConsumePrefix(&text, "[") && !absl::ConsumeSuffix(&text, "]")) return std::nullopt;
+  boost::system::error_code ec;
+  if (absl::StrContains(text, ':')) {
+    const ip::address_v6 v6 = ip::make_address_v6(std::string(text), ec);
+    // A zone ("fe80::1%eth0") names an interface of this machine: no URL's host.
+    if (ec || v6.scope_id() != 0) return std::nullopt;
+    return ip::address(v6);
+  }
+  text = absl::StripSuffix(text, ".");
+  // inet_aton is what getaddrinfo reads a numeric host with; it also takes what follows
+  // a space, so only the characters of its numbers and dots are given to it.
+  const bool numeric = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isxdigit(static_cast<unsigned char>(c)) || c == 'x' || c == 'X' ||
+           c == '.';
+  });
+  in_addr v4{};
+  if (!numeric || inet_aton(std::string(text).c_str(), &v4) == 0) return std::nullopt;
+  return ip::address(ip::address_v4(ntohl(v4.s_addr)));
+}
+
 absl::StatusOr<HostPattern> HostPattern::Parse(absl::string_view text) {
+  if (const std::optional<ip::address> address = HostAddress(text)) {
+    return HostPattern{address->to_string(), address};
+  }
   std::string pattern = Normalize(text);
   absl::string_view name = absl::StripPrefix(pattern, "*.");
   const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
@@ -115,12 +149,23 @@ absl::StatusOr<HostPattern> HostPattern::Parse(absl::string_view text) {
   });
   if (!valid) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "\"", text, "\" is not a host pattern: use a name (api.example.com) or *.suffix"));
+        "\"", text, "\" is not a host pattern: use a name (api.example.com), *.suffix or "
+        "an IP address"));
   }
-  return HostPattern{std::move(pattern)};
+  if (LooksLikeAnAddress(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text, "\" is not a host pattern: \"", name, "\" has the shape of an address "
+        "but is none (its last label starts with a digit), so it matches no host; name one "
+        "address, or use a CIDR field for a network"));
+  }
+  return HostPattern{std::move(pattern), std::nullopt};
 }
 
 bool HostPattern::Matches(absl::string_view host) const {
+  if (const std::optional<ip::address> host_address = HostAddress(host)) {
+    return address && Unembedded(*address) == Unembedded(*host_address);
+  }
+  if (address) return false;
   const std::string name = Normalize(host);
   if (absl::StartsWith(pattern, "*.")) {
     return absl::EndsWith(name, absl::string_view(pattern).substr(1));
@@ -212,8 +257,8 @@ PolicyVerdict AddressPolicy::Decide(absl::string_view host, const ip::address& a
     return denial;
   };
   const ReportOnlyRules& report_only = rules_.report_only;
-  if (auto p = first_host(rules_.deny_hosts); p != rules_.deny_hosts.end()) {
-    return deny(DenyReason::kHostDenied, absl::StrCat("deny_hosts:", p->pattern));
+  if (PolicyVerdict by_name = CheckHost(host); by_name.denied) {
+    return deny(DenyReason::kHostDenied, std::move(by_name.rule));
   }
   if (auto p = first_host(report_only.deny_hosts); p != report_only.deny_hosts.end()) {
     verdict.would_deny.push_back(absl::StrCat("deny_hosts:", p->pattern));
@@ -230,7 +275,7 @@ PolicyVerdict AddressPolicy::Decide(absl::string_view host, const ip::address& a
     return verdict;
   }
   if (auto p = first_host(rules_.allow_hosts);
-      !LooksLikeAnAddress(host) && p != rules_.allow_hosts.end()) {
+      !LooksLikeAnAddress(host) && p != rules_.allow_hosts.end() && !p->address) {
     verdict.rule = absl::StrCat("allow_hosts:", p->pattern);
     return verdict;
   }
@@ -244,6 +289,24 @@ PolicyVerdict AddressPolicy::Decide(absl::string_view host, const ip::address& a
 std::optional<DenyReason> AddressPolicy::Check(absl::string_view host,
                                                const ip::address& address) const {
   return Decide(host, address).denied;
+}
+
+PolicyVerdict AddressPolicy::CheckHost(absl::string_view host) const {
+  PolicyVerdict verdict;
+  if (!rules_.enabled) return verdict;
+  const auto& deny = rules_.deny_hosts;
+  const auto p = std::find_if(deny.begin(), deny.end(),
+                              [&](const HostPattern& pattern) { return pattern.Matches(host); });
+  if (p != deny.end()) {
+    verdict.denied = DenyReason::kHostDenied;
+    verdict.rule = absl::StrCat("deny_hosts:", p->pattern);
+  }
+  return verdict;
+}
+
+PolicyVerdict AddressPolicy::CheckName(absl::string_view caller, absl::string_view host) const {
+  PolicyVerdict verdict = CheckHost(host);
+  return verdict.denied ? verdict : CheckCaller(caller, host);
 }
 
 PolicyVerdict AddressPolicy::CheckCaller(absl::string_view caller, absl::string_view host) const {
@@ -304,10 +367,9 @@ PolicyVerdict AddressPolicy::CheckAddresses(absl::string_view host,
 PolicyVerdict AddressPolicy::Evaluate(absl::string_view caller, absl::string_view host,
                                       const std::vector<ip::address>& addresses) const {
   std::vector<ip::address> checked = addresses;
-  boost::system::error_code not_an_address;
-  const ip::address literal = ip::make_address(std::string(host), not_an_address);
-  if (checked.empty() && !not_an_address) checked.push_back(literal);
-  return Combine(CheckCaller(caller, host), CheckAddresses(host, checked));
+  const std::optional<ip::address> literal = HostAddress(host);
+  if (checked.empty() && literal) checked.push_back(*literal);
+  return Combine(CheckName(caller, host), CheckAddresses(host, checked));
 }
 
 PolicyVerdict AddressPolicy::Combine(PolicyVerdict caller_stage, PolicyVerdict address_stage) {

@@ -28,10 +28,21 @@ struct Cidr {
   const std::string& ToString() const { return text; }
 };
 
+// The address a URL's host stands for, when it is one: an IPv6 literal (bracketed or
+// not) or an IPv4 address in any spelling getaddrinfo, curl and WHATWG URL parsers take
+// (inet_aton's: "127.1", "2130706433", "0x7f000001", "0177.0.0.1", one trailing dot).
+// None for a name. The one reading of a host as an address: the URL parser, the dial
+// and every rule that takes host patterns go through it.
+std::optional<boost::asio::ip::address> HostAddress(absl::string_view host);
+
 // "api.example.com" matches that name only; "*.example.com" matches every name below
-// example.com (not example.com itself). Case-insensitive.
+// example.com (not example.com itself). Case-insensitive. An address (any spelling
+// HostAddress reads) matches that address in every spelling, and its IPv6 forms that
+// embed it (EmbeddedIpv4); a name never matches an address, nor an address a name.
+// A wildcard over an address ("*.1") is refused: it would match nothing.
 struct HostPattern {
-  std::string pattern;  // lower case, no trailing dot
+  std::string pattern;  // lower case, no trailing dot; for an address, its usual text
+  std::optional<boost::asio::ip::address> address;  // set when the pattern is an address
 
   static absl::StatusOr<HostPattern> Parse(absl::string_view text);
   bool Matches(absl::string_view host) const;
@@ -112,9 +123,10 @@ struct PolicyVerdict {
 // NAT64 prefixes, 6to4 or Teredo: the built-in denials refuse those forms whole.
 std::optional<boost::asio::ip::address_v4> EmbeddedIpv4(const boost::asio::ip::address& address);
 
-// Whether a URL's host is an address in some spelling rather than a name: it holds a
-// ':' (IPv6) or its last label starts with a digit (10.0.0.1, 127.1, 2130706433,
-// 0x7f000001). No top-level domain starts with a digit.
+// Whether a URL's host has the shape of an address rather than a name: it holds a ':'
+// (IPv6) or its last label starts with a digit (10.0.0.1, 127.1, 2130706433,
+// 0x7f000001, and 1.2.3.999, which is no address either). No top-level domain starts
+// with a digit.
 bool LooksLikeAnAddress(absl::string_view host);
 
 // Decides which destinations egress may connect to. Checked on resolved addresses, so
@@ -130,7 +142,8 @@ bool LooksLikeAnAddress(absl::string_view host);
 //                                                "*.0x7f" opens no address literal)
 //   5. a built-in special-purpose range       -> denied
 //   6. otherwise                              -> allowed
-// Caller rules come first, before any name is resolved. Report-only rules take their
+// deny_hosts and the caller rules are also decided before any name is resolved
+// (CheckName). Report-only rules take their
 // place in the same order: one that matches is noted and the walk goes on, so what it
 // would deny is what it would deny if it were enforced.
 class AddressPolicy {
@@ -141,9 +154,13 @@ class AddressPolicy {
   std::optional<DenyReason> Check(absl::string_view host,
                                   const boost::asio::ip::address& address) const;
 
-  // The caller stage: whether `caller` (its identity; empty when it has none) may reach
-  // `host` at all. Allowed verdicts name no rule: the addresses decide.
-  PolicyVerdict CheckCaller(absl::string_view caller, absl::string_view host) const;
+  // The rules about names alone, decided before any lookup so that a name they deny is
+  // never sent to DNS. CheckHost: policy.deny_hosts (what every dial checks first).
+  // CheckName, the name stage of a fetch: deny_hosts, then whether `caller` (its
+  // identity; empty when it has none) may reach `host` at all. Allowed verdicts name no
+  // rule: the addresses decide.
+  PolicyVerdict CheckHost(absl::string_view host) const;
+  PolicyVerdict CheckName(absl::string_view caller, absl::string_view host) const;
   // The address stage, over every address `host` resolved to (or the one a pooled
   // connection is connected to): allowed when the enforced rules allow one of them,
   // denied (for the first address) otherwise; a report-only rule would deny when it
@@ -152,7 +169,7 @@ class AddressPolicy {
                                const std::vector<boost::asio::ip::address>& addresses) const;
   // Both stages, as a fetch meets them: what live fetches get, and what a dry run
   // replays. With no address (a fetch denied before its name was resolved), the host
-  // itself when it is an address literal; else the address stage is "unresolved".
+  // itself when it is an address (HostAddress); else the address stage is "unresolved".
   PolicyVerdict Evaluate(absl::string_view caller, absl::string_view host,
                          const std::vector<boost::asio::ip::address>& addresses) const;
   // The verdict on a fetch from those of its two stages: the first denial, else the
@@ -165,6 +182,8 @@ class AddressPolicy {
   static const std::vector<std::pair<Cidr, DenyReason>>& SpecialRanges();
 
  private:
+  // The caller rules of CheckName.
+  PolicyVerdict CheckCaller(absl::string_view caller, absl::string_view host) const;
   // One address through the precedence above: the verdict of its enforced rules, and
   // the first report-only rule that would deny it.
   PolicyVerdict Decide(absl::string_view host, const boost::asio::ip::address& address) const;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -220,10 +221,17 @@ void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
           absl::CancelledError(absl::StrCat("connecting to ", self->origin_.Key(),
                                             " was cancelled")));
     }
-    beast::error_code not_an_address;
-    const auto address = net::ip::make_address(self->origin_.host, not_an_address);
-    if (!not_an_address) {  // an IP literal needs no lookup
-      return self->ConnectChecked({tcp::endpoint(address, self->origin_.port)});
+    if (const auto address = HostAddress(self->origin_.host)) {  // no lookup needed
+      return self->ConnectChecked({tcp::endpoint(*address, self->origin_.port)});
+    }
+    // A name deny_hosts denies is not looked up (a fetch's name stage denied it already;
+    // this is for dials without a fetch, such as pre-warming).
+    if (PolicyVerdict verdict = self->dial_settings_.policy->CheckHost(self->origin_.host);
+        verdict.denied) {
+      self->observer_.OnPolicyDenied(self->origin_, *verdict.denied);
+      self->observer_.OnDnsLookupAvoided();
+      return std::exchange(self->status_done_, nullptr)(
+          PolicyDenial(self->origin_, verdict, /*caller=*/""));
     }
     self->Resolve(resolver, std::move(caller));
   });
@@ -305,12 +313,9 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   }
 
   SSL* ssl = stream_.tls().native_handle();
-  beast::error_code address_ec;
-  net::ip::make_address(origin_.host, address_ec);
-  const bool host_is_ip = !address_ec;
   // SNI is for names only (RFC 6066); the certificate must match the name or the IP.
-  if (host_is_ip) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), origin_.host.c_str());
+  if (const std::optional<net::ip::address> ip = HostAddress(origin_.host)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ip->to_string().c_str());
   } else {
     SSL_set_tlsext_host_name(ssl, origin_.host.c_str());
     SSL_set1_host(ssl, origin_.host.c_str());

@@ -206,6 +206,9 @@ class TransportObserver {
   virtual void OnDnsLookup(DnsResult result) = 0;
   // A name was answered from the DNS cache (a fresh or a negative answer), unasked.
   virtual void OnDnsCacheHit() = 0;
+  // A name the policy's name rules (deny_hosts, the caller's rule) denied was not looked
+  // up: no DNS query left for it.
+  virtual void OnDnsLookupAvoided() = 0;
   // The resolver failed and an answer whose TTL had run out (within
   // transport.dns.stale_for) was used instead.
   virtual void OnDnsStaleServed() = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -13,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url_view.hpp"
+#include "service/transport/address_policy.h"
 #include "service/transport/error_reason.h"
 
 namespace egress::transport {
@@ -140,6 +142,20 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
   }
   if (origin.host.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("URL ", Quoted(raw), " has no host"));
+  }
+  // An address in any spelling ("127.1", "0x7f000001") becomes its one text, so that
+  // the rules, the pool and the dial all meet the address; a host of that shape that is
+  // no address ("1.2.3.999") is refused, as WHATWG URL parsers refuse it, and is never
+  // sent to DNS as a name.
+  if (LooksLikeAnAddress(origin.host)) {
+    const std::optional<boost::asio::ip::address> address = HostAddress(origin.host);
+    if (!address) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "URL ", Quoted(raw), " has host ", Quoted(origin.host),
+          ", which is neither an IP address nor a name (no name's last label starts with a "
+          "digit)"));
+    }
+    origin.host = address->to_string();
   }
   if (origin.host.size() > kMaxHostBytes) {
     return absl::InvalidArgumentError(absl::StrCat("URL ", Quoted(raw), " has a host of ",

@@ -11,6 +11,7 @@
 #include "boost/asio/buffer.hpp"
 #include "boost/asio/ip/address.hpp"
 #include "service/base/files.h"
+#include "service/transport/address_policy.h"
 
 namespace egress::transport {
 
@@ -94,9 +95,9 @@ bool PeerCertificateMatches(SSL* ssl, const std::string& host) {
   const X509* certificate = SSL_get0_peer_certificate(ssl);
   if (!certificate) return false;
   X509* cert = const_cast<X509*>(certificate);  // X509_check_* take non-const
-  boost::system::error_code not_an_address;
-  boost::asio::ip::make_address(host, not_an_address);
-  if (!not_an_address) return X509_check_ip_asc(cert, host.c_str(), 0) == 1;
+  if (const auto ip = HostAddress(host)) {
+    return X509_check_ip_asc(cert, ip->to_string().c_str(), 0) == 1;
+  }
   return X509_check_host(cert, host.data(), host.size(), 0, nullptr) == 1;
 }
 

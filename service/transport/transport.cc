@@ -81,10 +81,12 @@ class Exchange : public PendingFetch, public std::enable_shared_from_this<Exchan
         done_(std::move(done)) {}
 
   void Start() {
-    // A per-caller rule is about names, so it is checked before any connection is picked.
-    caller_verdict_ = settings_.policy->CheckCaller(request_.caller, request_.origin.host);
+    // deny_hosts and the caller's rule are about names: decided before any connection is
+    // picked and any name looked up, so a name they deny never reaches DNS.
+    caller_verdict_ = settings_.policy->CheckName(request_.caller, request_.origin.host);
     if (const std::optional<DenyReason> denied = caller_verdict_.denied) {
       transport_.observer_.OnPolicyDenied(request_.origin, *denied);
+      if (!HostAddress(request_.origin.host)) transport_.observer_.OnDnsLookupAvoided();
       RecordDecision({});
       return Finish(PolicyDenial(request_.origin, caller_verdict_, request_.caller));
     }

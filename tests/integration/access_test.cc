@@ -246,6 +246,32 @@ TEST_F(AccessTest, CallerHeaderFromAnUntrustedPeerIsIgnored) {
   EXPECT_THAT(denied.error_message(), HasSubstr("the caller has no identity"));
 }
 
+// gRPC names an IPv6 peer "ipv6:%5B::1%5D:port": a mesh proxy on IPv6 listed in
+// caller_header_trusted_peers is believed like one on IPv4.
+TEST_F(AccessTest, CallerHeaderFromATrustedIpv6PeerNamesTheCaller) {
+  Config proto;
+  proto.mutable_transport()->set_extra_ca_file(nginx().ca_file());
+  proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");
+  proto.mutable_policy()->set_caller_header("x-egress-caller");
+  proto.mutable_policy()->add_caller_header_trusted_peers("::1/128");
+  proto.mutable_policy()->set_unknown_callers(egress::v1::UNKNOWN_CALLERS_DENY);
+  auto* rule = proto.mutable_policy()->add_callers();
+  rule->set_identity("batch");
+  rule->add_allowed_hosts("*");
+  auto config = BuildConfig(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto server = EgressServer::Start(*config, "[::1]:0", observer_, observer_);
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << server.status();
+  server_ = *std::move(server);
+  stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("[::1]:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  const grpc::Status status = FetchAs("batch", nginx().HttpUrl("/cl/1k"));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  const grpc::Status unnamed = FetchAs("", nginx().HttpUrl("/cl/1k"));
+  EXPECT_EQ(unnamed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(observer_.Denied(DenyReason::kUnknownCaller), 1);
+}
+
 // Two values could be two proxies' opinions (or one forged after a real one): neither
 // is believed.
 TEST_F(AccessTest, ACallerHeaderSentTwiceNamesNoCaller) {

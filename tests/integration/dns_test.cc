@@ -512,6 +512,32 @@ TEST_F(DnsTest, DeniedAnswerIsDeniedFreshAndAgainFromTheCache) {
   EXPECT_EQ(observer_.opened, 0);
 }
 
+// A name the policy denies is decided on its name: no query leaves for it (DNS would
+// carry it to whoever serves the zone), and the caller is told it is denied, not that
+// DNS failed.
+TEST_F(DnsTest, ANameDenyHostsListsIsNeverLookedUpAndIsDeniedEvenWhenDnsWouldFail) {
+  dns_->Fail("blocked.test");
+  dns_->Answer("answered.blocked.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_policy()->add_deny_hosts("blocked.test");
+    c.mutable_policy()->add_deny_hosts("*.blocked.test");
+  });
+  for (const char* host : {"blocked.test", "answered.blocked.test"}) {
+    FetchResponse response;
+    const grpc::Status denied = Fetch(DialingRequestFor(host), &response);
+    EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << host << ": " << denied.error_message();
+    EXPECT_THAT(denied.error_message(), HasSubstr("matches policy.deny_hosts")) << host;
+    EXPECT_EQ(dns_->Queries(host), 0) << host;
+  }
+  EXPECT_EQ(observer_.dns_lookups_avoided, 2);
+  EXPECT_EQ(observer_.Denied(transport::DenyReason::kHostDenied), 2);
+  EXPECT_EQ(observer_.DnsLookups(DnsResult::kOk) + observer_.DnsLookups(DnsResult::kError), 0);
+  // A name the rules let through is still looked up.
+  EXPECT_EQ(FetchedFrom("answered.test"), Nginx("127.0.0.1"));
+  EXPECT_GE(dns_->Queries("answered.test"), 1);
+}
+
 TEST_F(DnsTest, DisabledCacheAsksTheServerForEveryDial) {
   dns_->Answer("uncached.test", "127.0.0.1");
   StartEgress([](egress::v1::Config& c) {

@@ -137,6 +137,44 @@ TEST_F(PolicyTest, DenyRulesBeatAllowRulesAndHostPatternsWork) {
   EXPECT_EQ(observer_.Denied(DenyReason::kCidrDenied), 1);
 }
 
+// An address in deny_hosts is denied in every spelling of it, as the address rules
+// are, and its neighbour is not (the fixture allows 127.0.0.0/8: nothing listens on
+// port 1, so an allowed fetch is UNAVAILABLE).
+TEST_F(PolicyTest, AnAddressInDenyHostsIsDeniedInEverySpellingOfIt) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_policy()->add_deny_hosts("127.0.0.1"); });
+  const std::vector<std::string> spellings = {"127.0.0.1",  "127.1",      "2130706433",
+                                              "0x7f000001", "0177.0.0.1", "[::ffff:127.0.0.1]"};
+  for (const std::string& host : spellings) {
+    FetchResponse response;
+    const grpc::Status status = FetchWithTimeout(absl::StrCat("http://", host, ":1/"), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << host << ": " << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr("matches policy.deny_hosts")) << host;
+  }
+  EXPECT_EQ(observer_.Denied(DenyReason::kHostDenied), static_cast<int>(spellings.size()));
+  FetchResponse response;
+  EXPECT_EQ(FetchWithTimeout("http://127.2:1/", &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(observer_.opened, 0);
+}
+
+// allow_hosts opens names only: an address there is refused at load, and the message
+// names the allow_cidrs entry to write instead.
+TEST_F(PolicyTest, AnAddressInAllowHostsIsRefusedAtLoadPointingToAllowCidrs) {
+  for (const char* address : {"127.0.0.1", "0x7f000001", "[::1]"}) {
+    egress::v1::Config proto;
+    proto.mutable_policy()->add_allow_hosts("api.example.com");
+    proto.mutable_policy()->add_allow_hosts(address);
+    const auto config = BuildConfig(proto);
+    ASSERT_FALSE(config.ok()) << address;
+    EXPECT_THAT(std::string(config.status().message()),
+                HasSubstr("policy.allow_hosts[1]: \"" + std::string(address) +
+                          "\" is an IP address, and allow_hosts opens names only; allow an "
+                          "address with policy.allow_cidrs"))
+        << address;
+  }
+}
+
 TEST_F(PolicyTest, RedirectsAreNotFollowedUnlessAsked) {
   StartEgress();
   FetchRequest request = Request(nginx().HttpUrl("/redirect-relative"));

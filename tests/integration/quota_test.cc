@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "service/config.h"
 #include "tests/support/egress_fixture.h"
@@ -84,6 +85,25 @@ TEST_F(QuotaTest, ACallerOverItsRateGetsResourceExhaustedForTheExcessOnly) {
   EXPECT_EQ(FetchAs("", "/switch").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   // Nothing refused reached the upstream.
   EXPECT_EQ(faults().switch_requests() - upstream_before, 15);
+}
+
+// A quota on an address counts that address in every spelling: writing it another way
+// does not get a caller past the quota, and nothing refused reaches the upstream.
+TEST_F(QuotaTest, AQuotaOnAnAddressCountsEverySpellingOfIt) {
+  StartWithQuotas({R"(name: "loopback" caller: "*" hosts: "127.0.0.1"
+                      requests_per_second: 0.01 burst: 1)"});
+  const int upstream_before = faults().switch_requests();
+  EXPECT_TRUE(FetchAs("noisy", "/switch").ok());
+  for (const char* host : {"127.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1",
+                           "[::ffff:127.0.0.1]"}) {
+    BackgroundFetch fetch(
+        *stub_, Request(absl::StrCat("http://", host, ":", faults().port(), "/switch")),
+        "noisy");
+    const grpc::Status status = fetch.Wait();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << host << ": " << status.error_message();
+  }
+  EXPECT_EQ(faults().switch_requests() - upstream_before, 1);
 }
 
 TEST_F(QuotaTest, ARuleNamingTheCallerComesBeforeTheDefault) {

@@ -89,6 +89,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   }
   int DnsLookups(transport::DnsResult r) const { return dns_lookups[static_cast<size_t>(r)]; }
   void OnDnsCacheHit() override { ++dns_cache_hits; }
+  void OnDnsLookupAvoided() override { ++dns_lookups_avoided; }
   void OnDnsStaleServed() override { ++dns_stale_served; }
   void OnConnectAttempt(transport::ConnectAttemptResult result) override {
     ++connect_attempts[static_cast<size_t>(result)];
@@ -194,6 +195,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::atomic<int> exceptions{0};
   std::array<std::atomic<int>, transport::kDnsResultCount> dns_lookups{};
   std::atomic<int> dns_cache_hits{0};
+  std::atomic<int> dns_lookups_avoided{0};
   std::atomic<int> dns_stale_served{0};
   std::array<std::atomic<int>, transport::kConnectAttemptResultCount> connect_attempts{};
   std::atomic<uint64_t> buffered_body_bytes{0};

@@ -85,11 +85,15 @@ TEST(AddressPolicyTest, EmbeddedIpv4ReadsOnlyTheFormsThatReachThatIpv4Host) {
 }
 
 // allow_hosts are for names: a pattern that would match an address spelt as a host
-// ("*.1" against 10.0.0.1 or 127.1) opens nothing.
+// opens nothing (config refuses addresses there at load; a wildcard over an address,
+// "*.1", is no pattern at all).
 TEST(AddressPolicyTest, AllowHostsNeverMatchAHostThatIsAnAddress) {
   PolicyRules rules;
-  for (const char* pattern : {"*.1", "*.0x7f000001", "127.1", "2130706433", "*.example.com"}) {
+  for (const char* pattern : {"127.1", "2130706433", "*.example.com"}) {
     rules.allow_hosts.push_back(*HostPattern::Parse(pattern));
+  }
+  for (const char* pattern : {"*.1", "*.0x7f000001", "*.0.0.1", "1.2.3.999"}) {
+    EXPECT_FALSE(HostPattern::Parse(pattern).ok()) << pattern;
   }
   const AddressPolicy policy(std::move(rules));
   for (const char* host : {"10.0.0.1", "127.1", "2130706433", "a.0x7f000001", "::1", "[::1]"}) {
@@ -147,14 +151,14 @@ TEST(AddressPolicyTest, CallerRulesAreNamedByTheirIdentityEnforcedOrReported) {
   rules.report_only.callers.allowed_hosts["search"] = {*HostPattern::Parse("*.google.com")};
   rules.report_only.callers.deny_unknown = true;
   const AddressPolicy policy(std::move(rules));
-  const PolicyVerdict billing = policy.CheckCaller("billing", "evil.example");
+  const PolicyVerdict billing = policy.CheckName("billing", "evil.example");
   EXPECT_EQ(billing.denied, DenyReason::kCallerNotAllowed);
   EXPECT_EQ(billing.rule, "callers:billing");
-  EXPECT_THAT(policy.CheckCaller("search", "bing.com").would_deny,
+  EXPECT_THAT(policy.CheckName("search", "bing.com").would_deny,
               ::testing::ElementsAre("callers:search"));
-  EXPECT_THAT(policy.CheckCaller("", "bing.com").would_deny,
+  EXPECT_THAT(policy.CheckName("", "bing.com").would_deny,
               ::testing::ElementsAre("unknown_callers"));
-  EXPECT_TRUE(policy.CheckCaller("billing", "api.stripe.com").would_deny.empty());
+  EXPECT_TRUE(policy.CheckName("billing", "api.stripe.com").would_deny.empty());
 }
 
 // A fetch a caller rule denied was never resolved: its host is used when it is an
@@ -167,6 +171,95 @@ TEST(AddressPolicyTest, EvaluatingAFetchWithoutAddressesUsesItsLiteralHostOrSays
   const PolicyVerdict name = policy.Evaluate("", "api.example.com", {});
   EXPECT_FALSE(name.denied);
   EXPECT_EQ(name.rule, "unresolved");
+}
+
+// The one reading of a URL's host as an address: every spelling getaddrinfo and WHATWG
+// URL parsers take is that address; a name, or a host of an address's shape that is
+// none, is no address.
+TEST(HostAddressTest, EverySpellingOfAnAddressIsThatAddress) {
+  for (const char* spelling : {"127.0.0.1", "127.1", "2130706433", "0x7f000001", "0X7F000001",
+                               "0177.0.0.1", "0x7f.0.0.1", "0x7f.1", "127.000.000.001",
+                               "127.0.0.1."}) {
+    EXPECT_EQ(HostAddress(spelling), std::optional<ip::address>(Address("127.0.0.1")))
+        << spelling;
+  }
+  for (const char* spelling : {"::1", "[::1]", "[0:0:0:0:0:0:0:1]"}) {
+    EXPECT_EQ(HostAddress(spelling), std::optional<ip::address>(Address("::1"))) << spelling;
+  }
+  EXPECT_EQ(HostAddress("[::ffff:127.0.0.1]"), Address("::ffff:127.0.0.1"));
+  for (const char* none : {"example.com", "localhost", "cafe", "dead.beef", "1password.com",
+                           "api.example.com.", "1.2.3.999", "127.0.0.1.5", "127.0.0.1 x",
+                           "[::1", "fe80::1%lo", ""}) {
+    EXPECT_EQ(HostAddress(none), std::nullopt) << none;
+  }
+}
+
+// Every rule that takes host patterns matches through HostAddress: an address written
+// in one spelling matches a URL's host in every other (and the IPv6 forms embedding
+// it), a name pattern never matches an address, an address pattern never a name.
+TEST(HostPatternTest, AnAddressPatternMatchesEverySpellingOfItsAddressAndNothingElse) {
+  for (const char* written : {"127.0.0.1", "127.1", "0x7f000001", "[::ffff:127.0.0.1]"}) {
+    const absl::StatusOr<HostPattern> pattern = HostPattern::Parse(written);
+    ASSERT_TRUE(pattern.ok()) << written << ": " << pattern.status();
+    for (const char* host : {"127.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1",
+                             "[::ffff:127.0.0.1]", "::ffff:127.0.0.1", "64:ff9b::7f00:1"}) {
+      EXPECT_TRUE(pattern->Matches(host)) << written << " against " << host;
+    }
+    for (const char* other : {"127.0.0.2", "127.2", "::1", "localhost", "127.0.0.1.example.com"}) {
+      EXPECT_FALSE(pattern->Matches(other)) << written << " against " << other;
+    }
+  }
+  const HostPattern v6 = *HostPattern::Parse("[::1]");
+  EXPECT_EQ(v6.pattern, "::1");
+  EXPECT_TRUE(v6.Matches("0:0::1"));
+  EXPECT_FALSE(v6.Matches("127.0.0.1"));
+  const HostPattern names = *HostPattern::Parse("*.example.com");
+  EXPECT_TRUE(names.Matches("API.example.com."));
+  EXPECT_FALSE(names.Matches("127.0.0.1"));
+}
+
+// deny_hosts, report_only.deny_hosts and a caller's hosts meet every spelling of an
+// address the same way, before any address is resolved and after.
+TEST(AddressPolicyTest, EveryHostRuleMeetsEverySpellingOfAnAddress) {
+  PolicyRules rules;
+  rules.allow_cidrs.push_back(*Cidr::Parse("127.0.0.0/8"));
+  rules.deny_hosts.push_back(*HostPattern::Parse("127.0.0.3"));
+  rules.report_only.deny_hosts.push_back(*HostPattern::Parse("127.0.0.4"));
+  rules.callers.allowed_hosts["billing"] = {*HostPattern::Parse("127.0.0.5")};
+  const AddressPolicy policy(std::move(rules));
+  for (const char* host : {"127.0.0.3", "127.3", "2130706435", "0x7f000003", "0177.0.0.3",
+                           "[::ffff:127.0.0.3]"}) {
+    EXPECT_EQ(policy.CheckName("", host).denied, DenyReason::kHostDenied) << host;
+    EXPECT_EQ(policy.Check(host, Address("127.0.0.3")), DenyReason::kHostDenied) << host;
+    EXPECT_EQ(policy.Evaluate("", host, {}).rule, "deny_hosts:127.0.0.3") << host;
+  }
+  for (const char* host : {"127.0.0.4", "127.4", "2130706436", "0x7f000004", "0177.0.0.4",
+                           "[::ffff:127.0.0.4]"}) {
+    EXPECT_THAT(policy.Evaluate("", host, {}).would_deny,
+                ::testing::ElementsAre("deny_hosts:127.0.0.4"))
+        << host;
+  }
+  for (const char* host : {"127.0.0.5", "127.5", "2130706437", "0x7f000005", "0177.0.0.5",
+                           "[::ffff:127.0.0.5]"}) {
+    EXPECT_FALSE(policy.CheckName("billing", host).denied) << host;
+  }
+  EXPECT_EQ(policy.CheckName("billing", "127.6").denied, DenyReason::kCallerNotAllowed);
+}
+
+// A name deny_hosts lists is denied by the name stage, before it has an address: the
+// dial never looks it up.
+TEST(AddressPolicyTest, ANameInDenyHostsIsDeniedBeforeItHasAnAddress) {
+  PolicyRules rules;
+  rules.deny_hosts.push_back(*HostPattern::Parse("*.blocked.test"));
+  rules.callers.allowed_hosts["billing"] = {*HostPattern::Parse("*.test")};
+  const AddressPolicy policy(std::move(rules));
+  for (const char* caller : {"", "billing", "search"}) {
+    const PolicyVerdict verdict = policy.CheckName(caller, "api.blocked.test");
+    EXPECT_EQ(verdict.denied, DenyReason::kHostDenied) << caller;
+    EXPECT_EQ(verdict.rule, "deny_hosts:*.blocked.test") << caller;
+  }
+  EXPECT_EQ(policy.CheckHost("API.Blocked.Test.").denied, DenyReason::kHostDenied);
+  EXPECT_FALSE(policy.CheckHost("blocked.test").denied);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "service/transport/request.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -35,6 +36,32 @@ TEST(MakeRequest, Ipv6LiteralIsBracketedInKeyAndHostHeader) {
   EXPECT_EQ(request->origin.host, "::1");
   EXPECT_EQ(request->origin.Key(), "http://[::1]:8080");
   EXPECT_EQ(request->origin.HostHeader(), "[::1]:8080");
+}
+
+// Every spelling of an address is that address from the URL on: the rules, the pool and
+// the dial see one host (as WHATWG URL parsers make it), and so does the Host header.
+TEST(MakeRequest, EverySpellingOfAnAddressBecomesItsOneText) {
+  for (const char* host : {"127.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.1"}) {
+    auto request = MakeRequest("GET", absl::StrCat("http://", host, ":8080/"), {}, "");
+    ASSERT_TRUE(request.ok()) << host << ": " << request.status();
+    EXPECT_EQ(request->origin.host, "127.0.0.1") << host;
+    EXPECT_EQ(request->origin.HostHeader(), "127.0.0.1:8080") << host;
+  }
+  auto mapped = MakeRequest("GET", "http://[0:0::ffff:7f00:1]/", {}, "");
+  ASSERT_TRUE(mapped.ok());
+  EXPECT_EQ(mapped->origin.host, "::ffff:127.0.0.1");
+}
+
+// A host of an address's shape that is no address is refused, never looked up as a name.
+TEST(MakeRequest, AHostShapedLikeAnAddressThatIsNoneIsInvalidArgument) {
+  for (const char* host : {"1.2.3.999", "10.0.0.256", "a.0x7g"}) {
+    auto request = MakeRequest("GET", absl::StrCat("http://", host, "/"), {}, "");
+    ASSERT_FALSE(request.ok()) << host;
+    EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(request.status().message()),
+                HasSubstr("is neither an IP address nor a name"))
+        << host;
+  }
 }
 
 TEST(MakeRequest, UserinfoIsNeverSent) {
