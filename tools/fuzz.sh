@@ -64,6 +64,8 @@ link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_l
 link http2_response_fuzzer fuzz/http2_response_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
   -- "${service_libs[@]}"
+link url_redaction_fuzzer fuzz/url_redaction_fuzzer.cc service/access_log.cc \
+  service/access_log_json.cc service/utf8_text.cc "$genfiles/egress/v1/egress.pb.cc" "${transport[@]}"
 
 # Runs one target; its line of results goes to $out/$target.result.
 fuzz_one() {  # target
@@ -92,7 +94,7 @@ fuzz_one() {  # target
 }
 
 # As many targets at a time as there are cores (each fuzzes on one thread).
-targets=(request response_parser config transport service http2_response)
+targets=(request response_parser config transport service http2_response url_redaction)
 running=0
 for target in "${targets[@]}"; do
   rm -f "$out/$target.result"
