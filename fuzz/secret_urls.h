@@ -62,6 +62,11 @@ struct UrlShape {
   // Bytes left out of userinfo besides 'z', 'Z' and '/' (whose userinfo is no userinfo
   // to any parser).
   absl::string_view not_in_userinfo;
+  // Userinfo only after "scheme://" (a Location: a relative reference's "u@h" is a path
+  // once resolved).
+  bool userinfo_needs_scheme = false;
+  // Paths to pick from, any bytes after them; any bytes when empty.
+  std::vector<std::string> paths;
 };
 
 // Up to `max` bytes of the input, without `excluded`, 'z' or 'Z'.
@@ -94,7 +99,8 @@ inline std::string SecretUrl(FuzzedDataProvider& in, const UrlShape& shape, bool
   std::string url = in.ConsumeBool() ? kSchemes[in.ConsumeIntegralInRange<size_t>(0, 5)]
                                      : Piece(in, 8, shape);
   url += kSeparators[in.ConsumeIntegralInRange<size_t>(0, std::size(kSeparators) - 1)];
-  if (in.ConsumeBool()) {
+  const bool scheme = absl::StartsWith(url, "http://") || absl::StartsWith(url, "https://");
+  if ((scheme || !shape.userinfo_needs_scheme) && in.ConsumeBool()) {
     const std::string excluded = absl::StrCat("/", shape.not_in_userinfo);
     std::string userinfo = Piece(in, 16, shape, excluded);
     if (in.ConsumeBool()) userinfo = WithSecret(in, userinfo);
@@ -110,6 +116,9 @@ inline std::string SecretUrl(FuzzedDataProvider& in, const UrlShape& shape, bool
     absl::StrAppend(&url, ":", shape.ports[in.ConsumeIntegralInRange<size_t>(0, shape.ports.size() - 1)]);
   } else if (in.ConsumeBool()) {
     absl::StrAppend(&url, ":", Piece(in, 6, shape));
+  }
+  if (!shape.paths.empty()) {
+    url += shape.paths[in.ConsumeIntegralInRange<size_t>(0, shape.paths.size() - 1)];
   }
   url += Piece(in, 24, shape);  // the path: any bytes, a '?', '#' or '@' too
   if (in.ConsumeBool()) absl::StrAppend(&url, "?", WithSecret(in, Piece(in, 24, shape)));

@@ -38,8 +38,10 @@ class AccessLog {
 
   // `url` as the log shows it: a password or other userinfo as "REDACTED", and the query
   // string too unless `keep_query` (both often carry credentials); no fragment; at most
-  // kMaxLoggedBytes and "..." (valid URLs too). What does not parse as a URL loses its
-  // query and fragment, and what comes before its last '@' after the scheme.
+  // kMaxLoggedBytes and "..." (valid URLs too). What does not parse as a URL, or parses
+  // as something else than it reads ("http://u:p#w@h/"), loses its query and fragment,
+  // what comes before its last '@' after the scheme, and what follows that '@' when a
+  // query or fragment begins before it. The one rule for every URL the log shows.
   static std::string LoggedUrl(const std::string& url, bool keep_query);
   // An error's message as the log shows it: the URL it quotes (a caller's, or an
   // upstream's Location; transport::UrlError made it and carries it) quoted as LoggedUrl
