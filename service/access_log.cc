@@ -12,11 +12,12 @@
 #include <random>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
 #include "service/access_log_json.h"
+#include "service/transport/error_reason.h"
 
 namespace egress {
 namespace {
@@ -88,32 +89,33 @@ std::string Bounded(std::string text) {
   return text;
 }
 
-// A URL read as text, for one that does not parse (or parses as something else): no
-// query (unless kept) or fragment, and "REDACTED" for what precedes its last '@' after
-// the scheme.
+// A URL read as text, for one that does not parse (or parses as something else):
+// "REDACTED" for what precedes its last '@' after the scheme's "://" (when that comes
+// before any '@'), and no query (unless kept) or fragment. When one of those begins
+// before that '@', the '@' may be in it, so what follows the '@' goes too.
 std::string RedactedText(absl::string_view url, bool keep_query) {
-  std::string text(url);
-  if (const size_t at = text.rfind('@'); at != std::string::npos) {
-    const size_t scheme_end = text.find("://");
-    const size_t from = scheme_end < at ? scheme_end + 3 : 0;
-    text.replace(from, at - from, "REDACTED");
-  }
-  return text.substr(0, text.find_first_of(keep_query ? "#" : "?#"));
+  const size_t cut = url.find_first_of(keep_query ? "#" : "?#");
+  const size_t at = url.rfind('@');
+  if (at == absl::string_view::npos) return std::string(url.substr(0, cut));
+  const size_t scheme_end = url.find("://");
+  const size_t from = scheme_end < url.find('@') ? scheme_end + 3 : 0;
+  if (cut < from) return std::string(url.substr(0, cut));
+  const absl::string_view rest = cut < at ? "" : url.substr(at + 1, cut - at - 1);
+  return absl::StrCat(url.substr(0, from), "REDACTED@", rest);
 }
 
-// Whether the parser missed userinfo the caller meant: "http://u:p#w@h/" parses as host
-// "u" and a fragment, "u:p@h/x" as scheme "u" and a path.
+// Whether the parser's userinfo is less than the caller may have meant, which is all
+// before the authority's last '@' when the authority is read as text (up to its first
+// '/'): "http://u:p#w@h/" parses as host "u" and a fragment, "http://u@v:p@h/" as
+// userinfo "u", "u:p@h/x" as scheme "u" and a path.
 bool HidesUserinfo(absl::string_view url, const boost::urls::url_view& parsed) {
-  if (parsed.has_userinfo()) return false;
   if (!parsed.has_authority()) return url.find('@') != absl::string_view::npos;
-  const size_t start = url.find("://");
-  if (start == absl::string_view::npos) return false;
-  const absl::string_view authority = url.substr(start + 3, url.find('/', start + 3) - start - 3);
-  return authority.find('@') != absl::string_view::npos;
-}
-
-bool IsSchemeChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  // A parsed URL with an authority is [scheme ":"] "//" authority ...
+  const size_t start = (parsed.has_scheme() ? parsed.scheme().size() + 1 : 0) + 2;
+  const absl::string_view authority = url.substr(start, url.find('/', start) - start);
+  const size_t at = authority.rfind('@');
+  if (at == absl::string_view::npos) return false;
+  return !parsed.has_userinfo() || parsed.encoded_userinfo().size() != at;
 }
 
 }  // namespace
@@ -132,22 +134,15 @@ std::string AccessLog::LoggedUrl(const std::string& url, bool keep_query) {
   return Bounded(std::string(logged.buffer()));
 }
 
-std::string AccessLog::LoggedMessage(absl::string_view message, bool keep_query) {
-  message = message.substr(0, kMaxLoggedBytes);
-  std::string logged;
-  for (size_t done = 0;;) {
-    const size_t separator = message.find("://", done);
-    if (separator == absl::string_view::npos) {
-      absl::StrAppend(&logged, message.substr(done));
-      return logged;
-    }
-    size_t start = separator;
-    while (start > done && IsSchemeChar(message[start - 1])) --start;
-    const size_t end = std::min(message.find_first_of("\" '<>\n\t", separator), message.size());
-    absl::StrAppend(&logged, message.substr(done, start - done),
-                    LoggedUrl(std::string(message.substr(start, end - start)), keep_query));
-    done = end;
+std::string AccessLog::LoggedMessage(const absl::Status& error, bool keep_query) {
+  std::string logged(error.message());
+  if (const auto url = transport::QuotedUrlOf(error)) {
+    absl::StrReplaceAll({{transport::Quoted(*url), transport::Quoted(LoggedUrl(*url, keep_query))}},
+                        &logged);
   }
+  // Cut after the URL's redaction, which must see the whole quote.
+  if (logged.size() > kMaxLoggedBytes) logged.resize(kMaxLoggedBytes);
+  return logged;
 }
 
 bool AccessLog::Sampled(double ratio) {

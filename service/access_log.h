@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -37,13 +38,15 @@ class AccessLog {
 
   // `url` as the log shows it: a password or other userinfo as "REDACTED", and the query
   // string too unless `keep_query` (both often carry credentials); no fragment; at most
-  // kMaxLoggedBytes and "..." (valid URLs too). What does not parse as a URL loses its
-  // query and fragment, and what comes before its last '@' after the scheme.
+  // kMaxLoggedBytes and "..." (valid URLs too). What does not parse as a URL, or parses
+  // as something else than it reads ("http://u:p#w@h/"), loses its query and fragment,
+  // what comes before its last '@' after the scheme, and what follows that '@' when a
+  // query or fragment begins before it. The one rule for every URL the log shows.
   static std::string LoggedUrl(const std::string& url, bool keep_query);
-  // An error message as the log shows it: at most kMaxLoggedBytes, and every URL in it
-  // (from a scheme's "://" to a quote, space or the end) as LoggedUrl shows it. Messages
-  // quote the caller's URL and upstreams' Locations.
-  static std::string LoggedMessage(absl::string_view message, bool keep_query);
+  // An error's message as the log shows it: the URL it quotes (a caller's, or an
+  // upstream's Location; transport::UrlError made it and carries it) quoted as LoggedUrl
+  // shows it, and at most kMaxLoggedBytes. No message quotes a URL any other way.
+  static std::string LoggedMessage(const absl::Status& error, bool keep_query);
   // The most of a caller's text (a URL that is not one, an error message quoting it) a
   // line holds: the queue is bounded in lines, so each line must be bounded too.
   static constexpr size_t kMaxLoggedBytes = 4096;

@@ -304,14 +304,15 @@ absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& cur
   auto reference = boost::urls::parse_uri_reference(location);
   if (!base || !reference) {
     return transport::WithReason(
-        absl::UnavailableError(
-            absl::StrCat("upstream redirected to an invalid Location \"", location, "\"")),
+        transport::UrlError(absl::StatusCode::kUnavailable,
+                            "upstream redirected to an invalid Location ", location, ""),
         "INVALID_REDIRECT");
   }
   boost::urls::url resolved;
   if (auto result = boost::urls::resolve(*base, *reference, resolved); !result) {
     return transport::WithReason(
-        absl::UnavailableError(absl::StrCat("cannot resolve redirect Location \"", location, "\"")),
+        transport::UrlError(absl::StatusCode::kUnavailable, "cannot resolve redirect Location ",
+                            location, ""),
         "INVALID_REDIRECT");
   }
   location = std::string(resolved.buffer());
@@ -664,8 +665,10 @@ class ExchangeReactor {
     response->body->Close();  // the redirect's own body drains
     if (redirects_ == config_->callers.max_redirects) {
       return Complete(transport::WithReason(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "stopped after ", redirects_, " redirects (policy.max_redirects) at ", url_)),
+          transport::UrlError(
+              absl::StatusCode::kResourceExhausted,
+              absl::StrCat("stopped after ", redirects_, " redirects (policy.max_redirects) at "),
+              url_, ""),
           "TOO_MANY_REDIRECTS", {{"limit", "policy.max_redirects"}}));
     }
     ++redirects_;
@@ -761,8 +764,7 @@ class ExchangeReactor {
     const auto reason = transport::ReasonOf(status);
     if (!status.ok()) {
       entry.set_error_reason(ReasonFor(status));
-      entry.set_error_message(
-          AccessLog::LoggedMessage(status.message(), config_->access_log.log_query));
+      entry.set_error_message(AccessLog::LoggedMessage(status, config_->access_log.log_query));
     }
     if (reason && reason->reason == "POLICY_DENIED") {
       entry.set_policy_decision("deny");

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets in fuzz/ with clang (ASan + UBSan) and runs each for
 # SECONDS (default 30) from its seed corpus in fuzz/corpus/. Prints, per target, the
 # executions, coverage and any crash; fails if a target crashes. The network targets
-# (transport, service) run in a network namespace with only loopback up.
+# (transport, service, access_log) run in a network namespace with only loopback up.
 #   tools/fuzz.sh            # 30 s each
 #   tools/fuzz.sh 600        # the longer run recorded in fuzz/README.md
 set -euo pipefail
@@ -64,6 +64,10 @@ link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_l
 link http2_response_fuzzer fuzz/http2_response_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
   -- "${service_libs[@]}"
+link access_log_fuzzer fuzz/access_log_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
+  -- "${service_libs[@]}"
+link url_redaction_fuzzer fuzz/url_redaction_fuzzer.cc service/access_log.cc \
+  service/access_log_json.cc service/utf8_text.cc "$genfiles/egress/v1/egress.pb.cc" "${transport[@]}"
 
 # Runs one target; its line of results goes to $out/$target.result.
 fuzz_one() {  # target
@@ -74,7 +78,7 @@ fuzz_one() {  # target
   cp -n fuzz/regressions/"$target"-* "$corpus"/ 2>/dev/null || true
   local run=("$out/${target}_fuzzer") extra=()
   [[ -f fuzz/$target.dict ]] && extra+=(-dict="fuzz/$target.dict")
-  case "$target" in transport|service)
+  case "$target" in transport|service|access_log)
     run=(tests/support/run_in_netns.sh "${run[@]}")
     extra+=(-malloc_limit_mb=256)  # one allocation past it is a finding
   esac
@@ -92,7 +96,8 @@ fuzz_one() {  # target
 }
 
 # As many targets at a time as there are cores (each fuzzes on one thread).
-targets=(request response_parser config transport service http2_response)
+targets=(request response_parser config transport service http2_response url_redaction
+         access_log)
 running=0
 for target in "${targets[@]}"; do
   rm -f "$out/$target.result"

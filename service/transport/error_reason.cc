@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,8 +19,9 @@ constexpr absl::string_view kPrefix = "egress.v1/";
 constexpr absl::string_view kReason = "egress.v1/reason";
 constexpr absl::string_view kMetadataPrefix = "egress.v1/metadata/";
 constexpr absl::string_view kRetryDelay = "egress.v1/retry_delay_ns";
-// Outside kPrefix: WithReason does not replace it.
+// Outside kPrefix: WithReason does not replace them.
 constexpr absl::string_view kWouldDeny = "egress.v1.policy/would_deny_rules";
+constexpr absl::string_view kQuotedUrl = "egress.v1.log/quoted_url";
 
 }  // namespace
 
@@ -75,6 +77,26 @@ std::vector<std::string> WouldDenyRulesOf(const absl::Status& status) {
   const auto rules = status.GetPayload(kWouldDeny);
   if (!rules) return {};
   return absl::StrSplit(std::string(*rules), '\n');
+}
+
+std::string Quoted(absl::string_view text) {
+  constexpr size_t kMaxQuoted = 200;
+  if (text.size() <= kMaxQuoted) return absl::StrCat("\"", absl::CHexEscape(text), "\"");
+  return absl::StrCat("\"", absl::CHexEscape(text.substr(0, kMaxQuoted)), "\"... (",
+                      text.size(), " bytes)");
+}
+
+absl::Status UrlError(absl::StatusCode code, absl::string_view before, absl::string_view url,
+                      absl::string_view after) {
+  absl::Status status(code, absl::StrCat(before, Quoted(url), after));
+  status.SetPayload(kQuotedUrl, absl::Cord(url));
+  return status;
+}
+
+std::optional<std::string> QuotedUrlOf(const absl::Status& status) {
+  const auto url = status.GetPayload(kQuotedUrl);
+  if (!url) return std::nullopt;
+  return std::string(*url);
 }
 
 }  // namespace egress::transport

@@ -44,6 +44,21 @@ std::optional<ErrorReason> ReasonOf(const absl::Status& status);
 absl::Status WithWouldDenyRules(absl::Status status, const std::vector<std::string>& rules);
 std::vector<std::string> WouldDenyRulesOf(const absl::Status& status);
 
+// A caller's or an upstream's text quoted in an error message: C-escaped, other bytes
+// than printable ASCII as \xNN (the message is one line of printable ASCII), and cut
+// after its first 200 bytes (an invalid URL may be megabytes, and the message travels in
+// gRPC's trailers).
+std::string Quoted(absl::string_view text);
+
+// An error whose message quotes a URL (a caller's, or an upstream's Location): `before`,
+// Quoted(url), `after`. Every message that quotes a URL is made here. The URL travels
+// beside the message too, so that the access log can show the message with the URL
+// redacted by its one rule in place of the quote; the caller gets the message as it is.
+absl::Status UrlError(absl::StatusCode code, absl::string_view before, absl::string_view url,
+                      absl::string_view after);
+// The URL `status`'s message quotes, if UrlError made it.
+std::optional<std::string> QuotedUrlOf(const absl::Status& status);
+
 }  // namespace egress::transport
 
 #endif  // EGRESS_SERVICE_TRANSPORT_ERROR_REASON_H_

@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -46,15 +45,6 @@ std::string DescribeByte(char c) {
 constexpr size_t kMaxFieldBytes = 65533;
 // A DNS name has at most 253 characters (RFC 1035); no host is longer.
 constexpr size_t kMaxHostBytes = 253;
-
-// A caller's text quoted in an error message: escaped, and cut after its first 200
-// bytes (an invalid URL may be megabytes, and the message travels in gRPC's trailers).
-std::string Quoted(absl::string_view text) {
-  constexpr size_t kMaxQuoted = 200;
-  if (text.size() <= kMaxQuoted) return absl::StrCat("\"", absl::CEscape(text), "\"");
-  return absl::StrCat("\"", absl::CEscape(text.substr(0, kMaxQuoted)), "\"... (",
-                      text.size(), " bytes)");
-}
 
 // RFC 9110 5.5: field values are visible characters, spaces and tabs (and obs-text).
 // CR and LF would let a caller smuggle extra headers or a second request.
@@ -118,8 +108,9 @@ absl::Status ValidateMethodAndFraming(const std::string& method, const HeaderLis
   }
   for (const auto& [name, value] : headers) {
     if (absl::EqualsIgnoreCase(name, "upgrade") || IsConnectionWith(name, value, "upgrade")) {
+      // The name only: a value may be a secret, and messages reach the access log.
       return absl::InvalidArgumentError(absl::StrCat(
-          "header ", Quoted(absl::StrCat(name, ": ", value)), " asks to switch protocols, which egress does "
+          "header ", Quoted(name), " asks to switch protocols (upgrade), which egress does "
           "not do (it carries HTTP/1.1 requests and responses only); leave it out"));
     }
   }
@@ -132,8 +123,8 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
   if (scheme == "https") {
     origin.tls = true;
   } else if (scheme != "http") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "URL ", Quoted(raw), " has scheme ", Quoted(scheme), "; only http and https are supported"));
+    return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw,
+                    " has a scheme other than http or https; only http and https are supported");
   }
   if (url.host_type() == boost::urls::host_type::ipv6) {
     origin.host = url.host_ipv6_address().to_string();
@@ -141,7 +132,7 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     origin.host = absl::AsciiStrToLower(std::string(url.encoded_host()));
   }
   if (origin.host.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("URL ", Quoted(raw), " has no host"));
+    return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw, " has no host");
   }
   // An address in any spelling ("127.1", "0x7f000001") becomes its one text, so that
   // the rules, the pool and the dial all meet the address; a host of that shape that is
@@ -158,17 +149,17 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
     origin.host = address->to_string();
   }
   if (origin.host.size() > kMaxHostBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("URL ", Quoted(raw), " has a host of ",
-                                                   origin.host.size(), " bytes; a host name has at most ",
-                                                   kMaxHostBytes));
+    return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw,
+                    absl::StrCat(" has a host of ", origin.host.size(),
+                                 " bytes; a host name has at most ", kMaxHostBytes));
   }
   if (url.has_port()) {
     // port_number() wraps numbers over 65535, so the digits are read here.
     const std::string digits(url.port());
     uint32_t port = 0;
     if (!absl::SimpleAtoi(digits, &port) || port == 0 || port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("URL ", Quoted(raw), " has an invalid port ", Quoted(digits)));
+      return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw,
+                      " has an invalid port (a port is a number from 1 to 65535)");
     }
     origin.port = static_cast<uint16_t>(port);
   } else {
@@ -189,9 +180,11 @@ bool IsPrintableWithoutSpaces(absl::string_view text) {
 absl::Status ValidateTarget(const std::string& target) {
   if (target.empty() || target[0] != '/' || !IsPrintableWithoutSpaces(target) ||
       target.size() > kMaxFieldBytes) {
+    // Not quoted: its query may hold a secret, and callers wrap this message in their
+    // own (without UrlError's payload).
     return absl::InvalidArgumentError(absl::StrCat(
-        "request target ", Quoted(target),
-        " is not an origin-form path and query of printable characters"));
+        "the request target (", target.size(), " bytes) is not an origin-form path and "
+        "query of at most ", kMaxFieldBytes, " printable characters"));
   }
   return absl::OkStatus();
 }
@@ -230,11 +223,11 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
 
   auto parsed = boost::urls::parse_uri(std::string_view(url.data(), url.size()));
   if (!parsed) {
-    return WithReason(
-        absl::InvalidArgumentError(absl::StrCat(
-            "URL ", Quoted(url), " is not a valid absolute URL (",
-            parsed.error().message(), "); expected http(s)://host[:port]/path")),
-        "INVALID_URL");
+    return WithReason(UrlError(absl::StatusCode::kInvalidArgument, "URL ", url,
+                               absl::StrCat(" is not a valid absolute URL (",
+                                            parsed.error().message(),
+                                            "); expected http(s)://host[:port]/path")),
+                      "INVALID_URL");
   }
   auto origin = ParseOrigin(*parsed, url);
   if (!origin.ok()) return WithReason(origin.status(), "INVALID_URL");
@@ -244,10 +237,9 @@ absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_v
   request.target = std::string(parsed->encoded_path());
   if (request.target.empty()) request.target = "/";
   if (request.target[0] != '/') {  // "http://host:8x/" parses as port 8, path "x/"
-    return WithReason(absl::InvalidArgumentError(absl::StrCat(
-                          "URL ", Quoted(url),
-                          " is not a valid absolute URL: its path must start with \"/\" (is "
-                          "the port all digits?)")),
+    return WithReason(UrlError(absl::StatusCode::kInvalidArgument, "URL ", url,
+                               " is not a valid absolute URL: its path must start with \"/\" "
+                               "(is the port all digits?)"),
                       "INVALID_URL");
   }
   if (parsed->has_query()) absl::StrAppend(&request.target, "?", std::string(parsed->encoded_query()));

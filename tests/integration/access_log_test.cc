@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "service/base/files.h"
 #include "tests/support/egressd_process.h"
+#include "tests/support/fault_server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
 
@@ -399,6 +400,56 @@ TEST_F(AccessLogTest, CredentialsInAUrlThatDoesNotParseAreNotLogged) {
   EXPECT_EQ(Text(lines[0], "url"), "http://REDACTED@h.test/%zz");
   EXPECT_THAT(Text(lines[0], "error_message"), HasSubstr("REDACTED"));
   EXPECT_THAT(Text(lines[0], "error_message"), Not(HasSubstr("secret")));
+}
+
+// A URL that does not parse because of a space, a '<' or a '"' is quoted in its error
+// message; with access_log.log_query off, its query is in neither the url field nor the
+// message. The caller's own message quotes the URL it sent, whole.
+TEST_F(AccessLogTest, TheQueryOfAUrlWithASpaceOrAQuoteIsInNoLogLine) {
+  const std::string path = TestDir("odd-url-secret") + "/access.log";
+  Start("odd-url-secret", "", path);
+  for (const char* odd : {" ", "<", "\"", "> \"<"}) {
+    FetchResponse response;
+    const grpc::Status status =
+        Fetch(Request(nginx_->HttpUrl(absl::StrCat("/a", odd, "b?token=SECRET"))), &response);
+    ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << odd;
+    EXPECT_THAT(status.error_message(), HasSubstr("SECRET")) << odd;
+  }
+  const std::vector<Struct> lines = WaitForLines(path, 4);
+  ASSERT_EQ(lines.size(), 4u);
+  for (const Struct& line : lines) {
+    EXPECT_EQ(Text(line, "error_reason"), "INVALID_URL");
+    EXPECT_THAT(Text(line, "error_message"), HasSubstr("is not a valid absolute URL"));
+    EXPECT_THAT(Text(line, "error_message"), Not(HasSubstr("SECRET")));
+    EXPECT_THAT(Text(line, "url"), Not(HasSubstr("SECRET")));
+  }
+}
+
+// An upstream's invalid Location is quoted in the caller's error message; the log's
+// message has its query redacted, as the url field has the caller's.
+TEST_F(AccessLogTest, TheQueryOfAnInvalidRedirectLocationIsInNoLogLine) {
+  const std::string path = TestDir("location-secret") + "/access.log";
+  Start("location-secret", "", path);
+  FaultServer upstream;
+  const std::vector<std::string> locations = {
+      "/a b?token=SECRET", "http://h.test/a b?token=SECRET", "/a\"b?token=SECRET",
+      "http://user:SECRET@h.test/%zz", "http://h.test:99999/?token=SECRET"};
+  for (const std::string& location : locations) {
+    FetchRequest request = Request(upstream.RedirectUrl(location));
+    request.set_follow_redirects(true);
+    FetchResponse response;
+    const grpc::Status status = Fetch(request, &response);
+    EXPECT_NE(status.error_code(), grpc::StatusCode::OK) << location;
+    EXPECT_THAT(status.error_message(), HasSubstr("SECRET")) << location;
+  }
+  const std::vector<Struct> lines = WaitForLines(path, locations.size());
+  ASSERT_EQ(lines.size(), locations.size());
+  for (const Struct& line : lines) {
+    EXPECT_THAT(Text(line, "error_reason"), ::testing::AnyOf("INVALID_REDIRECT", "INVALID_URL"));
+    EXPECT_NE(Text(line, "error_message"), "");
+    EXPECT_THAT(Text(line, "error_message"), Not(HasSubstr("SECRET")));
+    EXPECT_THAT(Text(line, "url"), Not(HasSubstr("SECRET")));
+  }
 }
 
 // egressd's own messages go to standard error: a standard output nobody reads (the

@@ -368,7 +368,7 @@ TEST_F(HostileCallerTest, ErrorMessageQuotingUpstreamBytesIsValidUtf8) {
   FetchResponse response;
   const grpc::Status status = Fetch(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
-  EXPECT_THAT(status.error_message(), HasSubstr("http://caf\\xE9 .test/"));
+  EXPECT_THAT(status.error_message(), HasSubstr("http://caf\\xe9 .test/"));
   EXPECT_TRUE(IsUtf8(status.error_message())) << status.error_message();
 }
 

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 namespace egress::testing {
@@ -69,6 +70,26 @@ std::string ReadRequest(int fd, std::string& pending, std::string* head_out = nu
   return ReadRequestWith(
       [fd](char* buffer, size_t size) { return ::recv(fd, buffer, size, 0); }, pending,
       head_out);
+}
+
+// /redirect-to's Location: the request target's query (in `head`, the request line and
+// header lines), percent-decoded, without CR and LF.
+std::string RedirectTarget(const std::string& head) {
+  const std::string line = head.substr(0, head.find("\r\n"));
+  const size_t query = line.find('?');
+  const size_t end = line.rfind(' ');
+  if (query == std::string::npos || end == std::string::npos || end < query) return "";
+  std::string location;
+  for (size_t i = query + 1; i < end; ++i) {
+    int byte = static_cast<unsigned char>(line[i]);
+    if (byte == '%' && i + 2 < end && absl::ascii_isxdigit(static_cast<unsigned char>(line[i + 1])) &&
+        absl::ascii_isxdigit(static_cast<unsigned char>(line[i + 2]))) {
+      (void)absl::SimpleHexAtoi(line.substr(i + 1, 2), &byte);
+      i += 2;
+    }
+    if (byte != '\r' && byte != '\n') location.push_back(static_cast<char>(byte));
+  }
+  return location;
 }
 
 // Waits until the peer closes the connection, discarding what it sends.
@@ -171,6 +192,18 @@ FaultServer::~FaultServer() {
 
 std::string FaultServer::Url(const std::string& path) const {
   return absl::StrCat(tls_ ? "https" : "http", "://127.0.0.1:", port(), path);
+}
+
+std::string FaultServer::RedirectUrl(absl::string_view location) const {
+  std::string query;
+  for (const char c : location) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+      query.push_back(c);
+    } else {
+      absl::StrAppend(&query, absl::StrFormat("%%%02X", static_cast<unsigned char>(c)));
+    }
+  }
+  return Url(absl::StrCat("/redirect-to?", query));
 }
 
 int FaultServer::open_connections() {
@@ -337,6 +370,13 @@ void FaultServer::ServeHttp(int fd) {
                                        ? "/echo-headers"
                                        : absl::StrCat("http://localhost:", port(), "/echo-headers");
       if (!SendAll(fd, absl::StrCat("HTTP/1.1 302 Found\r\nLocation: ", location,
+                                    "\r\nContent-Length: 0\r\n\r\n"))) {
+        return;
+      }
+    } else if (path == "/redirect-to") {
+      // The Location is the target's query, percent-decoded; CR and LF are left out
+      // (they would end the header), every other byte is sent as it is.
+      if (!SendAll(fd, absl::StrCat("HTTP/1.1 302 Found\r\nLocation: ", RedirectTarget(head),
                                     "\r\nContent-Length: 0\r\n\r\n"))) {
         return;
       }

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+
 struct ssl_ctx_st;
 
 namespace egress::testing {
@@ -46,6 +48,7 @@ namespace egress::testing {
 //   /latin1-location  302 to a Location holding the byte \xE9 and a space (invalid)
 //   /redirect-other-origin  302 to http://localhost:<port>/echo-headers (another origin)
 //   /redirect-same-origin   302 to /echo-headers
+//   /redirect-to?L    302 to L percent-decoded, whatever its bytes (CR and LF left out)
 //   /echo-headers     200 whose body is the request's line and header lines
 //   /switch           as SetSwitch says: 200 "ok", a 503 (kept alive), a 503 with
 //                     Retry-After: 1, or a TCP reset without an answer;
@@ -72,6 +75,8 @@ class FaultServer {
   int silent_port() const { return ports_[1]; }
   int garbage_port() const { return ports_[2]; }
   std::string Url(const std::string& path) const;
+  // The URL of /redirect-to on port() whose 302 points to `location`, whatever its bytes.
+  std::string RedirectUrl(absl::string_view location) const;
 
   // Connections accepted so far, and those still open on the server's side.
   int accepted() const { return accepted_; }

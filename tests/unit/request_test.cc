@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"port_zero", "GET", "http://h:0/", {}, "invalid port"},
         // Found by fuzz/request_fuzzer.cc: Boost.URL wraps the number, and reads
         // "8p80" as port 8 followed by the path "p80/a".
-        BadCase{"port_over_65535", "GET", "http://h:99999/", {}, "invalid port \"99999\""},
+        BadCase{"port_over_65535", "GET", "http://h:99999/", {}, "99999/\" has an invalid port"},
         BadCase{"port_not_digits", "GET", "http://[::1]:8p80/a", {}, "path must start with"},
         BadCase{"method_space", "GE T", "http://h/", {}, "method"},
         BadCase{"header_cr", "GET", "http://h/", {{"X-A", "v\rX"}}, "(CR)"},
@@ -144,7 +144,7 @@ TEST(MakeRequest, AnUpgradeHeaderIsInvalidArgument) {
   ASSERT_FALSE(request.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(request.status()));
   EXPECT_THAT(std::string(request.status().message()),
-              HasSubstr("header \"Upgrade: websocket\" asks to switch protocols"));
+              HasSubstr("header \"Upgrade\" asks to switch protocols"));
 }
 
 TEST(MakeRequest, ConnectionUpgradeAmongOtherOptionsIsInvalidArgument) {
