@@ -141,10 +141,10 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
   if (LooksLikeAnAddress(origin.host)) {
     const std::optional<boost::asio::ip::address> address = HostAddress(origin.host);
     if (!address) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "URL ", Quoted(raw), " has host ", Quoted(origin.host),
-          ", which is neither an IP address nor a name (no name's last label starts with a "
-          "digit)"));
+      return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw,
+                      absl::StrCat(" has host ", Quoted(origin.host),
+                                   ", which is neither an IP address nor a name (no name's "
+                                   "last label starts with a digit)"));
     }
     origin.host = address->to_string();
   }

@@ -425,6 +425,21 @@ TEST_F(AccessLogTest, TheQueryOfAUrlWithASpaceOrAQuoteIsInNoLogLine) {
   }
 }
 
+// A host shaped like an address that is none is refused quoting the URL: not its query.
+TEST_F(AccessLogTest, TheQueryOfAUrlWhoseHostIsNoAddressIsInNoLogLine) {
+  const std::string path = TestDir("no-address-secret") + "/access.log";
+  Start("no-address-secret", "", path);
+  FetchResponse response;
+  const grpc::Status status = Fetch(Request("http://1.2.3.999/?token=SECRET"), &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("neither an IP address nor a name"));
+  const std::vector<Struct> lines = WaitForLines(path, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(Text(lines[0], "error_message"), HasSubstr("neither an IP address nor a name"));
+  EXPECT_THAT(Text(lines[0], "error_message"), Not(HasSubstr("SECRET")));
+  EXPECT_THAT(Text(lines[0], "url"), Not(HasSubstr("SECRET")));
+}
+
 // An upstream's invalid Location is quoted in the caller's error message; the log's
 // message has its query redacted, as the url field has the caller's.
 TEST_F(AccessLogTest, TheQueryOfAnInvalidRedirectLocationIsInNoLogLine) {
@@ -433,7 +448,8 @@ TEST_F(AccessLogTest, TheQueryOfAnInvalidRedirectLocationIsInNoLogLine) {
   FaultServer upstream;
   const std::vector<std::string> locations = {
       "/a b?token=SECRET", "http://h.test/a b?token=SECRET", "/a\"b?token=SECRET",
-      "http://user:SECRET@h.test/%zz", "http://h.test:99999/?token=SECRET"};
+      "http://user:SECRET@h.test/%zz", "http://h.test:99999/?token=SECRET",
+      "http://1.2.3.999/?token=SECRET"};
   for (const std::string& location : locations) {
     FetchRequest request = Request(upstream.RedirectUrl(location));
     request.set_follow_redirects(true);
