@@ -23,13 +23,16 @@ libs=(-lboost_url $(pkg-config --libs protobuf $absl absl_raw_hash_set))
 net_libs=(-lboost_url -lssl -lcrypto -lcares -lnghttp2 $(pkg-config --libs $absl absl_raw_hash_set)
           -lpthread)
 service_libs=($(pkg-config --libs grpc++ protobuf) -lhiredis "${net_libs[@]}")
+base=(service/base/*.cc)
 transport=(service/transport/request.cc service/transport/address_policy.cc
-           service/transport/response_parser.cc service/transport/error_reason.cc)
+           service/transport/response_parser.cc service/transport/error_reason.cc "${base[@]}")
 # The whole transport, and the gRPC front end over it, for the network targets.
-all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transport/http2/*.cc)
+all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transport/http2/*.cc
+               "${base[@]}")
 service=(service/fetch_service.cc service/config.cc service/body_budget.cc
          service/caller_counts.cc service/quotas.cc service/quota_store.cc
-         service/utf8_text.cc service/status_mapping.cc
+         service/utf8_text.cc service/status_mapping.cc service/proto_time.cc
+         service/peer_address.cc
          service/access_log.cc service/access_log_json.cc service/trace_context.cc
          "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
          "$genfiles/google/rpc/status.pb.cc" "$genfiles/google/rpc/error_details.pb.cc"
@@ -58,8 +61,8 @@ link() {  # name, sources... [-- libs...]; the default libs when none are given
 }
 link request_fuzzer fuzz/request_fuzzer.cc "${transport[@]}"
 link response_parser_fuzzer fuzz/response_parser_fuzzer.cc "${transport[@]}"
-link config_fuzzer fuzz/config_fuzzer.cc service/config.cc "$genfiles/egress/v1/egress.pb.cc" \
-  "${transport[@]}"
+link config_fuzzer fuzz/config_fuzzer.cc service/config.cc service/proto_time.cc \
+  "$genfiles/egress/v1/egress.pb.cc" "${transport[@]}"
 link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link http2_response_fuzzer fuzz/http2_response_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \

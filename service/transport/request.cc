@@ -141,10 +141,11 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
   if (LooksLikeAnAddress(origin.host)) {
     const std::optional<boost::asio::ip::address> address = HostAddress(origin.host);
     if (!address) {
+      // The host is not quoted apart: what a parser reads as the host may be a secret
+      // the caller meant as userinfo, and only the quoted URL is redacted in the log.
       return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw,
-                      absl::StrCat(" has host ", Quoted(origin.host),
-                                   ", which is neither an IP address nor a name (no name's "
-                                   "last label starts with a digit)"));
+                      " has a host that is neither an IP address nor a name (no name's "
+                      "last label starts with a digit)");
     }
     origin.host = address->to_string();
   }
