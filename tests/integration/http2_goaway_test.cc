@@ -32,11 +32,6 @@ std::string ReasonName(const absl::Status& status) {
   return reason ? reason->reason : "";
 }
 
-// Reads until the client closes the connection (or 10 s pass).
-void UntilClosed(H2Peer& peer) {
-  while (peer.ReadFrame()) {
-  }
-}
 
 class Http2GoawayTest : public testing::TransportTest {
  protected:
@@ -100,7 +95,7 @@ TEST_F(Http2GoawayTest, AGoawayBelowAStreamWhoseHeadCameIsAResetAndNothingIsSent
     ++requests;
     peer.WriteHead(request->stream_id, "200");
     peer.Goaway(std::max(0, request->stream_id - 2), h2::kNoError, "restarting");
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   const absl::Status failure = PostWhoseBodyFails(server);
   EXPECT_TRUE(absl::IsUnavailable(failure)) << failure;

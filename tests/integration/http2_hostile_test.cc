@@ -38,11 +38,6 @@ std::string ReasonName(const absl::Status& status) {
   return reason ? reason->reason : "";
 }
 
-// Reads until the client closes the connection (or 10 s pass).
-void UntilClosed(H2Peer& peer) {
-  while (peer.ReadFrame()) {
-  }
-}
 
 // The handshake and the client's first request; none if either failed.
 std::optional<H2Request> FirstRequest(H2Peer& peer) {
@@ -62,7 +57,7 @@ void AnswerPing(H2Peer& peer) {
 // The script's end when the connection is to carry on: the next request gets "ok".
 void AnswerTheNextRequest(H2Peer& peer) {
   if (auto next = peer.ReadRequest()) peer.Respond(next->stream_id, 200, "ok");
-  UntilClosed(peer);
+  peer.ReadUntilClosed();
 }
 
 // What a write batch may hold: 64 KiB gathered, and a frame begun past it.
@@ -113,7 +108,7 @@ TEST_F(Http2HostileTest, GoawayFinishesTheStreamsItCoversAndReportsTheOthersNotP
     peer.Respond(ids[0], 200, "one");
     // Within the initial stream window (64 KiB): this server ignores flow control.
     peer.Respond(ids[1], 200, std::string(60000, '2'));
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   std::vector<Http2Client::Exchange> exchanges;
@@ -163,7 +158,7 @@ TEST_F(Http2HostileTest, StreamResetAfterItsHeadIsUnavailableAndMayHaveBeenProce
     peer.WriteHead(request->stream_id, "200");
     peer.WriteFrame(h2::kData, 0, request->stream_id, "partial");
     peer.WriteFrame(h2::kRstStream, 0, request->stream_id, H2Peer::Uint32(0x2));
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   auto exchange = client->Open("GET", "/reset");
@@ -197,7 +192,7 @@ TEST_F(Http2HostileTest, SettingsFloodEndsTheSessionNamingTheLimit) {
     std::string flood;
     for (int i = 0; i < 5000; ++i) flood += H2Peer::Settings({});
     peer.Write(flood);
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   auto head = client->Open("GET", "/flood").head.get();
@@ -214,7 +209,7 @@ TEST_F(Http2HostileTest, SettingsFrameWithTooManyEntriesEndsTheSession) {
     if (!FirstRequest(peer)) return;
     std::vector<std::pair<uint16_t, uint32_t>> entries(100, {0x99, 1});  // unknown ids
     peer.Write(H2Peer::Settings(entries));
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   auto head = client->Open("GET", "/settings").head.get();
@@ -256,7 +251,7 @@ TEST_F(Http2HostileTest, PingsFromAServerThatReadsAreAnswered) {
       ++answered;
     }
     peer.Respond(request->stream_id, 200, std::to_string(answered));
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   auto exchange = client->Open("GET", "/pings");
@@ -292,7 +287,7 @@ TEST_F(Http2HostileTest, HugeHeaderBlockFailsItsStreamThenEndsTheSession) {
       peer.WriteFrame(h2::kContinuation, 0, request->stream_id,
                       H2Peer::HeaderBlock({{absl::StrCat("x-big-", i), std::string(15980, 'h')}}));
     }
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   SessionLimits limits;
   auto client = Connect(server, limits);
@@ -344,7 +339,7 @@ TEST_F(Http2HostileTest, InterimResponsesAreSkippedUpToTheLimit) {
     auto endless = peer.ReadRequest();
     if (!endless) return;
     for (int i = 0; i < 6; ++i) peer.WriteHead(endless->stream_id, "103", 0, {{"link", "</a>"}});
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   auto exchange = client->Open("GET", "/interim");
@@ -478,7 +473,7 @@ TEST_F(Http2HostileTest, ServersConcurrencyLimitBoundsOpenStreams) {
     if (!first || !second) return;
     peer.Respond(first->stream_id, 200, "first");
     peer.Respond(second->stream_id, 200, "second");
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   ASSERT_TRUE(client->Ping(absl::Seconds(5)).ok());  // the server's SETTINGS came before
@@ -504,7 +499,7 @@ TEST_F(Http2HostileTest, ServersConcurrencyLimitBoundsOpenStreams) {
 
 TEST_F(Http2HostileTest, PingWithoutAnswerTimesOutAndTheSessionStays) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (peer.Handshake()) UntilClosed(peer);  // reads, never answers
+    if (peer.Handshake()) peer.ReadUntilClosed();  // reads, never answers
   });
   auto client = Connect(server);
   const absl::Status ping = client->Ping(absl::Milliseconds(200));
@@ -515,7 +510,7 @@ TEST_F(Http2HostileTest, PingWithoutAnswerTimesOutAndTheSessionStays) {
 
 TEST_F(Http2HostileTest, AbandonedSessionLetsGoOfTheCallbacksItHolds) {
   ScriptedH2Server server([](H2Peer& peer) {
-    if (peer.Handshake()) UntilClosed(peer);  // never answers
+    if (peer.Handshake()) peer.ReadUntilClosed();  // never answers
   });
   auto client = Connect(server);
   auto request = MakeRequest("GET", absl::StrCat("http://127.0.0.1:", server.port(), "/never"),
@@ -540,7 +535,7 @@ TEST_F(Http2HostileTest, RequestGoesOutAsHttp2Headers) {
     auto body = peer.ReadBody(request->stream_id);
     peer.Respond(request->stream_id, 200, body.value_or("?"));
     seen.set_value(*request);
-    UntilClosed(peer);
+    peer.ReadUntilClosed();
   });
   auto client = Connect(server);
   auto exchange = client->Open("PUT", "/put?x=1", "payload", absl::InfiniteFuture(),

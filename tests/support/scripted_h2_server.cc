@@ -129,6 +129,11 @@ bool H2Peer::Handshake(const std::vector<std::pair<uint16_t, uint32_t>>& setting
   return Write(Settings(settings) + Frame(h2::kSettings, h2::kAck, 0, ""));
 }
 
+void H2Peer::ReadUntilClosed() {
+  while (ReadFrame()) {
+  }
+}
+
 std::optional<H2Frame> H2Peer::ReadFrame() {
   unsigned char header[9];
   if (!ReadExactly(reinterpret_cast<char*>(header), sizeof(header))) return std::nullopt;

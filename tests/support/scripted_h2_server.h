@@ -58,6 +58,8 @@ class H2Peer {
   bool Handshake(const std::vector<std::pair<uint16_t, uint32_t>>& settings = {});
   // The next frame; none when the connection ended or timed out.
   std::optional<H2Frame> ReadFrame();
+  // Reads frames until the client closes the connection (or a read times out).
+  void ReadUntilClosed();
   // Reads frames until a request's HEADERS (decoding its block); what comes between
   // (SETTINGS ACK, WINDOW_UPDATE, DATA of other streams) is counted in data_bytes().
   std::optional<H2Request> ReadRequest();
