@@ -35,6 +35,7 @@
 #include "service/config.h"
 #include "service/config_store.h"
 #include "service/fetch_service.h"
+#include "fuzz/in_process_egress.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
 
@@ -61,11 +62,7 @@ struct World {
   LineCounter lines;
   std::string log_path;
   std::unique_ptr<egress::AccessLog> log;
-  std::unique_ptr<egress::ConfigStore> config;
-  std::unique_ptr<egress::transport::Transport> transport;
-  std::unique_ptr<egress::FetchService> service;
-  std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<egress::v1::Egress::Stub> stub;
+  egress::fuzz::InProcessEgress egress;
   size_t log_read = 0;  // bytes of the log checked so far
 };
 
@@ -82,19 +79,9 @@ World& TheWorld() {
     proto.mutable_transport()->set_io_threads(1);
     proto.mutable_transport()->mutable_response_header_timeout()->set_nanos(200'000'000);
     proto.mutable_access_log()->set_log_query(false);
-    auto config = egress::BuildConfig(proto);
-    if (!config.ok()) Fail(config.status().ToString());
-    auto transport = egress::transport::Transport::Create(config->transport, w->observer);
-    if (!transport.ok()) Fail(transport.status().ToString());
-    w->transport = *std::move(transport);
-    w->config = std::make_unique<egress::ConfigStore>(*std::move(config));
-    w->service = std::make_unique<egress::FetchService>(*w->transport, *w->config, w->observer,
-                                                        w->log.get());
-    grpc::ServerBuilder builder;
-    builder.RegisterService(w->service.get());
-    w->server = builder.BuildAndStart();
-    if (!w->server) Fail("the gRPC server did not start");
-    w->stub = egress::v1::Egress::NewStub(w->server->InProcessChannel(grpc::ChannelArguments()));
+    const absl::Status started =
+        egress::fuzz::StartInProcessEgress(proto, w->observer, w->log.get(), w->egress);
+    if (!started.ok()) Fail(started.ToString());
     return w;
   }();
   return *world;
@@ -146,10 +133,10 @@ void Call(World& world, FetchRequest request, bool stream, int deadline_ms) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
   if (!stream) {
     egress::v1::FetchResponse response;
-    world.stub->Fetch(&context, request, &response);
+    world.egress.stub->Fetch(&context, request, &response);
     return;
   }
-  auto reader = world.stub->FetchStream(&context, request);
+  auto reader = world.egress.stub->FetchStream(&context, request);
   egress::v1::FetchChunk chunk;
   while (reader->Read(&chunk)) {
   }

@@ -30,6 +30,7 @@
 #include "service/config.h"
 #include "service/config_store.h"
 #include "service/fetch_service.h"
+#include "fuzz/in_process_egress.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
 
@@ -48,11 +49,7 @@ constexpr int kMaxDeadlineMs = 400;
 struct World {
   egress::testing::FaultServer upstream;
   egress::testing::CountingObserver observer;
-  std::unique_ptr<egress::ConfigStore> config;
-  std::unique_ptr<egress::transport::Transport> transport;
-  std::unique_ptr<egress::FetchService> service;
-  std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<egress::v1::Egress::Stub> stub;
+  egress::fuzz::InProcessEgress egress;
 };
 
 World& TheWorld() {
@@ -66,19 +63,9 @@ World& TheWorld() {
     proto.mutable_limits()->set_max_concurrent_fetches(3);  // below kMaxRpcs: reachable
     proto.mutable_limits()->set_max_request_header_bytes(4096);
     proto.mutable_limits()->set_max_request_body_bytes(4096);
-    auto config = egress::BuildConfig(proto);
-    if (!config.ok()) Fail(config.status().ToString());
-    auto transport = egress::transport::Transport::Create(config->transport, w->observer);
-    if (!transport.ok()) Fail(transport.status().ToString());
-    w->transport = *std::move(transport);
-    w->config = std::make_unique<egress::ConfigStore>(*std::move(config));
-    w->service = std::make_unique<egress::FetchService>(*w->transport, *w->config, w->observer,
-                                                        /*access_log=*/nullptr);
-    grpc::ServerBuilder builder;
-    builder.RegisterService(w->service.get());
-    w->server = builder.BuildAndStart();
-    if (!w->server) Fail("the gRPC server did not start");
-    w->stub = egress::v1::Egress::NewStub(w->server->InProcessChannel(grpc::ChannelArguments()));
+    const absl::Status started =
+        egress::fuzz::StartInProcessEgress(proto, w->observer, /*log=*/nullptr, w->egress);
+    if (!started.ok()) Fail(started.ToString());
     return w;
   }();
   return *world;
@@ -164,9 +151,9 @@ void Call(World& world, FetchRequest request, bool stream, int cancel_after, int
   grpc::Status status;
   if (!stream) {
     egress::v1::FetchResponse response;
-    status = world.stub->Fetch(&context, request, &response);
+    status = world.egress.stub->Fetch(&context, request, &response);
   } else {
-    auto reader = world.stub->FetchStream(&context, request);
+    auto reader = world.egress.stub->FetchStream(&context, request);
     egress::v1::FetchChunk chunk;
     for (int chunks = 0; reader->Read(&chunk); ++chunks) {
       if (chunks == cancel_after) context.TryCancel();
@@ -186,11 +173,11 @@ void CheckSettles(World& world) {
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
   for (;;) {
     int busy = 0, idle = 0;
-    for (const auto& o : world.transport->PoolStats()) {
+    for (const auto& o : world.egress.transport->PoolStats()) {
       busy += o.connecting + o.active + o.draining + o.waiting;
       idle += o.idle;
     }
-    const uint32_t in_flight = world.service->fetches_in_flight();
+    const uint32_t in_flight = world.egress.service->fetches_in_flight();
     if (busy == 0 && in_flight == 0) {
       const int open = world.observer.opened - world.observer.AllClosed();
       if (open != idle) {
