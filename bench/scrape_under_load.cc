@@ -19,9 +19,9 @@
 #include "egress/v1/egress.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/exposer.h"
-#include "service/config.h"
-#include "service/metrics.h"
-#include "service/server.h"
+#include "service/config/config.h"
+#include "service/metrics/metrics.h"
+#include "service/server/server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
 

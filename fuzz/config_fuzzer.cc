@@ -7,7 +7,7 @@
 #include <string>
 
 #include "google/protobuf/util/message_differencer.h"
-#include "service/config.h"
+#include "service/config/config.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include "absl/status/status.h"
 #include "egress/v1/egress.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "service/access_log.h"
-#include "service/config.h"
-#include "service/config_store.h"
-#include "service/fetch_service.h"
+#include "service/access_log/access_log.h"
+#include "service/config/config.h"
+#include "service/config/config_store.h"
+#include "service/fetch/fetch_service.h"
 #include "tests/support/counting_observer.h"
 
 namespace egress::fuzz {

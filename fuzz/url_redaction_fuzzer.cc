@@ -15,7 +15,7 @@
 
 #include "absl/strings/escaping.h"
 #include "fuzz/secret_urls.h"
-#include "service/access_log.h"
+#include "service/access_log/access_log.h"
 #include "service/transport/error_reason.h"
 #include "service/transport/request.h"
 

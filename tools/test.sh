@@ -20,6 +20,8 @@ test_all() {  # bazel test arguments...
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 }
 
+phase "layers"
+record "layers" tools/check_layers.sh
 phase "bazel test (default config) //..."
 # Build everything first, so that compiling does not compete with running tests.
 bazel build //... && test_all //... || status=1

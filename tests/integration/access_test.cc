@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "service/admin_server.h"
+#include "service/admin/admin_server.h"
 #include "service/base/files.h"
-#include "service/server_credentials.h"
+#include "service/server/server_credentials.h"
 #include "tests/support/child_process.h"
 #include "tests/support/egress_fixture.h"
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/admin_server.h"
+#include "service/admin/admin_server.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gmock/gmock.h"
-#include "service/config.h"
+#include "service/config/config.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/redis_server.h"
 

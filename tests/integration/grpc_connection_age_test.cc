@@ -13,8 +13,8 @@
 #include "egress/v1/egress.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/config.h"
-#include "service/server.h"
+#include "service/config/config.h"
+#include "service/server/server.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
-#include "service/utf8_text.h"
+#include "service/fetch/utf8_text.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/resident_memory.h"
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 #include "tests/support/admin_fixture.h"
 
 namespace egress::testing {

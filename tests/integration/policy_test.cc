@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "service/base/files.h"
-#include "service/server_credentials.h"
+#include "service/server/server_credentials.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

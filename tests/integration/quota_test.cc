@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/config.h"
+#include "service/config/config.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

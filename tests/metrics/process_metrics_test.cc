@@ -29,8 +29,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/process_metrics.h"
-#include "service/version.h"
+#include "service/metrics/process_metrics.h"
+#include "service/metrics/version.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 

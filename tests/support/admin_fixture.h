@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "service/admin_server.h"
+#include "service/admin/admin_server.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

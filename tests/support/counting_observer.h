@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "service/fetch_observer.h"
+#include "service/fetch/fetch_observer.h"
 #include "service/transport/observer.h"
 
 namespace egress::testing {

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/rpc/status.pb.h"
-#include "service/config.h"
-#include "service/proto_time.h"
+#include "service/config/config.h"
+#include "service/config/proto_time.h"
 
 namespace egress::testing {
 

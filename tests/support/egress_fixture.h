@@ -13,7 +13,7 @@
 #include "google/rpc/error_details.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
 #include "tests/support/nginx_upstream.h"

@@ -1,6 +1,6 @@
 // AppendAccessLogJson writes what protobuf's own JSON printer writes (as JSON values: the
 // order of fields may differ), for every kind of field the access log holds.
-#include "service/access_log_json.h"
+#include "service/access_log/access_log_json.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "service/config.h"
+#include "service/config/config.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

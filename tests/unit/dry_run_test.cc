@@ -1,6 +1,6 @@
 // The dry run's answer stays within what a gRPC client takes, however many distinct
 // callers and hosts the history holds.
-#include "service/dry_run.h"
+#include "service/admin/dry_run.h"
 
 #include <string>
 #include <vector>

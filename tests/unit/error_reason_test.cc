@@ -4,7 +4,7 @@
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
-#include "service/status_mapping.h"
+#include "service/fetch/status_mapping.h"
 
 namespace egress {
 namespace {

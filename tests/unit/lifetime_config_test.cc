@@ -2,7 +2,7 @@
 // jitter), max_requests_per_connection, on the transport and per origin.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/config.h"
+#include "service/config/config.h"
 
 namespace egress {
 namespace {

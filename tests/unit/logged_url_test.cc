@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
-#include "service/access_log.h"
+#include "service/access_log/access_log.h"
 #include "service/transport/error_reason.h"
 
 namespace egress {

@@ -1,4 +1,4 @@
-#include "service/memory_releaser.h"
+#include "service/server/memory_releaser.h"
 
 #include <unistd.h>
 

@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "service/metrics.h"
-#include "service/server.h"
+#include "service/metrics/metrics.h"
+#include "service/server/server.h"
 
 namespace egress::testing {
 namespace {

@@ -1,6 +1,6 @@
 // PeerAddress on the peer URIs gRPC reports: IPv4, IPv6 (percent-encoded as gRPC 1.51
 // writes it, or bare as older gRPC did) and unix sockets.
-#include "service/peer_address.h"
+#include "service/fetch/peer_address.h"
 
 #include <optional>
 

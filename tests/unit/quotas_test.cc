@@ -1,13 +1,13 @@
 // QuotaTable and FindQuota on a clock of the test's own: token buckets, concurrency,
 // the precedence of rules, config changes and the bound on tracked callers.
-#include "service/quotas.h"
+#include "service/limits/quotas.h"
 
 #include <dirent.h>
 
 #include <future>
 #include <vector>
 
-#include "service/quota_store.h"
+#include "service/limits/quota_store.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

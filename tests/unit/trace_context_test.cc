@@ -1,4 +1,4 @@
-#include "service/trace_context.h"
+#include "service/fetch/trace_context.h"
 
 #include <set>
 #include <string>

@@ -1,0 +1,84 @@
+#ifndef EGRESS_SERVICE_CONFIG_CONFIG_H_
+#define EGRESS_SERVICE_CONFIG_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "egress/v1/egress.pb.h"
+#include "service/limits/quota_store.h"
+#include "service/limits/quotas.h"
+#include "service/transport/settings.h"
+
+namespace egress {
+
+// The settings of the gRPC front end that are not the transport's.
+struct FetchLimits {
+  uint64_t default_max_body_bytes = 8 << 20;
+  uint64_t max_request_body_bytes = 8 << 20;
+  absl::Duration default_timeout = absl::Seconds(60);
+  uint32_t max_concurrent_fetches = 10000;
+  uint32_t max_request_header_bytes = 64 * 1024;
+  uint64_t max_body_bytes_ceiling = 64 << 20;
+  uint64_t buffered_body_budget_bytes = 256 << 20;
+  absl::Duration max_timeout = absl::Minutes(5);
+  uint32_t max_concurrent_fetches_per_caller = 0;  // 0: no per-caller limit
+};
+
+// How callers are identified, and what redirects may carry; which hosts each caller may
+// reach is in the transport's policy (transport::CallerRules).
+struct CallerPolicy {
+  std::string caller_header;  // metadata key naming the caller; empty: not used
+  uint32_t max_redirects = 5;
+  // Lower-case names of request headers dropped when a redirect changes origin.
+  std::vector<std::string> redirect_strip_headers = {
+      "authorization", "proxy-authorization", "cookie", "cookie2", "www-authenticate"};
+  egress::v1::IdentitySource identity_source = egress::v1::IDENTITY_SOURCE_URI_SAN;
+  // Peers whose caller_header is believed: by connection address, or by mTLS identity.
+  std::vector<transport::Cidr> header_trusted_cidrs;
+  std::vector<std::string> header_trusted_identities;
+};
+
+// What the access log writes (access_log in the config; where it goes is --access_log).
+struct AccessLogSettings {
+  double sample_ratio = 1.0;          // of successful fetches; the others are all logged
+  uint32_t max_lines_per_second = 0;  // 0: no cap
+  uint32_t queue_lines = 10000;
+  bool log_query = false;
+};
+
+// The config in force: validated, with every default filled in, never changed after
+// it is built (a new config is a new object).
+struct ServiceConfig {
+  egress::v1::Config proto;  // as GetConfig shows it: defaults filled in
+  transport::TransportSettings transport;
+  FetchLimits limits;
+  CallerPolicy callers;
+  size_t max_origin_labels = 100;  // distinct origins in metrics before "other"
+  AccessLogSettings access_log;
+  std::vector<QuotaRule> quotas;  // in the config's order
+  QuotaStoreSettings quota_store;
+};
+
+// Checks a config and fills in defaults for fields left unset (zero for numbers).
+// Errors are INVALID_ARGUMENT and name the field, e.g. "transport.connect_timeout: must
+// be positive" for an explicit zero timeout.
+absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto);
+
+// Parses text-format egress.v1.Config and builds it; unknown fields are errors.
+// `source` (the file name) prefixes error messages.
+absl::StatusOr<ServiceConfig> LoadConfigText(const std::string& text, const std::string& source);
+
+// Parses text-format egress.v1.Config (`source` names it in errors); no validation.
+absl::StatusOr<egress::v1::Config> ParseConfigText(const std::string& text,
+                                                   const std::string& source);
+
+// What an operator should know about a valid config that may not do what they think
+// (e.g. caller_header set with no trusted peers, so it is ignored); one line each.
+std::vector<std::string> ConfigWarnings(const ServiceConfig& config);
+
+// The config as one line of text, for the start-up log.
+std::string DescribeConfig(const ServiceConfig& config);
+
+}  // namespace egress
+
+#endif  // EGRESS_SERVICE_CONFIG_CONFIG_H_
