@@ -586,6 +586,27 @@ TEST_F(DnsTest, AShortNameIsLookedUpAsWrittenNotExpandedByResolvConfsSearchList)
   EXPECT_EQ(FetchedFrom("answered.test"), Nginx("127.0.0.1"));
 }
 
+// The same for an allow rule: allow_hosts "api" opens the name "api", never the
+// api.corp.test that resolv.conf's search list would make of it.
+TEST_F(DnsTest, AShortNameAnAllowRuleOpensIsNotExpandedToANameTheRuleDoesNotName) {
+  dns_->Answer("api.corp.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_policy()->clear_allow_cidrs();  // loopback is open only through allow_hosts
+    c.mutable_policy()->add_allow_hosts("api");
+  });
+  ASSERT_NO_FATAL_FAILURE(SearchInResolvConf("corp.test"));
+
+  FetchResponse response;
+  const grpc::Status status = Fetch(DialingRequestFor("api"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  const auto info = ErrorInfoOf(status);
+  EXPECT_EQ(info ? info->reason() : "no ErrorInfo", "DNS_FAILED");
+  EXPECT_EQ(dns_->Queries("api.corp.test"), 0);
+  EXPECT_GE(dns_->Queries("api"), 1);
+  EXPECT_EQ(nginx().WaitForRequests(LoggedUri("/close/1k"), 0).size(), 0u);
+  EXPECT_EQ(observer_.opened, 0);
+}
+
 TEST_F(DnsTest, DisabledCacheAsksTheServerForEveryDial) {
   dns_->Answer("uncached.test", "127.0.0.1");
   StartEgress([](egress::v1::Config& c) {
