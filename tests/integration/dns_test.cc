@@ -188,6 +188,22 @@ class DnsTest : public EgressTest {
     searching_ = true;
   }
 
+  // A fetch of DialingRequestFor(name), a name the DNS server does not know, fails on DNS
+  // for that name: nothing is asked for `expanded` (what a search list makes of it),
+  // nothing is dialed, nothing reaches nginx.
+  void ExpectFailsOnDnsAsWritten(const std::string& name, const std::string& expanded) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(DialingRequestFor(name), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(absl::StrCat("resolving host \"", name, "\"")));
+    const auto info = ErrorInfoOf(status);
+    EXPECT_EQ(info ? info->reason() : "no ErrorInfo", "DNS_FAILED");
+    EXPECT_EQ(dns_->Queries(expanded), 0);
+    EXPECT_GE(dns_->Queries(name), 1);
+    EXPECT_EQ(nginx().WaitForRequests(LoggedUri("/close/1k"), 0).size(), 0u);
+    EXPECT_EQ(observer_.opened, 0);
+  }
+
   struct Unanswered {
     std::string name;
     std::thread thread;
@@ -572,17 +588,7 @@ TEST_F(DnsTest, AShortNameIsLookedUpAsWrittenNotExpandedByResolvConfsSearchList)
   StartEgress([](egress::v1::Config& c) { c.mutable_policy()->add_deny_hosts("blocked.test"); });
   ASSERT_NO_FATAL_FAILURE(SearchInResolvConf("test"));
 
-  FetchResponse response;
-  const grpc::Status status = Fetch(DialingRequestFor("blocked"), &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
-  EXPECT_THAT(status.error_message(), HasSubstr("resolving host \"blocked\""));
-  const auto info = ErrorInfoOf(status);
-  EXPECT_EQ(info ? info->reason() : "no ErrorInfo", "DNS_FAILED");
-  EXPECT_EQ(dns_->Queries("blocked.test"), 0);
-  EXPECT_GE(dns_->Queries("blocked"), 1);
-  EXPECT_EQ(nginx().WaitForRequests(LoggedUri("/close/1k"), 0).size(), 0u);
-  EXPECT_EQ(observer_.opened, 0);
-
+  ExpectFailsOnDnsAsWritten("blocked", "blocked.test");
   EXPECT_EQ(FetchedFrom("answered.test"), Nginx("127.0.0.1"));
 }
 
@@ -596,15 +602,7 @@ TEST_F(DnsTest, AShortNameAnAllowRuleOpensIsNotExpandedToANameTheRuleDoesNotName
   });
   ASSERT_NO_FATAL_FAILURE(SearchInResolvConf("corp.test"));
 
-  FetchResponse response;
-  const grpc::Status status = Fetch(DialingRequestFor("api"), &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
-  const auto info = ErrorInfoOf(status);
-  EXPECT_EQ(info ? info->reason() : "no ErrorInfo", "DNS_FAILED");
-  EXPECT_EQ(dns_->Queries("api.corp.test"), 0);
-  EXPECT_GE(dns_->Queries("api"), 1);
-  EXPECT_EQ(nginx().WaitForRequests(LoggedUri("/close/1k"), 0).size(), 0u);
-  EXPECT_EQ(observer_.opened, 0);
+  ExpectFailsOnDnsAsWritten("api", "api.corp.test");
 }
 
 TEST_F(DnsTest, DisabledCacheAsksTheServerForEveryDial) {
