@@ -64,7 +64,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
                                                            bool balance) {
   // Responses of any size: egressd bounds bodies itself (at most
   // limits.max_body_bytes_ceiling), and gRPC's default of 4 MiB would refuse a FULL body
-  // under egressd's default of 8 MiB.
+  // a caller asks for with a max_body_bytes over egressd's default (4 MiB - 256 KiB).
   if (!HasArg(args, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH)) args.SetMaxReceiveMessageSize(-1);
   // gRPC's own default, pick_first, sends every call to the first address that answers:
   // one replica of many, however many the target resolves to.

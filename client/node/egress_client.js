@@ -92,8 +92,8 @@ class EgressError extends Error {
 // extra: the caller's channel options; balance: round_robin unless they choose a policy.
 function channel(tls, extra = {}, balance = false) {
   // Responses of any size: egressd bounds bodies itself (at most
-  // limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body
-  // under egressd's default of 8 MiB.
+  // limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body a
+  // caller asks for with a max_body_bytes over egressd's default (4 MiB - 256 KiB).
   const unlimited = { 'grpc.max_receive_message_length': -1, ...extra };
   if (balance && !('grpc.service_config' in extra) && !('grpc.lb_policy_name' in extra)) {
     unlimited['grpc.service_config'] = DEFAULT_SERVICE_CONFIG;

@@ -118,8 +118,8 @@ def _read(path):
 
 
 # Any size of response: egressd bounds bodies itself (max_body_bytes, at most
-# limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body under
-# egressd's 8 MiB default.
+# limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL body a
+# caller asks for with a max_body_bytes over egressd's default (4 MiB - 256 KiB).
 _UNLIMITED_RECEIVE = [("grpc.max_receive_message_length", -1)]
 
 # The service config every client of egressd defaults to: calls round robin over every

@@ -11,9 +11,21 @@
 
 namespace egress {
 
+// A FULL fetch that leaves max_body_bytes at 0 gets at most this much body, so that the
+// whole answer fits the 4 MiB a gRPC client accepts by default (grpcurl, a stub made by
+// hand): a larger body is egressd's own RESOURCE_EXHAUSTED RESPONSE_TOO_LARGE, counted as
+// such, never an answer counted OK that the caller's gRPC then refuses (egressd cannot see
+// the caller's limit). The 256 KiB left hold the rest of the FetchResponse: response
+// headers of up to transport.max_response_header_bytes (64 KiB) grow at most threefold as
+// protobuf (a value that is not UTF-8 comes as its Latin-1 reading in UTF-8, up to twice
+// its size, and byte for byte in value_bytes), and status, connection info, timing and
+// trace ids take under 1 KiB. A caller who raises max_body_bytes must raise its client's
+// receive limit too; the clients in client/ accept any size.
+constexpr uint64_t kDefaultMaxBodyBytes = (4 << 20) - (256 << 10);  // 3,932,160
+
 // The settings of the gRPC front end that are not the transport's.
 struct FetchLimits {
-  uint64_t default_max_body_bytes = 8 << 20;
+  uint64_t default_max_body_bytes = kDefaultMaxBodyBytes;
   uint64_t max_request_body_bytes = 8 << 20;
   absl::Duration default_timeout = absl::Seconds(60);
   uint32_t max_concurrent_fetches = 10000;

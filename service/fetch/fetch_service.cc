@@ -158,7 +158,8 @@ class BudgetedBodyMemory final : public transport::BodyMemory {
   const uint64_t limit_;  // of the config the fetch started under
 };
 
-absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request,
+// Takes the body out of `request` (it is held once, in the HttpRequest, from here on).
+absl::StatusOr<transport::HttpRequest> ToHttpRequest(FetchRequest& request,
                                                       const FetchLimits& limits) {
   if (request.body().size() > limits.max_request_body_bytes) {
     return transport::WithReason(
@@ -193,7 +194,8 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(const FetchRequest& request
                                                    transport::kMaxAttempts));
   }
   auto http_request = transport::MakeRequest(request.method(), request.url(),
-                                             std::move(headers), request.body());
+                                             std::move(headers),
+                                             std::move(*request.mutable_body()));
   if (http_request.ok() && request.max_attempts() > 0) {
     http_request->max_attempts = request.max_attempts();
   }
@@ -319,7 +321,8 @@ absl::StatusOr<transport::HttpRequest> NextHop(const transport::HttpRequest& cur
   const bool to_get = status_code == 303 || ((status_code == 301 || status_code == 302) &&
                                              current.method == "POST");
   auto next = transport::MakeRequest(to_get ? "GET" : current.method, location,
-                                     current.headers, to_get ? "" : current.body);
+                                     current.headers,
+                                     to_get ? transport::RequestBody() : current.body);
   if (!next.ok()) return next.status();
   if (!(next->origin == current.origin)) {
     auto& headers = next->headers;
@@ -393,7 +396,7 @@ class ExchangeReactor {
   // final response (after any redirects followed). A request that cannot be sent
   // finishes the RPC at once. `config` is the snapshot the whole RPC runs under.
   void Start(const FetchService::Context& service, std::shared_ptr<const ServiceConfig> config,
-             const grpc::CallbackServerContext& context, const FetchRequest& request) {
+             const grpc::CallbackServerContext& context, FetchRequest& request) {
     service_ = &service;
     start_ = absl::Now();
     try {
@@ -436,7 +439,7 @@ class ExchangeReactor {
   }
 
   void Begin(std::shared_ptr<const ServiceConfig> config,
-             const grpc::CallbackServerContext& context, const FetchRequest& request) {
+             const grpc::CallbackServerContext& context, FetchRequest& request) {
     const FetchService::Context& service = *service_;
     config_ = std::move(config);
     trace_ = FetchSpan(context, request);
@@ -835,7 +838,7 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
                            private ExchangeReactor<FetchReactor> {
  public:
   FetchReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
-               const FetchRequest* request, FetchResponse* response)
+               FetchRequest* request, FetchResponse* response)
       : request_(*request), response_(response) {
     auto config = service.config.Get();
     const uint64_t max = request->max_body_bytes();
@@ -1006,7 +1009,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
                                  private ExchangeReactor<FetchStreamReactor> {
  public:
   FetchStreamReactor(const FetchService::Context& service, grpc::CallbackServerContext* context,
-                     const FetchRequest* request)
+                     FetchRequest* request)
       : stall_watch_(context) {
     Start(service, service.config.Get(), *context, *request);
   }
@@ -1077,17 +1080,25 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   StalledWriteWatch stall_watch_;
 };
 
+// gRPC's callback handlers build the request as a mutable object the call owns and lend
+// it as const (grpcpp/impl/codegen/server_callback_handlers.h; the unary one hands the
+// same object out mutable through GetRpcAllocatorState). Egress moves the body out of it
+// rather than hold a second copy of up to limits.max_request_body_bytes per call.
+FetchRequest* OwnedRequest(const FetchRequest* request) {
+  return const_cast<FetchRequest*>(request);
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* FetchService::Fetch(grpc::CallbackServerContext* context,
                                               const FetchRequest* request,
                                               FetchResponse* response) {
-  return new FetchReactor(context_, context, request, response);
+  return new FetchReactor(context_, context, OwnedRequest(request), response);
 }
 
 grpc::ServerWriteReactor<FetchChunk>* FetchService::FetchStream(
     grpc::CallbackServerContext* context, const FetchRequest* request) {
-  return new FetchStreamReactor(context_, context, request);
+  return new FetchStreamReactor(context_, context, OwnedRequest(request));
 }
 
 }  // namespace egress

@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -412,19 +413,20 @@ void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
                       const ResponseLimits& limits, absl::Time deadline, HeadCallback done) {
   // Serialized here, on the caller's thread, once; MakeRequest has refused what cannot
   // be written, and this is the defence should a request reach here some other way.
-  absl::StatusOr<std::string> wire = SerializeRequest(request);
-  if (!wire.ok()) {
+  absl::StatusOr<std::string> head = SerializeRequestHead(request);
+  if (!head.ok()) {
     observer_.OnTransportException();
     return done(absl::InternalError(absl::StrCat("egress could not write the ", request.method,
                                                  " request for ", request.origin.Key(), ": ",
-                                                 wire.status().message())),
+                                                 head.status().message())),
                 false);
   }
   net::dispatch(stream_.get_executor(),
-                [self = shared_from_this(), wire = *std::move(wire),
+                [self = shared_from_this(), head = *std::move(head), body = request.body,
                  keep_alive = KeepsAlive(request), is_head = request.method == "HEAD",
                  header_timeout, limits, deadline, done = std::move(done)]() mutable {
-                  self->request_wire_ = std::move(wire);
+                  self->request_head_ = std::move(head);
+                  self->request_body_ = std::move(body);
                   self->request_keep_alive_ = keep_alive;
                   self->request_is_head_ = is_head;
                   self->deadline_ = deadline;
@@ -439,8 +441,11 @@ void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
                   self->head_done_ = std::move(done);
                   ++self->requests_;
                   self->ExpireAfter(header_timeout);
-                  net::async_write(self->stream_, net::buffer(self->request_wire_),
-                                   self->Guarded(&Connection::OnWrite));
+                  const absl::string_view body_bytes = self->request_body_.view();
+                  const std::array<net::const_buffer, 2> wire = {
+                      net::buffer(self->request_head_),
+                      net::buffer(body_bytes.data(), body_bytes.size())};
+                  net::async_write(self->stream_, wire, self->Guarded(&Connection::OnWrite));
                 });
 }
 
@@ -450,8 +455,9 @@ void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
     return std::exchange(head_done_, nullptr)(Fail("sending the request to", ec), false);
   }
   // The body is sent: an idle connection must not hold a large upload for its lifetime.
-  request_wire_.clear();
-  request_wire_.shrink_to_fit();
+  request_head_.clear();
+  request_head_.shrink_to_fit();
+  request_body_ = {};
   ReadHead();
 }
 

@@ -268,7 +268,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::beast::flat_buffer buffer_;
   GrowingReadSize read_size_;  // ReadMore's, reset between exchanges
   std::optional<ResponseParser> parser_;
-  std::string request_wire_;       // the request being written (SerializeRequest)
+  std::string request_head_;       // the request being written (SerializeRequestHead)
+  RequestBody request_body_;       // and its body, shared with the request
   bool request_keep_alive_ = true;  // it lets the connection be reused (KeepsAlive)
   bool request_is_head_ = false;    // its response has no body
   bool broken_ = false;  // an I/O or protocol error left the stream in an unknown state

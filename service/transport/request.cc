@@ -95,7 +95,7 @@ bool IsConnectionWith(const std::string& name, const std::string& value,
 // What egress cannot carry as asked: a tunnel, a switch to another protocol, or a body
 // where HTTP forbids one. Checked before anything is sent (or a connection picked).
 absl::Status ValidateMethodAndFraming(const std::string& method, const HeaderList& headers,
-                                      const std::string& body) {
+                                      const RequestBody& body) {
   if (absl::EqualsIgnoreCase(method, "CONNECT")) {
     return absl::InvalidArgumentError(
         "method CONNECT asks for a tunnel, which egress does not open; fetch the URL "
@@ -212,7 +212,7 @@ bool HttpRequest::IsIdempotent() const {
 }
 
 absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
-                                        HeaderList headers, std::string body) {
+                                        HeaderList headers, RequestBody body) {
   HttpRequest request;
   request.method = method.empty() ? "GET" : std::string(method);
   if (!IsToken(request.method)) {
@@ -287,11 +287,10 @@ absl::Status ValidateForWire(const HttpRequest& request) {
   return valid;
 }
 
-absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
+absl::StatusOr<std::string> SerializeRequestHead(const HttpRequest& request) {
   if (absl::Status valid = ValidateForWire(request); !valid.ok()) return valid;
   const std::string host = request.origin.HostHeader();
-  size_t size = request.method.size() + request.target.size() + host.size() + 64 +
-                request.body.size();
+  size_t size = request.method.size() + request.target.size() + host.size() + 64;
   for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
   std::string wire;
   wire.reserve(size);
@@ -303,7 +302,7 @@ absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request) {
   if (HasContentLength(request)) {
     absl::StrAppend(&wire, "Content-Length: ", request.body.size(), "\r\n");
   }
-  absl::StrAppend(&wire, "\r\n", request.body);
+  wire.append("\r\n");
   return wire;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "service/transport/body_memory.h"
 #include "service/transport/origin.h"
+#include "service/transport/request_body.h"
 
 namespace egress::transport {
 
@@ -22,7 +23,7 @@ struct HttpRequest {
   Origin origin;
   std::string target;  // origin-form: path and query, e.g. "/a?b=c"
   HeaderList headers;  // never Host, Content-Length or Transfer-Encoding
-  std::string body;
+  RequestBody body;  // shared by every copy of the request
   // The caller's identity, for the policy's caller rules and messages; empty: none.
   std::string caller;
   // Attempts this request may take (RetrySettings.max_attempts); unset: its origin's.
@@ -42,9 +43,9 @@ struct HttpRequest {
 // a protocol upgrade (an Upgrade header, Connection: upgrade), TRACE with a body, and
 // header fields over 65533 bytes.
 absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
-                                        HeaderList headers, std::string body);
+                                        HeaderList headers, RequestBody body);
 
-// What SerializeRequest checks again of a request before anything of it is written: the
+// What SerializeRequestHead checks again of a request before anything of it is written: the
 // method, the target and the headers as MakeRequest does, and that the host is printable
 // without spaces. INVALID_ARGUMENT, as MakeRequest would say it. HTTP/2 checks the same.
 absl::Status ValidateForWire(const HttpRequest& request);
@@ -53,12 +54,12 @@ absl::Status ValidateForWire(const HttpRequest& request);
 // 5.5: they are not part of it), as Beast's fields stored values.
 absl::string_view TrimSpacesAndTabs(absl::string_view value);
 
-// The request as it is written to an HTTP/1.1 connection, in one piece: the request
-// line, Host, the headers in order, Content-Length (see HasContentLength), a blank line
-// and the body.
+// The head of the request as it is written to an HTTP/1.1 connection: the request line,
+// Host, the headers in order, Content-Length (see HasContentLength) and a blank line; the
+// body follows it on the wire from its own bytes (not copied into the head).
 // Checks it first (ValidateForWire), so that a request built some other way cannot
 // smuggle a header or a second request.
-absl::StatusOr<std::string> SerializeRequest(const HttpRequest& request);
+absl::StatusOr<std::string> SerializeRequestHead(const HttpRequest& request);
 
 // Whether the request is sent with a Content-Length: it has a body, or its method is
 // POST, PUT or OPTIONS, which announce an empty one.

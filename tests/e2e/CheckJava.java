@@ -6,6 +6,7 @@
 //   java -cp "$(cat DIR/classpath)" CheckJava.java TARGET URL LARGE_URL DENIED_URL
 import egress.client.EgressClient;
 import egress.client.EgressException;
+import egress.client.FetchOptions;
 import egress.client.Response;
 import java.util.Base64;
 import java.util.LinkedHashMap;
@@ -71,7 +72,8 @@ public final class CheckJava {
         print(failure(e));
       }
       try {
-        Response r = egress.fetch(largeUrl);
+        // Over egressd's default max_body_bytes: the client's receive limit must allow it.
+        Response r = egress.fetch(largeUrl, FetchOptions.defaults().maxBodyBytes(8L << 20));
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("large_status", r.statusCode());
         m.put("large_bytes", String.valueOf(r.body().length));

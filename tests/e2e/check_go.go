@@ -62,7 +62,8 @@ func main() {
 	} else {
 		print(map[string]interface{}{"error": "none"})
 	}
-	if r, err := client.Fetch(ctx, largeURL); err != nil {
+	// Over egressd's default max_body_bytes: the client's receive limit must allow it.
+	if r, err := client.Fetch(ctx, largeURL, egress.MaxBodyBytes(8<<20)); err != nil {
 		print(failure(err))
 	} else {
 		print(map[string]interface{}{"large_status": r.StatusCode, "large_bytes": strconv.Itoa(len(r.Body))})

@@ -31,7 +31,8 @@ async function main() {
       console.log(JSON.stringify(failure(error)));
     }
     try {
-      const r = await egress.fetch(largeUrl);
+      // Over egressd's default max_body_bytes: the client's receive limit must allow it.
+      const r = await egress.fetch(largeUrl, { maxBodyBytes: 8 * 1024 * 1024 });
       console.log(JSON.stringify({ large_status: r.statusCode, large_bytes: String(r.body.length) }));
     } catch (error) {
       console.log(JSON.stringify(failure(error)));

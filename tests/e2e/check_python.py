@@ -34,7 +34,8 @@ def main():
         except EgressError as error:
             print(json.dumps(failure(error)))
         try:
-            r = egress.fetch(large_url)
+            # Over egressd's default max_body_bytes: the client's receive limit must allow it.
+            r = egress.fetch(large_url, max_body_bytes=8 << 20)
             print(json.dumps({"large_status": r.status_code, "large_bytes": str(len(r.body))}))
         except EgressError as error:
             print(json.dumps(failure(error)))

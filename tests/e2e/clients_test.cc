@@ -135,7 +135,8 @@ class ClientsTest : public ::testing::Test {
 
   static std::string Target() { return egressd_->grpc_target(); }
   static std::string Url() { return nginx_->HttpsUrl("/cl/4k"); }
-  // A body over gRPC's default message limit of 4 MiB, which a client must raise.
+  // A body over gRPC's default message limit of 4 MiB, which a client must raise, and
+  // over egressd's default max_body_bytes: every client asks for up to 8 MiB.
   static std::string LargeUrl() { return nginx_->HttpsUrl("/cl/6m"); }
 
   // Two fetches of Url(), one of a malformed URL, one of LargeUrl() and one of
@@ -188,7 +189,9 @@ TEST_F(ClientsTest, CppClientFetchesReusesAndMapsErrors) {
   ASSERT_TRUE(head.ok()) << head.status();
   EXPECT_EQ(head->body(), "");
 
-  auto large = egress.Fetch(LargeUrl());
+  client::FetchOptions large_options;
+  large_options.max_body_bytes = 8 << 20;  // over egressd's default: see LargeUrl
+  auto large = egress.Fetch(LargeUrl(), large_options);
   ASSERT_TRUE(large.ok()) << large.status();
   EXPECT_EQ(large->body(), NginxUpstream::FileContent("6m"));
 

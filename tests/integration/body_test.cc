@@ -2,6 +2,7 @@
 #include <chrono>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {
@@ -67,6 +68,27 @@ TEST_F(BodyTest, FullOverMaxBodyBytesIsResourceExhaustedAndServiceKeepsServing) 
   request.set_max_body_bytes(102400);
   ASSERT_TRUE(Fetch(request, &response).ok());
   EXPECT_EQ(response.body(), NginxUpstream::FileContent("100k"));
+}
+
+// A caller on a gRPC channel with the default receive limit (4 MiB a message: grpcurl, a
+// stub made by hand) who leaves max_body_bytes at 0 is told what egressd counted: the
+// server default fits that limit, so a 6 MiB body is egressd's RESOURCE_EXHAUSTED
+// RESPONSE_TOO_LARGE, not an answer counted OK that the caller's gRPC then refuses.
+TEST_F(BodyTest, FullBodyTooLargeForADefaultGrpcClientIsRefusedAsEgressdCountsIt) {
+  auto caller = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  FetchResponse response;
+  const grpc::Status status =
+      caller->Fetch(&context, Request(nginx().HttpUrl("/cl/6m")), &response);
+
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const auto info = ErrorInfoOf(status);
+  EXPECT_EQ(info ? info->reason() : "no ErrorInfo: " + status.error_message(),
+            "RESPONSE_TOO_LARGE");
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0);
 }
 
 TEST_F(BodyTest, PrefixReturnsTheFirstBytesAndSaysTheBodyWasTruncated) {

@@ -7,10 +7,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <list>
 #include <memory>
@@ -163,6 +166,42 @@ class DnsTest : public EgressTest {
       if (fetch.thread.joinable()) fetch.thread.join();
     }
     EgressTest::TearDown();
+    // The next test sees run_in_netns.sh's resolv.conf again.
+    if (searching_) EXPECT_EQ(::umount2("/etc/resolv.conf", MNT_DETACH), 0);
+  }
+
+  // Mounts over /etc/resolv.conf one like run_in_netns.sh's with `search domain` added,
+  // until TearDown; c-ares reads it for every lookup. Only ever in a mount namespace of
+  // the test's own.
+  void SearchInResolvConf(const std::string& domain) {
+    char own[64] = {}, init[64] = {};
+    ASSERT_GT(readlink("/proc/self/ns/mnt", own, sizeof(own) - 1), 0);
+    if (readlink("/proc/1/ns/mnt", init, sizeof(init) - 1) > 0) {
+      ASSERT_STRNE(own, init) << "run under tests/support/run_in_netns.sh (bazel test does)";
+    }
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/resolv.conf.search-", getpid());
+    std::ofstream(path) << "nameserver 127.0.0.53\nsearch " << domain
+                        << "\noptions timeout:1 attempts:1\n";
+    ASSERT_EQ(::mount(path.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr), 0)
+        << "mount --bind " << path << " /etc/resolv.conf";
+    searching_ = true;
+  }
+
+  // A fetch of DialingRequestFor(name), a name the DNS server does not know, fails on DNS
+  // for that name: nothing is asked for `expanded` (what a search list makes of it),
+  // nothing is dialed, nothing reaches nginx.
+  void ExpectFailsOnDnsAsWritten(const std::string& name, const std::string& expanded) {
+    FetchResponse response;
+    const grpc::Status status = Fetch(DialingRequestFor(name), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(absl::StrCat("resolving host \"", name, "\"")));
+    const auto info = ErrorInfoOf(status);
+    EXPECT_EQ(info ? info->reason() : "no ErrorInfo", "DNS_FAILED");
+    EXPECT_EQ(dns_->Queries(expanded), 0);
+    EXPECT_GE(dns_->Queries(name), 1);
+    EXPECT_EQ(nginx().WaitForRequests(LoggedUri("/close/1k"), 0).size(), 0u);
+    EXPECT_EQ(observer_.opened, 0);
   }
 
   struct Unanswered {
@@ -173,6 +212,7 @@ class DnsTest : public EgressTest {
   };
 
   std::unique_ptr<DnsServer> dns_;
+  bool searching_ = false;  // SearchInResolvConf mounted its file
   std::list<Unanswered> unanswered_;  // a list: threads hold references to its elements
 };
 
@@ -536,6 +576,33 @@ TEST_F(DnsTest, ANameDenyHostsListsIsNeverLookedUpAndIsDeniedEvenWhenDnsWouldFai
   // A name the rules let through is still looked up.
   EXPECT_EQ(FetchedFrom("answered.test"), Nginx("127.0.0.1"));
   EXPECT_GE(dns_->Queries("answered.test"), 1);
+}
+
+// A name is looked up as written, so the name the policy judged is the name resolved:
+// resolv.conf's search list would turn "blocked" into "blocked.test", a name deny_hosts
+// lists, after the rule had let "blocked" through (and an allow rule for "api" would reach
+// api.corp.example). The short name fails on DNS; nothing is asked for the long one and
+// nothing reaches nginx. A full name is looked up as before.
+TEST_F(DnsTest, AShortNameIsLookedUpAsWrittenNotExpandedByResolvConfsSearchList) {
+  dns_->Answer("blocked.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) { c.mutable_policy()->add_deny_hosts("blocked.test"); });
+  ASSERT_NO_FATAL_FAILURE(SearchInResolvConf("test"));
+
+  ExpectFailsOnDnsAsWritten("blocked", "blocked.test");
+  EXPECT_EQ(FetchedFrom("answered.test"), Nginx("127.0.0.1"));
+}
+
+// The same for an allow rule: allow_hosts "api" opens the name "api", never the
+// api.corp.test that resolv.conf's search list would make of it.
+TEST_F(DnsTest, AShortNameAnAllowRuleOpensIsNotExpandedToANameTheRuleDoesNotName) {
+  dns_->Answer("api.corp.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_policy()->clear_allow_cidrs();  // loopback is open only through allow_hosts
+    c.mutable_policy()->add_allow_hosts("api");
+  });
+  ASSERT_NO_FATAL_FAILURE(SearchInResolvConf("corp.test"));
+
+  ExpectFailsOnDnsAsWritten("api", "api.corp.test");
 }
 
 TEST_F(DnsTest, DisabledCacheAsksTheServerForEveryDial) {

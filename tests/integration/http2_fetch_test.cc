@@ -2,14 +2,17 @@
 // a caller sees (ConnectionInfo.protocol, exact bodies), and that a body it does not read
 // (PREFIX, NONE, a cancelled stream) is reset rather than drained while the connection
 // carries on.
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tests/support/admin_fixture.h"
+#include "tests/support/scripted_h2_server.h"
 
 namespace egress::testing {
 namespace {
@@ -105,6 +108,72 @@ TEST_F(Http2FetchTest, StalledFetchStreamsBufferOnlyWhatTheBodyBudgetHasCharged)
     const transport::OriginStats stats = PoolStatsFor(Origin());
     return stats.streams == 0 && stats.http2_buffered_body_bytes == 0;
   }));
+}
+
+// HTTP/2 fetches in flight at once, each with a small answer (issue 38): a stream
+// reserves only its first window from limits.buffered_body_budget_bytes before its
+// request goes out, small enough that max_concurrent_fetches streams fit the default
+// budget, so the budget does not refuse fetches that buffer almost nothing. 40 fetches
+// held open by the server against a 1 MiB budget: more than 1 MiB / 64 KiB (the first
+// window was 64 KiB: 24 of them were refused BODY_BUDGET_EXHAUSTED), fewer than 1 MiB /
+// 16 KiB.
+TEST_F(Http2FetchTest, ConcurrentFetchesWithSmallAnswersAreNotRefusedByTheBodyBudget) {
+  constexpr uint64_t kBudget = 1 << 20;
+  constexpr size_t kFetches = 40;
+  // The server answers nothing until it has every fetch's request (or a read times out):
+  // until then each fetch holds its stream and its first window.
+  std::atomic<size_t> held_at_once{0};
+  ScriptedH2Server server([&](H2Peer& peer) {
+    if (!peer.Handshake()) return;
+    std::optional<H2Request> warm = peer.ReadRequest();
+    if (!warm || !peer.Respond(warm->stream_id, 200, "warm")) return;
+    std::vector<int32_t> held;
+    while (held.size() < kFetches) {
+      std::optional<H2Request> request = peer.ReadRequest();
+      if (!request) break;
+      held.push_back(request->stream_id);
+    }
+    held_at_once = held.size();
+    for (int32_t id : held) {
+      if (!peer.Respond(id, 200, "ok")) return;
+    }
+    peer.ReadUntilClosed();
+  });
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_limits()->set_default_max_body_bytes(64 << 10);
+    c.mutable_limits()->set_max_body_bytes_ceiling(64 << 10);
+    c.mutable_limits()->set_buffered_body_budget_bytes(kBudget);
+    c.mutable_transport()->mutable_http2()->set_mode(egress::v1::HTTP2_MODE_PRIOR_KNOWLEDGE);
+  });
+  const std::string url = absl::StrCat("http://127.0.0.1:", server.port(), "/small");
+  FetchResponse warm;  // the connection the others share
+  ASSERT_TRUE(Fetch(Request(url), &warm).ok());
+  ASSERT_EQ(warm.body(), "warm");
+
+  std::vector<std::unique_ptr<BackgroundFetch>> fetches;
+  for (size_t i = 0; i < kFetches; ++i) {
+    fetches.push_back(std::make_unique<BackgroundFetch>(*stub_, Request(url)));
+  }
+  int ok = 0, refused = 0;
+  for (auto& fetch : fetches) {
+    const grpc::Status& status = fetch->Wait();
+    if (status.ok()) {
+      ++ok;
+      continue;
+    }
+    const auto info = ErrorInfoOf(status);
+    if (info && info->reason() == "BODY_BUDGET_EXHAUSTED") ++refused;
+    ADD_FAILURE() << status.error_message();
+  }
+  EXPECT_EQ(refused, 0) << ok << " of " << kFetches << " HTTP/2 fetches with a 2-byte answer "
+                        << "succeeded against a body budget of " << kBudget << " bytes";
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED), 0);
+  EXPECT_EQ(held_at_once, kFetches);
+  EXPECT_EQ(server.accepted(), 1);
+  EXPECT_LE(observer_.buffered_body_peak, kBudget);
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+  const std::string origin = absl::StrCat("http://127.0.0.1:", server.port());
+  EXPECT_TRUE(WaitFor([&] { return PoolStatsFor(origin).streams == 0; }));
 }
 
 TEST_F(Http2FetchTest, AFullFetchSaysH2AndReturnsTheBodyExactly) {

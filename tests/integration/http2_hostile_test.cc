@@ -106,8 +106,8 @@ TEST_F(Http2HostileTest, GoawayFinishesTheStreamsItCoversAndReportsTheOthersNotP
     if (ids.size() != 4) return;
     peer.Goaway(ids[1], h2::kNoError, "restarting");
     peer.Respond(ids[0], 200, "one");
-    // Within the initial stream window (64 KiB): this server ignores flow control.
-    peer.Respond(ids[1], 200, std::string(60000, '2'));
+    // Within the initial stream window (16 KiB): this server ignores flow control.
+    peer.Respond(ids[1], 200, std::string(16000, '2'));
     peer.ReadUntilClosed();
   });
   auto client = Connect(server);
@@ -119,7 +119,7 @@ TEST_F(Http2HostileTest, GoawayFinishesTheStreamsItCoversAndReportsTheOthersNotP
   EXPECT_EQ(client->ReadAll(*exchanges[0].stream).value_or("?"), "one");
   auto second = exchanges[1].head.get();
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(client->ReadAll(*exchanges[1].stream).value_or("?"), std::string(60000, '2'));
+  EXPECT_EQ(client->ReadAll(*exchanges[1].stream).value_or("?"), std::string(16000, '2'));
   for (int i : {2, 3}) {
     auto head = exchanges[i].head.get();
     EXPECT_TRUE(absl::IsUnavailable(head.status())) << head.status();
@@ -400,8 +400,10 @@ TEST_F(Http2HostileTest, DataPastTheStreamWindowFailsTheStreamHavingBufferedOneW
   absl::SleepFor(absl::Milliseconds(100));  // unread, while 640 KB come
   auto body = client->ReadAll(*exchange.stream);
   EXPECT_EQ(ReasonName(body.status()), "UPSTREAM_INVALID_RESPONSE") << body.status();
-  EXPECT_THAT(body.status().message(), HasSubstr("flow-control window of 65536 bytes"));
-  EXPECT_LE(client->session()->stats().peak_buffered_body_bytes, limits.stream_window_bytes);
+  // Unread, the stream's window is still its first (SETTINGS_INITIAL_WINDOW_SIZE).
+  EXPECT_THAT(body.status().message(), HasSubstr("flow-control window of 16384 bytes"));
+  EXPECT_LE(client->session()->stats().peak_buffered_body_bytes,
+            limits.initial_stream_window_bytes);
   // The rest of the stream's DATA was dropped, and its windows given back.
   ExpectTheConnectionCarriesOn(*client);
 }

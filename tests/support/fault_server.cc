@@ -386,6 +386,7 @@ void FaultServer::ServeHttp(int fd) {
         return;
       }
     } else if (path == "/never") {
+      ++never_requests_;
       return WaitForPeerClose(fd);
     } else if (path == "/slow-head") {
       Trickle(fd, kOk, stopping_);

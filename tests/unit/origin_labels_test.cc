@@ -50,7 +50,7 @@ double Pool(const Metrics& metrics, const std::string& origin, const std::string
                 {{"origin", origin}, {"state", state}});
 }
 
-// The README's invariants, summed over the origins of one snapshot.
+// The invariants docs/metrics.md states, summed over the origins of one snapshot.
 void ExpectInvariants(const Metrics& metrics) {
   double opened = 0, closed = 0, live = 0, started = 0, ended = 0, draining = 0;
   for (const auto& family : metrics.Collect()) {

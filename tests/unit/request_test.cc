@@ -189,35 +189,47 @@ TEST(HttpRequest, IdempotentMethodsAreTheRfcOnes) {
 // The bytes on the wire, as Beast's serializer wrote them before: Host first, the
 // caller's headers in order, Content-Length only with a body or for a method that
 // announces one.
-TEST(SerializeRequest, WritesTheRequestLineHostHeadersLengthAndBody) {
+TEST(SerializeRequestHead, WritesTheRequestLineHostHeadersAndLengthButLeavesTheBodyOut) {
   auto get = MakeRequest("GET", "http://example.com:8080/a?b", {{"X-One", "1"}, {"x-two", "2"}}, "");
   ASSERT_TRUE(get.ok());
-  EXPECT_EQ(*SerializeRequest(*get),
+  EXPECT_EQ(*SerializeRequestHead(*get),
             "GET /a?b HTTP/1.1\r\nHost: example.com:8080\r\nX-One: 1\r\nx-two: 2\r\n\r\n");
   auto post = MakeRequest("POST", "https://example.com/p", {}, "hello");
   ASSERT_TRUE(post.ok());
-  EXPECT_EQ(*SerializeRequest(*post),
-            "POST /p HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\nhello");
+  EXPECT_EQ(*SerializeRequestHead(*post),
+            "POST /p HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\n");
+  EXPECT_EQ(post->body.view(), "hello");
   for (const char* method : {"POST", "PUT", "OPTIONS"}) {
-    EXPECT_THAT(*SerializeRequest(*MakeRequest(method, "http://h/", {}, "")),
+    EXPECT_THAT(*SerializeRequestHead(*MakeRequest(method, "http://h/", {}, "")),
                 HasSubstr("\r\nContent-Length: 0\r\n\r\n"))
         << method;
   }
   for (const char* method : {"GET", "DELETE", "PATCH"}) {
-    EXPECT_THAT(*SerializeRequest(*MakeRequest(method, "http://h/", {}, "")),
+    EXPECT_THAT(*SerializeRequestHead(*MakeRequest(method, "http://h/", {}, "")),
                 Not(HasSubstr("Content-Length")))
         << method;
   }
-  EXPECT_THAT(*SerializeRequest(*MakeRequest("DELETE", "http://h/", {}, "x")),
-              HasSubstr("\r\nContent-Length: 1\r\n\r\nx"));
+  EXPECT_THAT(*SerializeRequestHead(*MakeRequest("DELETE", "http://h/", {}, "x")),
+              HasSubstr("\r\nContent-Length: 1\r\n\r\n"));
   // Spaces and tabs around a value are not part of it (Beast trimmed them too).
-  EXPECT_THAT(*SerializeRequest(*MakeRequest("GET", "http://h/", {{"X-Sig", " a b\t"}, {"X-E", "  "}}, "")),
+  EXPECT_THAT(*SerializeRequestHead(*MakeRequest("GET", "http://h/", {{"X-Sig", " a b\t"}, {"X-E", "  "}}, "")),
               HasSubstr("\r\nX-Sig: a b\r\nX-E: \r\n\r\n"));
+}
+
+// A redirect's next hop and every retry attempt are copies of the request: they send
+// the one body, not bytes of their own.
+TEST(RequestBody, CopiesOfARequestShareItsBodyBytes) {
+  auto put = MakeRequest("PUT", "http://h/", {}, std::string(1 << 20, 'b'));
+  ASSERT_TRUE(put.ok());
+  const HttpRequest attempt = *put;
+  EXPECT_EQ(attempt.body.size(), size_t{1} << 20);
+  EXPECT_EQ(attempt.body.view().data(), put->body.view().data());
+  EXPECT_TRUE(MakeRequest("GET", "http://h/", {}, "")->body.empty());
 }
 
 // The defence behind MakeRequest: a request changed after it was made cannot put a CR
 // or LF, or a body where HTTP forbids one, on the wire.
-TEST(SerializeRequest, RefusesWhatMakeRequestWouldHaveRefused) {
+TEST(SerializeRequestHead, RefusesWhatMakeRequestWouldHaveRefused) {
   auto base = MakeRequest("GET", "http://h/", {}, "");
   ASSERT_TRUE(base.ok());
   std::vector<HttpRequest> bad(7, *base);
@@ -230,7 +242,7 @@ TEST(SerializeRequest, RefusesWhatMakeRequestWouldHaveRefused) {
   bad[5].headers = {{"Content-Length", "5"}};
   bad[6].origin.host = "h\r\nX: y";
   for (size_t i = 0; i < bad.size(); ++i) {
-    const auto wire = SerializeRequest(bad[i]);
+    const auto wire = SerializeRequestHead(bad[i]);
     EXPECT_TRUE(absl::IsInvalidArgument(wire.status())) << i << ": " << wire.status();
   }
 }

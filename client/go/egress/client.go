@@ -94,7 +94,8 @@ func New(target string, opts Options) (*Client, error) {
 	dial := []grpc.DialOption{
 		// Responses of any size: egressd bounds bodies itself (max_body_bytes, at most
 		// limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse a FULL
-		// body under egressd's default of 8 MiB.
+		// body a caller asks for with a MaxBodyBytes over egressd's default (4 MiB -
+		// 256 KiB).
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31 - 1)),
 		// Calls spread over every address the target resolves to (e.g. each replica
 		// behind the headless Service,

@@ -134,8 +134,17 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
     ares_options options{};
     options.sock_state_cb = &Lookup::OnSocketState;
     options.sock_state_cb_data = this;
+    // The name is looked up as written, never through resolv.conf's (or LOCALDOMAIN's)
+    // search list: the egress policy judged this name, and "blocked" must not become
+    // "blocked.test", a name deny_hosts lists (nor an allowed "api" api.corp.example).
+    // c-ares 1.18's ares_getaddrinfo ignores ARES_FLAG_NOSEARCH (later versions heed it);
+    // an empty list of domains given here is what keeps it from reading one.
+    options.flags = ARES_FLAG_NOSEARCH;
+    options.domains = nullptr;
+    options.ndomains = 0;
     ares_channel channel = nullptr;
-    if (int status = ares_init_options(&channel, &options, ARES_OPT_SOCK_STATE_CB);
+    if (int status = ares_init_options(&channel, &options,
+                                       ARES_OPT_SOCK_STATE_CB | ARES_OPT_FLAGS | ARES_OPT_DOMAINS);
         status != ARES_SUCCESS) {
       return Finish(absl::UnavailableError(absl::StrCat("cannot start the lookup: ",
                                                         ares_strerror(status))),

@@ -303,11 +303,11 @@ struct Session::Callbacks {
     return Protected(user_data, [&](Session&) {
       auto& stream = *static_cast<Stream*>(source->ptr);
       const size_t n = std::min(length, stream.request_body_size_ - stream.request_body_sent_);
-      std::memcpy(buffer, stream.request_body_.data() + stream.request_body_sent_, n);
+      std::memcpy(buffer, stream.request_body_.view().data() + stream.request_body_sent_, n);
       stream.request_body_sent_ += n;
       if (stream.request_body_sent_ == stream.request_body_size_) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-        std::string().swap(stream.request_body_);  // sent: nghttp2 holds its last frame
+        stream.request_body_ = {};  // sent: nghttp2 holds its last frame
       }
       return static_cast<int>(n);
     });

@@ -49,7 +49,17 @@ struct SessionLimits {
   // reservation shrinks to what is buffered once the body has all arrived, and goes
   // back as the rest is read, dropped or reset.
   uint32_t stream_window_bytes = 256 * 1024;
-  uint32_t initial_stream_window_bytes = 64 * 1024;
+  // Every stream reserves its first window at submit, whether its answer has a body or
+  // not (a HEAD, a 204), so this bounds how many fetches the budget lets be in flight:
+  // 16 KiB lets the default limits.max_concurrent_fetches (10,000) all hold a stream
+  // within the default buffered_body_budget_bytes (256 MiB: 160 MiB), where 64 KiB
+  // refused every HTTP/2 fetch past 4,096. A fixed figure, not the budget divided by
+  // max_concurrent_fetches: it goes out once per connection in SETTINGS, while both
+  // limits change with UpdateConfig under live connections. 16 KiB is one DATA frame of
+  // the default SETTINGS_MAX_FRAME_SIZE, so a server need not split frames; a body
+  // larger than it costs a few more WINDOW_UPDATEs while its window doubles per read up
+  // to stream_window_bytes.
+  uint32_t initial_stream_window_bytes = 16 * 1024;
   uint32_t connection_window_bytes = 4 * 1024 * 1024;
   // A response's header block (and trailers), decoded, counted as RFC 9113 counts
   // SETTINGS_MAX_HEADER_LIST_SIZE (name + value + 32 a field): over it the stream fails

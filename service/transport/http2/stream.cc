@@ -13,7 +13,7 @@ namespace egress::transport::http2 {
 
 namespace net = boost::asio;
 
-Stream::Stream(std::shared_ptr<Session> session, std::string request_body,
+Stream::Stream(std::shared_ptr<Session> session, RequestBody request_body,
                std::shared_ptr<BodyMemory> memory, HeadCallback on_head)
     : session_(std::move(session)),
       request_body_(std::move(request_body)),

@@ -15,6 +15,7 @@
 #include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "service/transport/body_memory.h"
+#include "service/transport/request_body.h"
 #include "service/transport/response_parser.h"
 
 namespace egress::transport::http2 {
@@ -34,7 +35,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   using ReadCallback = std::function<void(absl::StatusOr<std::string>)>;
 
   // Made by Session::Open only.
-  Stream(std::shared_ptr<Session> session, std::string request_body,
+  Stream(std::shared_ptr<Session> session, RequestBody request_body,
          std::shared_ptr<BodyMemory> memory, HeadCallback on_head);
   ~Stream();
   Stream(const Stream&) = delete;
@@ -90,8 +91,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // the server's own count (streams whose RST_STREAM has not gone out) is at its limit.
   std::atomic<bool> closed_{false};
 
-  // The request body, as nghttp2 asks for it; freed once sent.
-  std::string request_body_;
+  // The request body, as nghttp2 asks for it; let go of once sent.
+  RequestBody request_body_;
   const size_t request_body_size_;
   size_t request_body_sent_ = 0;
   bool request_sent_ = false;  // its HEADERS frame went out

@@ -82,7 +82,8 @@ public final class EgressClient implements AutoCloseable {
                 .usePlaintext()
                 // Responses of any size: egressd bounds bodies itself (max_body_bytes, at
                 // most limits.max_body_bytes_ceiling); gRPC's default of 4 MiB would refuse
-                // a FULL body under egressd's default of 8 MiB.
+                // a FULL body a caller asks for with a maxBodyBytes over egressd's default
+                // (4 MiB - 256 KiB).
                 .maxInboundMessageSize(Integer.MAX_VALUE)
                 // Calls spread over every address the target resolves to (e.g. each
                 // replica behind the headless Service egressd-headless), not one. No
