@@ -380,6 +380,14 @@ void FaultServer::ServeHttp(int fd) {
                                     "\r\nContent-Length: 0\r\n\r\n"))) {
         return;
       }
+    } else if (path == "/wide-answer") {
+      std::string head = "HTTP/1.1 200 OK\r\n";
+      for (int i = 0; i < 200; ++i) {
+        absl::StrAppend(&head, "X-Wide-", i, ": ", std::string(1000, '\xE9'), "\r\n");
+      }
+      constexpr size_t kBodyBytes = 3932160;
+      absl::StrAppend(&head, "Content-Length: ", kBodyBytes, "\r\n\r\n");
+      if (!SendAll(fd, head) || !SendAll(fd, std::string(kBodyBytes, 'w'))) return;
     } else if (path == "/echo-headers") {
       if (!SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", head.size(),
                                     "\r\n\r\n", head))) {

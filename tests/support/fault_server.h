@@ -50,6 +50,9 @@ namespace egress::testing {
 //   /redirect-same-origin   302 to /echo-headers
 //   /redirect-to?L    302 to L percent-decoded, whatever its bytes (CR and LF left out)
 //   /echo-headers     200 whose body is the request's line and header lines
+//   /wide-answer      200 with 200 headers of 1,000 bytes \xE9 each (not UTF-8: about three
+//                     times that as protobuf) and a body of 3,932,160 bytes (egressd's
+//                     default_max_body_bytes)
 //   /switch           as SetSwitch says: 200 "ok", a 503 (kept alive), a 503 with
 //                     Retry-After: 1, or a TCP reset without an answer;
 //                     switch_requests() counts the requests it got
