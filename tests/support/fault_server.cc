@@ -47,6 +47,10 @@ std::string ReadRequestWith(Recv recv, std::string& pending, std::string* head_o
   }
   const std::string head = pending.substr(0, head_end);
   if (head_out) *head_out = head;
+  if (absl::StartsWith(head, "PUT /unread-body ")) {  // its body is left where it is
+    pending.clear();
+    return "/unread-body";
+  }
   size_t body_bytes = 0;
   for (absl::string_view line : absl::StrSplit(head, "\r\n")) {
     if (absl::StartsWithIgnoreCase(line, "content-length:")) {
@@ -393,6 +397,9 @@ void FaultServer::ServeHttp(int fd) {
                                     "\r\n\r\n", head))) {
         return;
       }
+    } else if (path == "/unread-body") {
+      ++unread_body_requests_;
+      return WaitForPeerClose(fd);
     } else if (path == "/never") {
       ++never_requests_;
       return WaitForPeerClose(fd);
