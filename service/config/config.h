@@ -21,7 +21,9 @@ namespace egress {
 // its size, and byte for byte in value_bytes), and status, connection info, timing and
 // trace ids take under 1 KiB. A caller who raises max_body_bytes must raise its client's
 // receive limit too; the clients in client/ accept any size.
-constexpr uint64_t kDefaultMaxBodyBytes = (4 << 20) - (256 << 10);  // 3,932,160
+constexpr uint64_t kDefaultClientMessageBytes = 4 << 20;  // gRPC's default receive limit
+constexpr uint64_t kAnswerRoomBytes = 256 << 10;
+constexpr uint64_t kDefaultMaxBodyBytes = kDefaultClientMessageBytes - kAnswerRoomBytes;  // 3,932,160
 
 // The settings of the gRPC front end that are not the transport's.
 struct FetchLimits {

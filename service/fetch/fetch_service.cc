@@ -883,7 +883,7 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
     KeepBody(std::move(response->body));
     if (body_limit_ == 0 && request_.body_mode() != egress::v1::BODY_MODE_PREFIX) {
       body().Close();  // BODY_MODE_NONE: the rest is left to auto-drain
-      return Complete(absl::OkStatus());
+      return Answer();
     }
     ReadMore();
   }
@@ -924,6 +924,28 @@ class FetchReactor final : public grpc::ServerUnaryReactor,
     response_->set_body_truncated(over);
     response_->set_body(std::move(body_));
     ToProto(absl::Now() - start_, response_->mutable_timing()->mutable_total());
+    Answer();
+  }
+
+  // A caller that leaves max_body_bytes at 0 is answered within what a default gRPC client
+  // accepts (kDefaultClientMessageBytes), or within limits.default_max_body_bytes and the
+  // same room where the operator raised it: response headers as large as
+  // transport.max_response_header_bytes allows could otherwise push an answer past it,
+  // which egressd would count OK and the caller's gRPC refuse.
+  void Answer() {
+    const uint64_t bound = std::max(kDefaultClientMessageBytes,
+                                    config_->limits.default_max_body_bytes + kAnswerRoomBytes);
+    const uint64_t size = response_->ByteSizeLong();
+    if (request_.max_body_bytes() == 0 && size > bound) {
+      return Complete(transport::WithReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "the answer is ", size, " bytes with its ", response_->headers_size(),
+              " response headers, more than the ", bound,
+              " a caller that leaves max_body_bytes at 0 is sent (what a gRPC client accepts "
+              "by default); set max_body_bytes and raise the client's receive limit, or use "
+              "FetchStream")),
+          "RESPONSE_TOO_LARGE", {{"limit", "max_body_bytes"}}));
+    }
     Complete(absl::OkStatus());
   }
 

@@ -450,14 +450,15 @@ void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
 }
 
 void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
+  // Sent or not, the request is done with: a connection must not hold a large upload
+  // for its lifetime (nor a broken one until it is let go of).
+  request_head_.clear();
+  request_head_.shrink_to_fit();
+  request_body_ = {};
   if (ec) {
     broken_ = true;
     return std::exchange(head_done_, nullptr)(Fail("sending the request to", ec), false);
   }
-  // The body is sent: an idle connection must not hold a large upload for its lifetime.
-  request_head_.clear();
-  request_head_.shrink_to_fit();
-  request_body_ = {};
   ReadHead();
 }
 

@@ -91,6 +91,29 @@ TEST_F(BodyTest, FullBodyTooLargeForADefaultGrpcClientIsRefusedAsEgressdCountsIt
   EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0);
 }
 
+// The body is within default_max_body_bytes, but 200 KB of headers that are not UTF-8
+// (allowed by a raised max_response_header_bytes) take the answer past 4 MiB.
+TEST_F(BodyTest, AnswerPushedPastADefaultGrpcClientsLimitByItsHeadersIsRefusedAsEgressdCountsIt) {
+  StartEgress([](egress::v1::Config& c) {
+    c.mutable_transport()->set_max_response_header_bytes(1 << 20);
+  });
+  FaultServer upstream;
+  auto caller = egress::v1::Egress::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  FetchResponse response;
+  const grpc::Status status =
+      caller->Fetch(&context, Request(upstream.Url("/wide-answer")), &response);
+
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const auto info = ErrorInfoOf(status);
+  EXPECT_EQ(info ? info->reason() : "no ErrorInfo: " + status.error_message(),
+            "RESPONSE_TOO_LARGE");
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0);
+}
+
 TEST_F(BodyTest, PrefixReturnsTheFirstBytesAndSaysTheBodyWasTruncated) {
   FetchRequest request = Request(nginx().HttpsUrl("/cl/100k"), egress::v1::BODY_MODE_PREFIX);
   request.set_max_body_bytes(1000);

@@ -264,7 +264,11 @@ TEST_F(DnsTest, PreWarmingUnderAWildcardLetsGoOfNamesNoLongerAskedFor) {
     left = open();
   }
   EXPECT_EQ(left, 0);
-  EXPECT_LE(observer_.opened.load(), names * kMinIdle);
+  // One warm-up per fetch (kMinIdle connections a name), and at most one more a name: a
+  // warm connection whose idle timeout ends as its origin's warm window does may be
+  // replaced once on a loaded machine (161 of 160 seen under load 10). Before, the dials
+  // went on without end (5,313 in 20 s for 30 names).
+  EXPECT_LE(observer_.opened.load(), names * (kMinIdle + 1));
 }
 
 TEST_F(DnsTest, NameThatDoesNotExistIsUnavailable) {
@@ -603,6 +607,19 @@ TEST_F(DnsTest, AShortNameAnAllowRuleOpensIsNotExpandedToANameTheRuleDoesNotName
   ASSERT_NO_FATAL_FAILURE(SearchInResolvConf("corp.test"));
 
   ExpectFailsOnDnsAsWritten("api", "api.corp.test");
+}
+
+// Nor through HOSTALIASES: a file of "alias name" lines that c-ares (like glibc) consults
+// for a name without a dot, named by an environment variable egressd may inherit.
+TEST_F(DnsTest, AShortNameIsLookedUpAsWrittenNotThroughHostaliases) {
+  dns_->Answer("blocked.test", "127.0.0.1");
+  StartEgress([](egress::v1::Config& c) { c.mutable_policy()->add_deny_hosts("blocked.test"); });
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string aliases = absl::StrCat(tmp ? tmp : "/tmp", "/hostaliases-", getpid());
+  std::ofstream(aliases) << "blocked blocked.test\n";
+  ASSERT_EQ(setenv("HOSTALIASES", aliases.c_str(), 1), 0);
+  ExpectFailsOnDnsAsWritten("blocked", "blocked.test");
+  unsetenv("HOSTALIASES");
 }
 
 TEST_F(DnsTest, DisabledCacheAsksTheServerForEveryDial) {

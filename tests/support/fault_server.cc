@@ -47,6 +47,10 @@ std::string ReadRequestWith(Recv recv, std::string& pending, std::string* head_o
   }
   const std::string head = pending.substr(0, head_end);
   if (head_out) *head_out = head;
+  if (absl::StartsWith(head, "PUT /unread-body ")) {  // its body is left where it is
+    pending.clear();
+    return "/unread-body";
+  }
   size_t body_bytes = 0;
   for (absl::string_view line : absl::StrSplit(head, "\r\n")) {
     if (absl::StartsWithIgnoreCase(line, "content-length:")) {
@@ -380,11 +384,22 @@ void FaultServer::ServeHttp(int fd) {
                                     "\r\nContent-Length: 0\r\n\r\n"))) {
         return;
       }
+    } else if (path == "/wide-answer") {
+      std::string head = "HTTP/1.1 200 OK\r\n";
+      for (int i = 0; i < 200; ++i) {
+        absl::StrAppend(&head, "X-Wide-", i, ": ", std::string(1000, '\xE9'), "\r\n");
+      }
+      constexpr size_t kBodyBytes = 3932160;
+      absl::StrAppend(&head, "Content-Length: ", kBodyBytes, "\r\n\r\n");
+      if (!SendAll(fd, head) || !SendAll(fd, std::string(kBodyBytes, 'w'))) return;
     } else if (path == "/echo-headers") {
       if (!SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", head.size(),
                                     "\r\n\r\n", head))) {
         return;
       }
+    } else if (path == "/unread-body") {
+      ++unread_body_requests_;
+      return WaitForPeerClose(fd);
     } else if (path == "/never") {
       ++never_requests_;
       return WaitForPeerClose(fd);

@@ -31,6 +31,8 @@ namespace egress::testing {
 //   /long-body        Content-Length 5 followed by 20 bytes, kept alive
 //   /bad-chunk        a chunked body whose chunk size is not hex
 //   /never            reads the request, never answers; never_requests() counts them
+//   /unread-body      (PUT) reads the head only, never the body, never answers;
+//                     unread_body_requests() counts them
 //   /slow-head        the head trickles, one byte a second (slowloris)
 //   /slow-body        the head, then the body one byte a second
 //   /close-idle       200 kept alive, then the server closes it 100 ms later
@@ -50,6 +52,9 @@ namespace egress::testing {
 //   /redirect-same-origin   302 to /echo-headers
 //   /redirect-to?L    302 to L percent-decoded, whatever its bytes (CR and LF left out)
 //   /echo-headers     200 whose body is the request's line and header lines
+//   /wide-answer      200 with 200 headers of 1,000 bytes \xE9 each (not UTF-8: about three
+//                     times that as protobuf) and a body of 3,932,160 bytes (egressd's
+//                     default_max_body_bytes)
 //   /switch           as SetSwitch says: 200 "ok", a 503 (kept alive), a 503 with
 //                     Retry-After: 1, or a TCP reset without an answer;
 //                     switch_requests() counts the requests it got
@@ -84,6 +89,7 @@ class FaultServer {
   void SetSwitch(Switch behaviour) { switch_ = behaviour; }
   int switch_requests() const { return switch_requests_; }
   int never_requests() const { return never_requests_; }
+  int unread_body_requests() const { return unread_body_requests_; }
   int open_connections();
   // Connections the kernel has completed that no accept loop has taken yet (the
   // listeners' accept queues): a peer may have connected and even closed already.
@@ -106,6 +112,7 @@ class FaultServer {
   std::atomic<Switch> switch_{Switch::kOk};
   std::atomic<int> switch_requests_{0};
   std::atomic<int> never_requests_{0};
+  std::atomic<int> unread_body_requests_{0};
   std::mutex mu_;
   std::condition_variable all_closed_;
   std::set<int> open_;  // connection fds not yet closed, each served by a detached thread

@@ -138,8 +138,10 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
     // search list: the egress policy judged this name, and "blocked" must not become
     // "blocked.test", a name deny_hosts lists (nor an allowed "api" api.corp.example).
     // c-ares 1.18's ares_getaddrinfo ignores ARES_FLAG_NOSEARCH (later versions heed it);
-    // an empty list of domains given here is what keeps it from reading one.
-    options.flags = ARES_FLAG_NOSEARCH;
+    // an empty list of domains given here is what keeps it from reading one. Nor through
+    // HOSTALIASES (a file of aliases for names without a dot, named by the environment,
+    // and read with blocking I/O on this loop): ARES_FLAG_NOALIASES.
+    options.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
     options.domains = nullptr;
     options.ndomains = 0;
     ares_channel channel = nullptr;
