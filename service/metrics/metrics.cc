@@ -7,10 +7,13 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/family.h"
 #include "prometheus/metric_family.h"
+#include "service/metrics/families.h"
 
 namespace egress {
 namespace {
 
+using metrics::Id;
+using metrics::Spec;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
@@ -21,20 +24,24 @@ using transport::DrainSkipReason;
 
 constexpr const char* kOther = "other";
 
-// Drains are capped at tens of milliseconds by default; fetches and dials span more.
-const prometheus::Histogram::BucketBoundaries kDrainBuckets = {
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
-const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
-
-prometheus::Histogram& MakeHistogram(prometheus::Registry& registry, const std::string& name,
-                                     const std::string& help,
-                                     const prometheus::Histogram::BucketBoundaries& buckets) {
-  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
+prometheus::Family<prometheus::Histogram>& RegisterHistogram(prometheus::Registry& registry,
+                                                             Id id) {
+  return prometheus::BuildHistogram().Name(Spec(id).name).Help(Spec(id).help).Register(registry);
 }
 
-MetricFamily Family(std::string name, std::string help, MetricType type) {
-  return MetricFamily{std::move(name), std::move(help), type, {}};
+// A histogram family's bucket boundaries, as prometheus-cpp takes them.
+prometheus::Histogram::BucketBoundaries Buckets(Id id) {
+  return {Spec(id).buckets.begin(), Spec(id).buckets.end()};
+}
+
+// A histogram family without labels, and its one histogram.
+prometheus::Histogram& MakeHistogram(prometheus::Registry& registry, Id id) {
+  return RegisterHistogram(registry, id).Add({}, Buckets(id));
+}
+
+// An empty family, named and typed as kFamilies declares it.
+MetricFamily Family(Id id) {
+  return MetricFamily{Spec(id).name, Spec(id).help, Spec(id).type, {}};
 }
 
 void AddSample(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
@@ -52,26 +59,14 @@ void AddSample(MetricFamily& family, std::vector<ClientMetric::Label> labels, do
 
 Metrics::Metrics(size_t max_origins)
     : histograms_(std::make_shared<prometheus::Registry>()),
-      drain_duration_(MakeHistogram(*histograms_, "egress_drain_duration_seconds",
-                                    "How long drains took, completed or abandoned.",
-                                    kDrainBuckets)),
-      fetch_duration_(MakeHistogram(*histograms_, "egress_fetch_duration_seconds",
-                                    "Fetch and FetchStream RPCs from start to finish.",
-                                    kLatencyBuckets)),
-      pool_wait_(MakeHistogram(*histograms_, "egress_pool_wait_seconds",
-                               "Time from asking the pool to getting a connection (not dialing).",
-                               kDrainBuckets)),
-      http2_streams_per_connection_(MakeHistogram(
-          *histograms_, "egress_http2_streams_per_connection",
-          "Streams an HTTP/2 connection carried, observed when it closed.",
-          {0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000, 100000})),
-      dial_duration_(prometheus::BuildHistogram()
-                         .Name("egress_upstream_dial_duration_seconds")
-                         .Help("Phases of opening an upstream connection: dns, connect, tls.")
-                         .Register(*histograms_)),
-      dial_dns_(dial_duration_.Add({{"phase", "dns"}}, kLatencyBuckets)),
-      dial_connect_(dial_duration_.Add({{"phase", "connect"}}, kLatencyBuckets)),
-      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, kLatencyBuckets)),
+      drain_duration_(MakeHistogram(*histograms_, Id::kDrainDuration)),
+      fetch_duration_(MakeHistogram(*histograms_, Id::kFetchDuration)),
+      pool_wait_(MakeHistogram(*histograms_, Id::kPoolWait)),
+      http2_streams_per_connection_(MakeHistogram(*histograms_, Id::kHttp2StreamsPerConnection)),
+      dial_duration_(RegisterHistogram(*histograms_, Id::kDialDuration)),
+      dial_dns_(dial_duration_.Add({{"phase", "dns"}}, Buckets(Id::kDialDuration))),
+      dial_connect_(dial_duration_.Add({{"phase", "connect"}}, Buckets(Id::kDialDuration))),
+      dial_tls_(dial_duration_.Add({{"phase", "tls"}}, Buckets(Id::kDialDuration))),
       max_origins_(max_origins) {}
 
 void Metrics::SetMaxOrigins(size_t max_origins) {
@@ -260,14 +255,8 @@ void Metrics::OnTransportException() {
 }
 
 void Metrics::CollectUpstreamInput(std::vector<MetricFamily>& families) const {
-  MetricFamily limits = Family("egress_upstream_protocol_errors_total",
-                               "Responses that went past a bound on upstream input, by the "
-                               "bound; the fetch failed and the connection was closed.",
-                               MetricType::Counter);
-  MetricFamily exceptions = Family("egress_transport_exceptions_total",
-                                   "Exceptions caught at the transport's I/O handlers; the "
-                                   "connection involved was closed.",
-                                   MetricType::Counter);
+  MetricFamily limits = Family(Id::kUpstreamProtocolErrors);
+  MetricFamily exceptions = Family(Id::kTransportExceptions);
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < upstream_limits_.size(); ++i) {
     AddSample(limits,
@@ -320,12 +309,8 @@ void Metrics::OnAccessLogDropped(AccessLogDrop reason, uint64_t lines) {
 }
 
 void Metrics::CollectAccessLog(std::vector<MetricFamily>& families) const {
-  MetricFamily written = Family("egress_access_log_lines_total",
-                                "Access log lines written to the sink.", MetricType::Counter);
-  MetricFamily dropped = Family("egress_access_log_dropped_total",
-                                "Access log lines not written, by reason (queue_full: the "
-                                "sink is slow or blocked; rate_limited; write_error).",
-                                MetricType::Counter);
+  MetricFamily written = Family(Id::kAccessLogLines);
+  MetricFamily dropped = Family(Id::kAccessLogDropped);
   std::lock_guard<std::mutex> lock(mu_);
   AddSample(written, {}, access_log_written_);
   for (size_t i = 0; i < access_log_dropped_.size(); ++i) {
@@ -337,21 +322,10 @@ void Metrics::CollectAccessLog(std::vector<MetricFamily>& families) const {
 }
 
 void Metrics::CollectDialing(std::vector<MetricFamily>& families) const {
-  MetricFamily hits = Family("egress_dns_cache_hits_total",
-                             "Names answered from the DNS cache (fresh or negative answers).",
-                             MetricType::Counter);
-  MetricFamily avoided = Family("egress_dns_lookups_avoided_total",
-                                "Names not looked up because a name rule of the policy "
-                                "(deny_hosts, a caller's rule) denied them first.",
-                                MetricType::Counter);
-  MetricFamily stale = Family("egress_dns_stale_served_total",
-                              "Expired cached answers used because the resolver failed "
-                              "(within transport.dns.stale_for).",
-                              MetricType::Counter);
-  MetricFamily attempts = Family("egress_connect_attempts_total",
-                                 "TCP connects to one address, by how they ended (happy "
-                                 "eyeballs: abandoned = another address connected first).",
-                                 MetricType::Counter);
+  MetricFamily hits = Family(Id::kDnsCacheHits);
+  MetricFamily avoided = Family(Id::kDnsLookupsAvoided);
+  MetricFamily stale = Family(Id::kDnsStaleServed);
+  MetricFamily attempts = Family(Id::kConnectAttempts);
   std::lock_guard<std::mutex> lock(mu_);
   AddSample(hits, {}, dns_cache_hits_);
   AddSample(avoided, {}, dns_lookups_avoided_);
@@ -433,30 +407,20 @@ void Metrics::OnCallerCost(absl::string_view caller, const CallerCost& cost) {
 
 void Metrics::CollectCallerCosts(std::vector<MetricFamily>& families) const {
   struct Column {
-    const char* name;
-    const char* help;
+    Id id;
     uint64_t CallerCost::*field;
   };
   static constexpr Column kColumns[] = {
-      {"egress_caller_fetches_total", "Fetch and FetchStream RPCs, by caller.",
-       &CallerCost::fetches},
-      {"egress_caller_request_bytes_total", "Request body bytes sent upstream, by caller.",
-       &CallerCost::request_bytes},
-      {"egress_caller_response_bytes_total",
-       "Response body bytes given to the caller, by caller.", &CallerCost::response_bytes},
-      {"egress_caller_connections_opened_total",
-       "Upstream connections dialed for a caller's requests, by caller.",
-       &CallerCost::connections_opened},
-      {"egress_caller_tls_handshakes_total",
-       "TLS handshakes (full or resumed) of the connections dialed for a caller, by caller.",
-       &CallerCost::tls_handshakes},
-      {"egress_caller_drain_bytes_total",
-       "Body bytes read and discarded on a caller's behalf (its unread bodies), by caller.",
-       &CallerCost::drain_bytes},
+      {Id::kCallerFetches, &CallerCost::fetches},
+      {Id::kCallerRequestBytes, &CallerCost::request_bytes},
+      {Id::kCallerResponseBytes, &CallerCost::response_bytes},
+      {Id::kCallerConnectionsOpened, &CallerCost::connections_opened},
+      {Id::kCallerTlsHandshakes, &CallerCost::tls_handshakes},
+      {Id::kCallerDrainBytes, &CallerCost::drain_bytes},
   };
   std::lock_guard<std::mutex> lock(mu_);
   for (const Column& column : kColumns) {
-    MetricFamily family = Family(column.name, column.help, MetricType::Counter);
+    MetricFamily family = Family(column.id);
     for (const auto& [caller, cost] : caller_costs_) {
       AddSample(family, {{"caller", caller}}, cost.*column.field);
     }
@@ -470,14 +434,8 @@ void Metrics::OnQuotaStoreError(bool failed_closed) {
 }
 
 void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
-  MetricFamily rejected = Family("egress_quota_rejected_total",
-                                 "Upstream requests refused by a quota rule (Config.quotas), "
-                                 "by rule, caller and limit.",
-                                 MetricType::Counter);
-  MetricFamily store_errors = Family("egress_quota_store_errors_total",
-                                     "Global quota checks the quota store (Redis) could not "
-                                     "answer, by what the fetch did: fail_open or fail_closed.",
-                                     MetricType::Counter);
+  MetricFamily rejected = Family(Id::kQuotaRejected);
+  MetricFamily store_errors = Family(Id::kQuotaStoreErrors);
   std::lock_guard<std::mutex> lock(mu_);
   AddSample(store_errors, {{"outcome", "fail_open"}}, quota_store_errors_[0]);
   AddSample(store_errors, {{"outcome", "fail_closed"}}, quota_store_errors_[1]);
@@ -496,111 +454,36 @@ void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
 }
 
 std::vector<MetricFamily> Metrics::Collect() const {
-  MetricFamily requests = Family("egress_upstream_requests_total",
-                                 "Requests sent upstream, on a new or a reused connection.",
-                                 MetricType::Counter);
-  MetricFamily opened = Family("egress_upstream_connections_opened_total",
-                               "Upstream connections opened (TCP connected, TLS done).",
-                               MetricType::Counter);
-  MetricFamily tls = Family("egress_tls_handshakes_total",
-                            "TLS handshakes of opened upstream connections: full, or resumed "
-                            "(transport.tls_session_resumption).",
-                            MetricType::Counter);
-  MetricFamily closed = Family("egress_upstream_connections_closed_total",
-                               "Opened upstream connections closed, by reason.",
-                               MetricType::Counter);
-  MetricFamily started = Family("egress_drains_started_total",
-                                "Background drains of unread response bodies started.",
-                                MetricType::Counter);
-  MetricFamily completed = Family("egress_drains_completed_total",
-                                  "Drains that reached the end of the body within the caps.",
-                                  MetricType::Counter);
-  MetricFamily abandoned = Family("egress_drains_abandoned_total",
-                                  "Drains given up, by reason; the connection was closed.",
-                                  MetricType::Counter);
-  MetricFamily skipped = Family("egress_drains_skipped_total",
-                                "Unread bodies not drained, by reason; the connection was closed.",
-                                MetricType::Counter);
-  MetricFamily bytes = Family("egress_drain_bytes_total", "Bytes read and discarded by drains.",
-                              MetricType::Counter);
-  MetricFamily retries = Family("egress_upstream_retries_total",
-                                "Fetches sent again, by reason: stale (a dead pooled "
-                                "connection), connect_failed, reset, status (502/503/504), "
-                                "refused_stream (HTTP/2: not processed by the server).",
-                                MetricType::Counter);
-  MetricFamily budget_exhausted = Family(
-      "egress_retry_budget_exhausted_total",
-      "Retries not made because the origin's retry budget was spent.", MetricType::Counter);
-  MetricFamily breaker_opened = Family(
-      "egress_circuit_breaker_opened_total",
-      "Times an origin's circuit breaker opened (transport.circuit_breaker).",
-      MetricType::Counter);
-  MetricFamily breaker_rejected = Family(
-      "egress_circuit_breaker_rejected_total",
-      "Fetches failed at once (UNAVAILABLE, CIRCUIT_OPEN) by an open circuit breaker.",
-      MetricType::Counter);
-  MetricFamily breakers = Family("egress_circuit_breakers",
-                                 "Origins whose circuit breaker is open or half-open.",
-                                 MetricType::Gauge);
-  MetricFamily pool = Family("egress_pool_connections",
-                             "Opened upstream connections by state.", MetricType::Gauge);
-  MetricFamily streams = Family("egress_http2_streams",
-                                "HTTP/2 streams open on the origin's connections.",
-                                MetricType::Gauge);
-  MetricFamily streams_reset = Family(
-      "egress_http2_streams_reset_total",
-      "HTTP/2 response bodies let go of unread and ended with RST_STREAM(CANCEL) instead of "
-      "a drain; the connection carried on.",
-      MetricType::Counter);
-  MetricFamily fetches = Family("egress_fetches_total", "Fetch and FetchStream RPCs by gRPC code.",
-                                MetricType::Counter);
-  MetricFamily denied = Family("egress_policy_denied_total",
-                               "Destinations refused by the egress policy, by reason.",
-                               MetricType::Counter);
-  MetricFamily would_deny = Family(
-      "egress_policy_would_deny_total",
-      "Fetches a report-only rule (policy.report_only) would have denied, by rule.",
-      MetricType::Counter);
-  MetricFamily dial_cost = Family("egress_origin_dial_seconds",
-                                  "Moving estimate of a new connection's time (DNS, connect, TLS).",
-                                  MetricType::Gauge);
-  MetricFamily body_rate = Family("egress_origin_body_bytes_per_second",
-                                  "Moving estimate of how fast drained bodies arrive (warm "
-                                  "connections, drains of 16 KiB or more).",
-                                  MetricType::Gauge);
-  MetricFamily drain_time = Family("egress_origin_drain_seconds",
-                                   "Moving estimate of how long a completed drain takes.",
-                                   MetricType::Gauge);
-  MetricFamily drain_aware = Family(
-      "egress_drain_aware_acquisitions_total",
-      "Requests that found no idle connection while one was draining (ADAPTIVE): whether "
-      "they waited or dialed, and which connection carried them.",
-      MetricType::Counter);
-  MetricFamily surplus = Family(
-      "egress_surplus_connections_total",
-      "Dials that lost the race to a drained connection: kept idle, or closed (pool full).",
-      MetricType::Counter);
-  MetricFamily labels = Family("egress_origin_labels",
-                               "Origin label slots: in use, and the limit "
-                               "(metrics.max_origin_labels).",
-                               MetricType::Gauge);
-  MetricFamily evictions = Family(
-      "egress_origin_label_evictions_total",
-      "Origins whose label slot went to a new origin (least recently used, no live "
-      "connection); their series were removed.",
-      MetricType::Counter);
-  MetricFamily budget = Family("egress_drain_budget_bytes",
-                               "The global budget of bytes ADAPTIVE drains may read at once: "
-                               "in use, the most ever in use, and the limit.",
-                               MetricType::Gauge);
-  MetricFamily dns = Family("egress_dns_lookups_total",
-                            "Name lookups asked of the resolver (cache hits are not), by result "
-                            "(over_limit: refused by transport.dns limits).",
-                            MetricType::Counter);
-  MetricFamily buffered = Family("egress_buffered_body_bytes",
-                                 "Response body bytes that fetches hold in memory now "
-                                 "(limits.buffered_body_budget_bytes is the limit).",
-                                 MetricType::Gauge);
+  MetricFamily requests = Family(Id::kUpstreamRequests);
+  MetricFamily opened = Family(Id::kConnectionsOpened);
+  MetricFamily tls = Family(Id::kTlsHandshakes);
+  MetricFamily closed = Family(Id::kConnectionsClosed);
+  MetricFamily started = Family(Id::kDrainsStarted);
+  MetricFamily completed = Family(Id::kDrainsCompleted);
+  MetricFamily abandoned = Family(Id::kDrainsAbandoned);
+  MetricFamily skipped = Family(Id::kDrainsSkipped);
+  MetricFamily bytes = Family(Id::kDrainBytes);
+  MetricFamily retries = Family(Id::kRetries);
+  MetricFamily budget_exhausted = Family(Id::kRetryBudgetExhausted);
+  MetricFamily breaker_opened = Family(Id::kBreakerOpened);
+  MetricFamily breaker_rejected = Family(Id::kBreakerRejected);
+  MetricFamily breakers = Family(Id::kBreakers);
+  MetricFamily pool = Family(Id::kPoolConnections);
+  MetricFamily streams = Family(Id::kHttp2Streams);
+  MetricFamily streams_reset = Family(Id::kHttp2StreamsReset);
+  MetricFamily fetches = Family(Id::kFetches);
+  MetricFamily denied = Family(Id::kPolicyDenied);
+  MetricFamily would_deny = Family(Id::kPolicyWouldDeny);
+  MetricFamily dial_cost = Family(Id::kOriginDialSeconds);
+  MetricFamily body_rate = Family(Id::kOriginBodyBytesPerSecond);
+  MetricFamily drain_time = Family(Id::kOriginDrainSeconds);
+  MetricFamily drain_aware = Family(Id::kDrainAwareAcquisitions);
+  MetricFamily surplus = Family(Id::kSurplusConnections);
+  MetricFamily labels = Family(Id::kOriginLabels);
+  MetricFamily evictions = Family(Id::kOriginLabelEvictions);
+  MetricFamily budget = Family(Id::kDrainBudget);
+  MetricFamily dns = Family(Id::kDnsLookups);
+  MetricFamily buffered = Family(Id::kBufferedBodyBytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, c] : origins_) {

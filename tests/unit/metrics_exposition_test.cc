@@ -1,20 +1,27 @@
 // What /metrics says for a Metrics object that saw one of each kind of event: the text
-// exposition, byte for byte, as tests/unit/testdata/metrics_exposition.txt holds it. The
-// state has one origin, one caller, one quota key and one report-only rule, so that the
-// hash maps' iteration order cannot change the text between runs.
+// exposition, byte for byte, as tests/unit/testdata/metrics_exposition.txt holds it; and
+// that the families in it are exactly those service/metrics/families.h declares, with the
+// declared help, type and labels. The state has one origin, one caller, one quota key and
+// one report-only rule, so that the hash maps' iteration order cannot change the text
+// between runs.
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
+#include "service/metrics/families.h"
 #include "service/metrics/metrics.h"
 
 namespace egress::testing {
 namespace {
 
+using metrics::FamilySpec;
+using metrics::kFamilies;
 using transport::ConnectionState;
 using transport::Origin;
 
@@ -89,6 +96,80 @@ TEST(MetricsExposition, SaysWhatTheGoldenFileSaysForOneEventOfEachKind) {
   const std::string golden = Golden();
   ASSERT_FALSE(golden.empty());
   EXPECT_EQ(text, golden);
+}
+
+const char* TypeName(prometheus::MetricType type) {
+  switch (type) {
+    case prometheus::MetricType::Counter: return "counter";
+    case prometheus::MetricType::Gauge: return "gauge";
+    case prometheus::MetricType::Histogram: return "histogram";
+    default: return "other";
+  }
+}
+
+std::string Collected() {
+  Metrics metrics(10);
+  RecordOneOfEach(metrics);
+  return prometheus::TextSerializer().Serialize(metrics.Collect());
+}
+
+TEST(MetricsFamilies, EveryHelpAndTypeLineOfTheExpositionIsAnEntryOfTheList) {
+  std::map<std::string, std::string> declared;  // "# HELP ..." and "# TYPE ..." lines
+  for (const FamilySpec& spec : kFamilies) {
+    declared[std::string("# HELP ") + spec.name] = spec.help;
+    declared[std::string("# TYPE ") + spec.name] = TypeName(spec.type);
+  }
+  std::istringstream text(Collected());
+  int headers = 0;
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind("# ", 0) != 0) continue;
+    ++headers;
+    const size_t name_end = line.find(' ', 7);
+    ASSERT_NE(name_end, std::string::npos) << line;
+    const auto entry = declared.find(line.substr(0, name_end));
+    ASSERT_NE(entry, declared.end()) << "not in kFamilies: " << line;
+    EXPECT_EQ(line.substr(name_end + 1), entry->second) << line;
+  }
+  EXPECT_EQ(headers, 2 * static_cast<int>(std::size(kFamilies)));
+}
+
+TEST(MetricsFamilies, EveryEntryOfTheListIsCollectedOnce) {
+  Metrics metrics(10);
+  RecordOneOfEach(metrics);
+  std::map<std::string, int> collected;
+  for (const auto& family : metrics.Collect()) ++collected[family.name];
+  for (const FamilySpec& spec : kFamilies) {
+    EXPECT_EQ(collected[spec.name], 1) << spec.name;
+  }
+}
+
+TEST(MetricsFamilies, EverySampleCarriesTheLabelsItsEntryNamesInThatOrder) {
+  Metrics metrics(10);
+  RecordOneOfEach(metrics);
+  for (const auto& family : metrics.Collect()) {
+    const FamilySpec* spec = nullptr;
+    for (const FamilySpec& entry : kFamilies) {
+      if (family.name == entry.name) spec = &entry;
+    }
+    ASSERT_NE(spec, nullptr) << family.name;
+    std::vector<std::string> declared;
+    for (const char* label : spec->labels) {
+      if (label != nullptr) declared.push_back(label);
+    }
+    EXPECT_FALSE(family.metric.empty()) << family.name << " has no sample to check";
+    for (const auto& metric : family.metric) {
+      std::vector<std::string> names;
+      for (const auto& label : metric.label) names.push_back(label.name);
+      EXPECT_EQ(names, declared) << family.name;
+    }
+  }
+}
+
+TEST(MetricsFamilies, OnlyHistogramsHaveBuckets) {
+  for (const FamilySpec& spec : kFamilies) {
+    EXPECT_EQ(spec.type == prometheus::MetricType::Histogram, !spec.buckets.empty())
+        << spec.name;
+  }
 }
 
 }  // namespace
