@@ -1,3 +1,5 @@
+#include "service/config/config.h"
+
 #include <optional>
 #include <string>
 
@@ -6,7 +8,6 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "service/base/log_text.h"
-#include "service/config/config.h"
 
 namespace egress {
 namespace {
