@@ -29,9 +29,11 @@ transport=(service/transport/request.cc service/transport/address_policy.cc
 # The whole transport, and the gRPC front end over it, for the network targets.
 all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transport/http2/*.cc
                "${base[@]}")
-service=(service/fetch/fetch_service.cc service/config/config.cc service/limits/body_budget.cc
+# The config's builder: one file per section of egress.v1.Config, and proto_time.
+config=(service/config/*.cc)
+service=(service/fetch/fetch_service.cc "${config[@]}" service/limits/body_budget.cc
          service/limits/caller_counts.cc service/limits/quotas.cc service/limits/quota_store.cc
-         service/fetch/utf8_text.cc service/fetch/status_mapping.cc service/config/proto_time.cc
+         service/fetch/utf8_text.cc service/fetch/status_mapping.cc
          service/fetch/peer_address.cc
          service/access_log/access_log.cc service/access_log/access_log_json.cc service/fetch/trace_context.cc
          "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
@@ -61,8 +63,8 @@ link() {  # name, sources... [-- libs...]; the default libs when none are given
 }
 link request_fuzzer fuzz/request_fuzzer.cc "${transport[@]}"
 link response_parser_fuzzer fuzz/response_parser_fuzzer.cc "${transport[@]}"
-link config_fuzzer fuzz/config_fuzzer.cc service/config/config.cc service/config/proto_time.cc \
-  "$genfiles/egress/v1/egress.pb.cc" "${transport[@]}"
+link config_fuzzer fuzz/config_fuzzer.cc "${config[@]}" "$genfiles/egress/v1/egress.pb.cc" \
+  "${transport[@]}"
 link transport_fuzzer fuzz/transport_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link http2_response_fuzzer fuzz/http2_response_fuzzer.cc "${all_transport[@]}" -- "${net_libs[@]}"
 link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}" \

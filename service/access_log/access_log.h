@@ -15,7 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "egress/v1/egress.pb.h"
-#include "service/config/config.h"
+#include "service/config/service_config.h"
 #include "service/fetch/fetch_observer.h"
 #include "service/transport/token_bucket.h"
 
