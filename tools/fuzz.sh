@@ -29,7 +29,12 @@ transport=(service/transport/request.cc service/transport/address_policy.cc
 # The whole transport, and the gRPC front end over it, for the network targets.
 all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transport/http2/*.cc
                "${base[@]}")
-service=(service/fetch/fetch_service.cc service/config/config.cc service/limits/body_budget.cc
+service=(service/fetch/fetch_service.cc service/fetch/fetch_reactor.cc
+         service/fetch/fetch_stream_reactor.cc service/fetch/fetch_call.cc
+         service/fetch/request_mapping.cc service/fetch/response_mapping.cc
+         service/fetch/caller_identity.cc service/fetch/redirects.cc service/fetch/fetch_trace.cc
+         service/fetch/stalled_write_watch.cc service/fetch/budgeted_body_memory.cc
+         service/config/config.cc service/limits/body_budget.cc
          service/limits/caller_counts.cc service/limits/quotas.cc service/limits/quota_store.cc
          service/fetch/utf8_text.cc service/fetch/status_mapping.cc service/config/proto_time.cc
          service/fetch/peer_address.cc
