@@ -31,11 +31,9 @@ all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transpo
                "${base[@]}")
 # The config's builder: one file per section of egress.v1.Config, and proto_time.
 config=(service/config/*.cc)
-service=(service/fetch/fetch_service.cc "${config[@]}" service/limits/body_budget.cc
+service=(service/fetch/*.cc "${config[@]}" service/limits/body_budget.cc
          service/limits/caller_counts.cc service/limits/quotas.cc service/limits/quota_store.cc
-         service/fetch/utf8_text.cc service/fetch/status_mapping.cc
-         service/fetch/peer_address.cc
-         service/access_log/access_log.cc service/access_log/access_log_json.cc service/fetch/trace_context.cc
+         service/access_log/access_log.cc service/access_log/access_log_json.cc
          "$genfiles/egress/v1/egress.pb.cc" "$genfiles/egress/v1/egress.grpc.pb.cc"
          "$genfiles/google/rpc/status.pb.cc" "$genfiles/google/rpc/error_details.pb.cc"
          tests/support/fault_server.cc)

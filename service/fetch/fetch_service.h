@@ -13,6 +13,7 @@
 #include "service/limits/quotas.h"
 #include "service/config/config.h"
 #include "service/config/config_store.h"
+#include "service/fetch/fetch_context.h"
 #include "service/fetch/fetch_observer.h"
 #include "service/transport/transport.h"
 
@@ -22,19 +23,8 @@ namespace egress {
 // waits on upstream I/O; each RPC finishes from the transport's completion.
 class FetchService final : public egress::v1::Egress::CallbackService {
  public:
-  // What every RPC's reactor works with.
-  struct Context {
-    transport::Transport& transport;
-    const ConfigStore& config;  // limits and caller rules; each RPC takes a snapshot
-    FetchObserver& observer;
-    std::atomic<uint32_t>& fetches_in_flight;  // for limits.max_concurrent_fetches
-    const std::atomic<bool>& stopped;          // new fetches are refused
-    BodyBudget& body_budget;      // for limits.buffered_body_budget_bytes
-    CallerCounts& caller_counts;  // for limits.max_concurrent_fetches_per_caller
-    QuotaTable& quotas;           // for Config.quotas
-    QuotaStores& quota_stores;    // for Config.quotas' global rules
-    AccessLog* access_log;        // a line per RPC; none when null
-  };
+  // What every RPC's reactor works with (fetch_context.h).
+  using Context = fetch::Context;
 
   FetchService(transport::Transport& transport, const ConfigStore& config,
                FetchObserver& observer, AccessLog* access_log)

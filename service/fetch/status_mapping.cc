@@ -1,6 +1,8 @@
 #include "service/fetch/status_mapping.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
@@ -79,6 +81,21 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
     details.add_details()->PackFrom(retry);
   }
   return grpc::Status(code, message, details.SerializeAsString());
+}
+
+absl::Status WithMessage(const absl::Status& status, absl::string_view message) {
+  absl::Status result(status.code(), message);
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { result.SetPayload(url, payload); });
+  return result;
+}
+
+absl::Status WithTraceId(absl::Status status, const std::string& trace_id) {
+  if (status.ok()) return status;
+  transport::ErrorReason reason = transport::ReasonOf(status).value_or(
+      transport::ErrorReason{ReasonFor(status), {}, std::nullopt});
+  reason.metadata.emplace_back("trace_id", trace_id);
+  return transport::WithReason(std::move(status), reason);
 }
 
 }  // namespace egress

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/support/status.h"
 
 namespace egress {
@@ -17,6 +18,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The ErrorInfo reason ToGrpcStatus gives `status` (empty when it is OK).
 std::string ReasonFor(const absl::Status& status);
+
+// `status` with another message, its code and payloads (the error's reason) kept.
+absl::Status WithMessage(const absl::Status& status, absl::string_view message);
+
+// `status` with `trace_id` (the fetch's trace) in its ErrorInfo's metadata; OK unchanged.
+absl::Status WithTraceId(absl::Status status, const std::string& trace_id);
 
 }  // namespace egress
 
