@@ -167,7 +167,9 @@ class DnsTest : public EgressTest {
     }
     EgressTest::TearDown();
     // The next test sees run_in_netns.sh's resolv.conf again.
-    if (searching_) EXPECT_EQ(::umount2("/etc/resolv.conf", MNT_DETACH), 0);
+    if (searching_) {
+      EXPECT_EQ(::umount2("/etc/resolv.conf", MNT_DETACH), 0);
+    }
   }
 
   // Mounts over /etc/resolv.conf one like run_in_netns.sh's with `search domain` added,
