@@ -22,6 +22,25 @@ class BodyTest : public EgressTest {
  protected:
   void SetUp() override { StartEgress(); }
 
+  // Fetches `url` through a channel with gRPC's default receive limit (4 MiB a message)
+  // and max_body_bytes 0: the caller is told egressd's own RESOURCE_EXHAUSTED
+  // RESPONSE_TOO_LARGE, and egressd counts just that.
+  void ExpectRefusedAsCountedToADefaultGrpcClient(const std::string& url) {
+    auto caller = egress::v1::Egress::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    FetchResponse response;
+    const grpc::Status status = caller->Fetch(&context, Request(url), &response);
+
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    const auto info = ErrorInfoOf(status);
+    EXPECT_EQ(info ? info->reason() : "no ErrorInfo: " + status.error_message(),
+              "RESPONSE_TOO_LARGE");
+    EXPECT_EQ(observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
+    EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0);
+  }
+
   // Reads a whole FetchStream; returns the status and fills head and body.
   grpc::Status Stream(const FetchRequest& request, FetchResponse* head, std::string* body) {
     grpc::ClientContext context;
@@ -75,20 +94,7 @@ TEST_F(BodyTest, FullOverMaxBodyBytesIsResourceExhaustedAndServiceKeepsServing) 
 // server default fits that limit, so a 6 MiB body is egressd's RESOURCE_EXHAUSTED
 // RESPONSE_TOO_LARGE, not an answer counted OK that the caller's gRPC then refuses.
 TEST_F(BodyTest, FullBodyTooLargeForADefaultGrpcClientIsRefusedAsEgressdCountsIt) {
-  auto caller = egress::v1::Egress::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  FetchResponse response;
-  const grpc::Status status =
-      caller->Fetch(&context, Request(nginx().HttpUrl("/cl/6m")), &response);
-
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  const auto info = ErrorInfoOf(status);
-  EXPECT_EQ(info ? info->reason() : "no ErrorInfo: " + status.error_message(),
-            "RESPONSE_TOO_LARGE");
-  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
-  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0);
+  ExpectRefusedAsCountedToADefaultGrpcClient(nginx().HttpUrl("/cl/6m"));
 }
 
 // The body is within default_max_body_bytes, but 200 KB of headers that are not UTF-8
@@ -98,20 +104,7 @@ TEST_F(BodyTest, AnswerPushedPastADefaultGrpcClientsLimitByItsHeadersIsRefusedAs
     c.mutable_transport()->set_max_response_header_bytes(1 << 20);
   });
   FaultServer upstream;
-  auto caller = egress::v1::Egress::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  FetchResponse response;
-  const grpc::Status status =
-      caller->Fetch(&context, Request(upstream.Url("/wide-answer")), &response);
-
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  const auto info = ErrorInfoOf(status);
-  EXPECT_EQ(info ? info->reason() : "no ErrorInfo: " + status.error_message(),
-            "RESPONSE_TOO_LARGE");
-  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
-  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0);
+  ExpectRefusedAsCountedToADefaultGrpcClient(upstream.Url("/wide-answer"));
 }
 
 TEST_F(BodyTest, PrefixReturnsTheFirstBytesAndSaysTheBodyWasTruncated) {
