@@ -31,10 +31,10 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ssl/context.hpp"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/http2/session.h"
-#include "service/transport/request.h"
-#include "service/transport/upstream_stream.h"
+#include "service/transport/http/request.h"
+#include "service/transport/io/upstream_stream.h"
 #include "tests/support/counting_observer.h"
 
 namespace {

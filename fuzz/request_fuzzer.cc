@@ -9,7 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 
 namespace {
 

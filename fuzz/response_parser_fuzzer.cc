@@ -1,4 +1,4 @@
-// The HTTP/1.1 response path every connection runs (service/transport/response_parser.h):
+// The HTTP/1.1 response path every connection runs (service/transport/http1/response_parser.h):
 // the head read past interim responses, then the body read in pieces, as Connection
 // does over a socket. Whatever the upstream sends, the parser never writes past the
 // pieces it is lent, and a body it calls complete has exactly its Content-Length
@@ -15,7 +15,7 @@
 #include "boost/asio/buffer.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
-#include "service/transport/response_parser.h"
+#include "service/transport/http1/response_parser.h"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include "absl/strings/escaping.h"
 #include "fuzz/secret_urls.h"
 #include "service/access_log/access_log.h"
-#include "service/transport/error_reason.h"
-#include "service/transport/request.h"
+#include "service/base/error_reason.h"
+#include "service/transport/http/request.h"
 
 namespace {
 

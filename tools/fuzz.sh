@@ -24,10 +24,10 @@ net_libs=(-lboost_url -lssl -lcrypto -lcares -lnghttp2 $(pkg-config --libs $absl
           -lpthread)
 service_libs=($(pkg-config --libs grpc++ protobuf) -lhiredis "${net_libs[@]}")
 base=(service/base/*.cc)
-transport=(service/transport/request.cc service/transport/address_policy.cc
-           service/transport/response_parser.cc service/transport/error_reason.cc "${base[@]}")
+transport=(service/transport/http/request.cc service/transport/policy/address_policy.cc
+           service/transport/http1/response_parser.cc "${base[@]}")
 # The whole transport, and the gRPC front end over it, for the network targets.
-all_transport=(service/transport/*.cc service/transport/dns/*.cc service/transport/http2/*.cc
+all_transport=(service/transport/*.cc service/transport/*/*.cc
                "${base[@]}")
 # The config's builder: one file per section of egress.v1.Config, and proto_time.
 config=(service/config/*.cc)

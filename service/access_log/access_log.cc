@@ -17,7 +17,7 @@
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
 #include "service/access_log/access_log_json.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress {
 namespace {

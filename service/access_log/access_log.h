@@ -17,7 +17,7 @@
 #include "egress/v1/egress.pb.h"
 #include "service/config/service_config.h"
 #include "service/fetch/fetch_observer.h"
-#include "service/transport/token_bucket.h"
+#include "service/base/token_bucket.h"
 
 namespace egress {
 

@@ -20,8 +20,8 @@
 #include "service/admin/dry_run.h"
 #include "service/config/proto_time.h"
 #include "service/fetch/status_mapping.h"
-#include "service/transport/address_policy.h"
-#include "service/transport/error_reason.h"
+#include "service/transport/policy/address_policy.h"
+#include "service/base/error_reason.h"
 
 namespace egress {
 namespace {

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "egress/v1/egress.pb.h"
-#include "service/transport/address_policy.h"
-#include "service/transport/policy_history.h"
+#include "service/transport/policy/address_policy.h"
+#include "service/transport/policy/policy_history.h"
 
 namespace egress {
 

@@ -1,7 +1,7 @@
 #include "service/fetch/budgeted_body_memory.h"
 
 #include "absl/strings/str_cat.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress::fetch {
 

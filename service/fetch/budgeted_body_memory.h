@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "service/limits/body_budget.h"
-#include "service/transport/body_memory.h"
+#include "service/transport/http/body_memory.h"
 
 namespace egress::fetch {
 

@@ -40,7 +40,7 @@
 #include "service/fetch/utf8_text.h"
 #include "service/limits/quota_store.h"
 #include "service/limits/quotas.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/transport.h"
 
 namespace egress::fetch {

@@ -9,7 +9,7 @@
 #include "service/config/proto_time.h"
 #include "service/fetch/fetch_call.h"
 #include "service/fetch/response_mapping.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress::fetch {
 namespace {

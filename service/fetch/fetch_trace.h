@@ -6,7 +6,7 @@
 
 #include "egress/v1/egress.pb.h"
 #include "service/fetch/trace_context.h"
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 
 namespace grpc {
 class CallbackServerContext;

@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url.hpp"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress::fetch {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 #include "service/transport/transport.h"
 
 namespace egress::fetch {

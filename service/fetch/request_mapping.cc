@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/server_context.h"
 #include "service/config/proto_time.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/settings.h"
 
 namespace egress::fetch {

@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "egress/v1/egress.pb.h"
 #include "service/config/config.h"
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 
 namespace grpc {
 class CallbackServerContext;

@@ -7,7 +7,7 @@
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 #include "service/config/proto_time.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/fetch/utf8_text.h"
 
 namespace egress {

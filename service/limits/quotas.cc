@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress {
 namespace {

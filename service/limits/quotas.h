@@ -14,8 +14,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "service/fetch/fetch_observer.h"
-#include "service/transport/address_policy.h"
-#include "service/transport/token_bucket.h"
+#include "service/transport/policy/address_policy.h"
+#include "service/base/token_bucket.h"
 
 namespace egress {
 

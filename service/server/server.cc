@@ -9,7 +9,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/base/files.h"
-#include "service/transport/tls.h"
+#include "service/transport/tls/client_context.h"
 
 namespace egress {
 

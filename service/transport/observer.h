@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "absl/time/time.h"
-#include "service/transport/address_policy.h"
-#include "service/transport/origin.h"
+#include "service/transport/policy/address_policy.h"
+#include "service/transport/http/origin.h"
 
 namespace egress::transport {
 

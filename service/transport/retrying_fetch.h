@@ -9,7 +9,7 @@
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
-#include "service/transport/retry_budget.h"
+#include "service/transport/resilience/retry_budget.h"
 #include "service/transport/transport.h"
 
 namespace egress::transport {

@@ -9,7 +9,7 @@
 
 #include "absl/time/time.h"
 #include "boost/asio/ip/udp.hpp"
-#include "service/transport/address_policy.h"
+#include "service/transport/policy/address_policy.h"
 
 namespace egress::transport {
 

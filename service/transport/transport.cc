@@ -8,10 +8,10 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "service/transport/dns/caching_resolver.h"
-#include "service/transport/error_reason.h"
-#include "service/transport/retry_budget.h"
+#include "service/base/error_reason.h"
+#include "service/transport/resilience/retry_budget.h"
 #include "service/transport/retrying_fetch.h"
-#include "service/transport/tls.h"
+#include "service/transport/tls/client_context.h"
 
 namespace egress::transport {
 

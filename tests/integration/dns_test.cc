@@ -23,7 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/transport/pool.h"
+#include "service/transport/pool/connection_pool.h"
 #include "tests/support/dns_server.h"
 #include "tests/support/egress_fixture.h"
 

@@ -21,7 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/transport.h"
 #include "tests/support/transport_fixture.h"
 #include "tests/support/scripted_h2_server.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/http2/session.h"
 #include "service/transport/transport.h"
 #include "tests/support/scripted_h2_server.h"

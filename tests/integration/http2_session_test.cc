@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/http2_client.h"
 #include "tests/support/nginx_upstream.h"

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
-#include "service/transport/http2/alpn.h"
-#include "service/transport/request.h"
-#include "service/transport/tls.h"
-#include "service/transport/upstream_stream.h"
+#include "service/transport/tls/alpn.h"
+#include "service/transport/http/request.h"
+#include "service/transport/tls/client_context.h"
+#include "service/transport/io/upstream_stream.h"
 
 namespace egress::testing {
 

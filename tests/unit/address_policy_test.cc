@@ -1,7 +1,7 @@
 // AddressPolicy on addresses alone: how operator CIDR rules meet the IPv6 forms of an
 // IPv4 address, the built-in denial of the IPv4-translated range, and the verdicts
 // (with report-only rules) that live fetches and dry runs share.
-#include "service/transport/address_policy.h"
+#include "service/transport/policy/address_policy.h"
 
 #include <optional>
 #include <string>

@@ -1,11 +1,11 @@
 // The circuit breaker's states, driven with a clock of our own: what opens it, what it
 // refuses, what a probe decides, and what says nothing of an origin's health.
-#include "service/transport/circuit_breaker.h"
+#include "service/transport/resilience/circuit_breaker.h"
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "tests/support/counting_observer.h"
 
 namespace egress::transport {

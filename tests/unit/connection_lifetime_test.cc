@@ -1,4 +1,4 @@
-#include "service/transport/connection_lifetime.h"
+#include "service/transport/pool/connection_lifetime.h"
 
 #include "gtest/gtest.h"
 

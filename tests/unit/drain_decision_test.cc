@@ -1,6 +1,6 @@
-#include "service/transport/drain_decision.h"
+#include "service/transport/drain/drain_decision.h"
 
-#include "service/transport/cost_model.h"
+#include "service/transport/drain/cost_model.h"
 
 #include "gtest/gtest.h"
 

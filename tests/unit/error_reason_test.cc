@@ -1,5 +1,5 @@
 // The reason attached where an error is made reaches the caller as google.rpc.ErrorInfo.
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"

@@ -1,7 +1,7 @@
 // The transport's event loops: one thread each, connections spread over them in turn, a
 // throwing handler reported without ending its loop, and a teardown that never reaches
 // a loop already destroyed.
-#include "service/transport/event_loops.h"
+#include "service/transport/io/event_loops.h"
 
 #include <atomic>
 #include <future>

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "service/transport/dialer.h"
+#include "service/transport/dial/connect_race.h"
 
 namespace egress::transport {
 namespace {

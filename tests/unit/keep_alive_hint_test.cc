@@ -1,4 +1,4 @@
-#include "service/transport/keep_alive_hint.h"
+#include "service/transport/http1/keep_alive_hint.h"
 
 #include <string>
 

@@ -6,7 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "service/access_log/access_log.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress {
 namespace {

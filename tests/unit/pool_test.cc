@@ -1,5 +1,5 @@
 // The pool's decisions, with real (undialed) connections and a running io_context.
-#include "service/transport/pool.h"
+#include "service/transport/pool/connection_pool.h"
 
 #include <atomic>
 #include <memory>

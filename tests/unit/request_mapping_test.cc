@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/settings.h"
 
 namespace egress::fetch {

@@ -1,4 +1,4 @@
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"

@@ -1,10 +1,10 @@
 // RetryBudgets on a clock of the test's own, and what is retryable, Retry-After and the
 // backoff's bounds.
-#include "service/transport/retry_budget.h"
+#include "service/transport/resilience/retry_budget.h"
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 
 namespace egress::transport {
 namespace {

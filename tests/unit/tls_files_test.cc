@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/transport/tls.h"
+#include "service/transport/tls/client_context.h"
 
 namespace egress::transport {
 namespace {

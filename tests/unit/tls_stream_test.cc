@@ -1,7 +1,7 @@
 // TlsStream with one read and one write in flight at once, as an HTTP/2 session runs it:
 // records OpenSSL makes inside the read (a TLS 1.3 KeyUpdate's answer) while the write's
 // records are on their way must go out after them, whole, and only once.
-#include "service/transport/tls_stream.h"
+#include "service/transport/io/tls_stream.h"
 
 #include <netinet/in.h>
 #include <openssl/evp.h>

@@ -2,7 +2,7 @@
 #define EGRESS_SERVICE_TRANSPORT_HTTP2_REQUEST_HEADERS_H_
 
 #include "absl/status/statusor.h"
-#include "service/transport/request.h"
+#include "service/transport/http/request.h"
 
 namespace egress::transport::http2 {
 

@@ -17,7 +17,7 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/ssl/error.hpp"
 #include "boost/asio/write.hpp"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/http2/request_headers.h"
 
 namespace egress::transport::http2 {

@@ -16,12 +16,12 @@
 #include "absl/time/time.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/error.hpp"
-#include "service/transport/guard.h"
+#include "service/base/guard.h"
 #include "service/transport/http2/stream.h"
 #include "service/transport/observer.h"
-#include "service/transport/origin.h"
-#include "service/transport/request.h"
-#include "service/transport/upstream_stream.h"
+#include "service/transport/http/origin.h"
+#include "service/transport/http/request.h"
+#include "service/transport/io/upstream_stream.h"
 
 struct nghttp2_session;
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
-#include "service/transport/error_reason.h"
+#include "service/base/error_reason.h"
 #include "service/transport/http2/session.h"
 
 namespace egress::transport::http2 {

@@ -14,9 +14,9 @@
 #include "absl/time/time.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
-#include "service/transport/body_memory.h"
-#include "service/transport/request_body.h"
-#include "service/transport/response_parser.h"
+#include "service/transport/http/body_memory.h"
+#include "service/transport/http/request_body.h"
+#include "service/transport/http1/response_parser.h"
 
 namespace egress::transport::http2 {
 
