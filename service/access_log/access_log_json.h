@@ -13,7 +13,7 @@ namespace egress {
 // field with the generated accessors: the access log writes a line per fetch, and
 // MessageToJsonString (through the binary form and a type resolver) costs 16 us a line,
 // a reflective walk 15 k instructions; this about a quarter of that.
-// tests/unit/access_log_json_test.cc sets every field of the message by reflection and
+// tests/unit/access_log/access_log_json_test.cc sets every field of the message by reflection and
 // compares with protobuf's printer, so a field added to AccessLogEntry without a line
 // here fails it.
 void AppendAccessLogJson(const egress::v1::AccessLogEntry& entry, std::string* out);

@@ -198,7 +198,7 @@ TEST_F(ErrorsTest, ResponseHeaderTimeoutIsDeadlineExceeded) {
 }
 
 // nginx on idle_close_port closes connections idle for 1 s; egress finds that out before
-// it writes the next request (tests/integration/faults_test.cc has the other cases).
+// it writes the next request (tests/integration/egressd/faults_test.cc has the other cases).
 TEST_F(ErrorsTest, ConnectionClosedWhileIdleIsReplacedBeforeSending) {
   StartEgress();
   const std::string url = "https://localhost:" + std::to_string(nginx().idle_close_port()) + "/cl/1k";

@@ -1,5 +1,5 @@
 // What /metrics says for a Metrics object that saw one of each kind of event: the text
-// exposition, byte for byte, as tests/unit/testdata/metrics_exposition.txt holds it; and
+// exposition, byte for byte, as tests/unit/metrics/testdata/metrics_exposition.txt holds it; and
 // that the families in it are exactly those service/metrics/families.h declares, with the
 // declared help, type and labels. The state has one origin, one caller, one quota key and
 // one report-only rule, so that the hash maps' iteration order cannot change the text
@@ -80,7 +80,7 @@ void RecordOneOfEach(Metrics& metrics) {
 }
 
 std::string Golden() {
-  std::ifstream in("tests/unit/testdata/metrics_exposition.txt");
+  std::ifstream in("tests/unit/metrics/testdata/metrics_exposition.txt");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
