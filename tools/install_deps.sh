@@ -28,6 +28,9 @@ packages=(
   libnetty-java libperfmark-java libguava-java libgoogle-gson-java
   libgeronimo-annotation-1.3-spec-java
   python3-grpcio
+  # The Python client as a package (tests/e2e:packages_test): pip in a virtualenv that
+  # sees Debian's grpcio, building with Debian's setuptools and wheel.
+  python3-venv python3-setuptools python3-wheel
   "$@"
 )
 # Node.js for the dashboard type check; a machine may already have its own.

@@ -463,7 +463,7 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   // The README's example, as printed there.
   const std::string example = RunShell(
       absl::StrCat("PYTHONPATH=", stubs, ":", Runfile("client/python"), " /usr/bin/python3 ",
-                   Runfile("client/python/example.py"), " ", Url(), " ", Target()),
+                   Runfile("client/python/examples/example.py"), " ", Url(), " ", Target()),
       &status);
   EXPECT_EQ(status, 0) << example;
   EXPECT_NE(example.find("fetch 2: HTTP 200"), std::string::npos) << example;
