@@ -62,3 +62,14 @@ for package in "${npm_packages[@]}"; do
     break
   fi
 done
+# The same packages once more into npm's cache "$npm_dir/cache", every tarball and
+# registry answer, from which tests/e2e:packages_test's fresh projects install offline
+# (the packed Node client's dependencies and TypeScript).
+cache_stamp="$npm_dir/cache/filled-$(echo "${npm_packages[*]}" | md5sum | cut -c1-12)"
+if [[ ! -f "$cache_stamp" ]]; then
+  fill="$(mktemp -d)"
+  npm install --prefix "$fill" --cache "$npm_dir/cache" --prefer-online --no-audit --no-fund \
+    --loglevel=error "${npm_packages[@]}"
+  rm -rf "$fill"
+  touch "$cache_stamp"
+fi

@@ -74,5 +74,12 @@ TEST_F(PackagesTest, PythonPackageInstallsWithPipAndItsSyncAndAsyncClientsShowTh
   ExpectDenials(output, 2);
 }
 
+TEST_F(PackagesTest, NodePackagePacksWithNpmAndWorksFromTypeScriptAndJavaScript) {
+  int status = -1;
+  const std::string output = TryPackage("node", &status);
+  ASSERT_EQ(status, 0) << output << Stderr("node");
+  ExpectDenials(output, 2);  // build/fetch.js (tsc's from fetch.ts), then fetch.js
+}
+
 }  // namespace
 }  // namespace egress::testing

@@ -24,6 +24,9 @@ rm -rf "$work"
 mkdir -p "$work/repo" "$work/app" "$work/home"
 cp -rL "$root/client" "$root/proto" "$work/repo/"
 export APP="$work/app" HOME="$work/home"
+# Offline, as tests are: npm installs from the cache tools/install_deps.sh filled.
+export npm_config_offline=true npm_config_cache="${EGRESS_NPM_DIR:-/opt/egress-npm}/cache"
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 install="$(block "^<!-- test $lang install -->$")"
 run="$(block "^<!-- test $lang run -->$")"
