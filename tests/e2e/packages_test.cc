@@ -81,5 +81,12 @@ TEST_F(PackagesTest, NodePackagePacksWithNpmAndWorksFromTypeScriptAndJavaScript)
   ExpectDenials(output, 2);  // build/fetch.js (tsc's from fetch.ts), then fetch.js
 }
 
+TEST_F(PackagesTest, GoModuleInstallsWithGoGetFromALocalProxyIntoAModuleModeMain) {
+  int status = -1;
+  const std::string output = TryPackage("go", &status);
+  ASSERT_EQ(status, 0) << output << Stderr("go");
+  ExpectDenials(output, 1);
+}
+
 }  // namespace
 }  // namespace egress::testing

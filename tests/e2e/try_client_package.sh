@@ -27,6 +27,8 @@ export APP="$work/app" HOME="$work/home"
 # Offline, as tests are: npm installs from the cache tools/install_deps.sh filled.
 export npm_config_offline=true npm_config_cache="${EGRESS_NPM_DIR:-/opt/egress-npm}/cache"
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+# Go with its own toolchain and no cgo, whatever the machine's go env says.
+export GOTOOLCHAIN=local GOENV=off GOFLAGS= CGO_ENABLED=0
 
 install="$(block "^<!-- test $lang install -->$")"
 run="$(block "^<!-- test $lang run -->$")"
