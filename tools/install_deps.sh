@@ -27,6 +27,11 @@ packages=(
   default-jdk-headless libgrpc-java protobuf-compiler-grpc-java-plugin libprotobuf-java
   libnetty-java libperfmark-java libguava-java libgoogle-gson-java
   libgeronimo-annotation-1.3-spec-java
+  # The Java client as a Maven artifact (client/java/pom.xml), offline: Maven, the
+  # plugins of its default lifecycle, and exec and build-helper for the stubs.
+  maven libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java
+  libmaven-jar-plugin-java libmaven-install-plugin-java libexec-maven-plugin-java
+  libbuild-helper-maven-plugin-java
   python3-grpcio
   # The Python client as a package (tests/e2e:packages_test): pip in a virtualenv that
   # sees Debian's grpcio, building with Debian's setuptools and wheel.

@@ -88,5 +88,12 @@ TEST_F(PackagesTest, GoModuleInstallsWithGoGetFromALocalProxyIntoAModuleModeMain
   ExpectDenials(output, 1);
 }
 
+TEST_F(PackagesTest, JavaArtifactInstallsWithMavenAndAMavenProjectUsesIt) {
+  int status = -1;
+  const std::string output = TryPackage("java", &status);
+  ASSERT_EQ(status, 0) << output << Stderr("java");
+  ExpectDenials(output, 1);
+}
+
 }  // namespace
 }  // namespace egress::testing

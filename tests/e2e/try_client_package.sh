@@ -29,6 +29,8 @@ export npm_config_offline=true npm_config_cache="${EGRESS_NPM_DIR:-/opt/egress-n
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 # Go with its own toolchain and no cgo, whatever the machine's go env says.
 export GOTOOLCHAIN=local GOENV=off GOFLAGS= CGO_ENABLED=0
+# Maven's ~ is Java's user.home: the passwd entry's home, not $HOME.
+export MAVEN_OPTS="-Duser.home=$HOME"
 
 install="$(block "^<!-- test $lang install -->$")"
 run="$(block "^<!-- test $lang run -->$")"
@@ -43,4 +45,5 @@ grep -o "^<!-- test $lang file [^ ]* -->$" "$doc" | while read -r _ _ _ _ name _
 done
 run="${run//127.0.0.1:50051/$target}"
 run="${run//https:\/\/example.com\//$url}"
-bash -euo pipefail -c "$run"
+# Without terminal colour codes (mvn -q ends with an ANSI reset, whatever it is told).
+bash -euo pipefail -c "$run" | sed $'s/\e\\[[0-9;]*m//g'
