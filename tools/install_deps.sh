@@ -10,6 +10,8 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev libssl-dev libabsl-dev prometheus-cpp-dev
   libc-ares-dev libhiredis-dev libnghttp2-dev
   libgtest-dev libgmock-dev
+  # The C++ client as a CMake package (client/CMakeLists.txt, tests/e2e:packages_test).
+  cmake
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   redis-server
   prometheus

@@ -95,5 +95,12 @@ TEST_F(PackagesTest, JavaArtifactInstallsWithMavenAndAMavenProjectUsesIt) {
   ExpectDenials(output, 1);
 }
 
+TEST_F(PackagesTest, CppLibraryInstallsWithCMakeAndACMakeProjectFindsIt) {
+  int status = -1;
+  const std::string output = TryPackage("cpp", &status);
+  ASSERT_EQ(status, 0) << output << Stderr("cpp");
+  ExpectDenials(output, 1);
+}
+
 }  // namespace
 }  // namespace egress::testing

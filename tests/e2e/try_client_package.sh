@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Does what docs/clients.md says for one language, as a new user of it would: runs the
 # "install" block in a copy of the repository (the parts the runfiles hold), deletes that
-# copy, writes the "file" blocks into a fresh project directory ($APP) and runs the "run"
-# block there, with egressd's address and the URL put in place of the examples'
-# 127.0.0.1:50051 and https://example.com/. Prints what the run printed on stdout.
+# copy, writes the "file" blocks into a fresh project directory ($APP), runs the "build"
+# block there if there is one, then the "run" block, with egressd's address and the URL
+# put in place of the examples' 127.0.0.1:50051 and https://example.com/. Prints what
+# the run printed on stdout.
 #   try_client_package.sh LANG TARGET URL WORKDIR
 # The blocks are the fenced blocks after "<!-- test LANG install -->",
-# "<!-- test LANG file NAME -->" and "<!-- test LANG run -->".
+# "<!-- test LANG file NAME -->", "<!-- test LANG build -->" and "<!-- test LANG run -->".
 set -euo pipefail
 lang="$1" target="$2" url="$3" work="$4"
 root="$(cd "$(dirname "$0")/../.." && pwd)"  # the runfiles' root, not the source tree
@@ -43,6 +44,11 @@ grep -o "^<!-- test $lang file [^ ]* -->$" "$doc" | while read -r _ _ _ _ name _
   mkdir -p "$(dirname "$APP/$name")"
   block "^<!-- test $lang file ${name//./\\.} -->$" >"$APP/$name"
 done
+build="$(block "^<!-- test $lang build -->$")"
+if [[ -n "$build" ]]; then
+  (cd "$APP" && bash -euo pipefail -c "$build") >"$work/build.log" 2>&1 ||
+    { echo "build failed:" >&2; cat "$work/build.log" >&2; exit 1; }
+fi
 run="${run//127.0.0.1:50051/$target}"
 run="${run//https:\/\/example.com\//$url}"
 # Without terminal colour codes (mvn -q ends with an ANSI reset, whatever it is told).
