@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -25,6 +26,11 @@ namespace {
 // A loopback address outside the policy's allow_cidrs (127.0.0.0/8): egressd denies it
 // before any connection, with the reason POLICY_DENIED and the rule that decided.
 constexpr char kDeniedUrl[] = "http://[::1]:1/";
+
+std::string FileText(const std::string& path) {
+  std::ifstream file(path);
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
 
 class PackagesTest : public ::testing::Test {
  protected:
@@ -48,8 +54,7 @@ class PackagesTest : public ::testing::Test {
                     status);
   }
   static std::string Stderr(const std::string& lang) {
-    std::ifstream file(absl::StrCat(dir_, "/", lang, ".stderr"));
-    return std::string(std::istreambuf_iterator<char>(file), {});
+    return FileText(absl::StrCat(dir_, "/", lang, ".stderr"));
   }
 
   static inline std::string dir_;
@@ -65,6 +70,28 @@ void ExpectDenials(const std::string& output, size_t programs) {
     EXPECT_TRUE(absl::StartsWith(line, "PERMISSION_DENIED POLICY_DENIED ")) << output;
     EXPECT_GT(line.size(), strlen("PERMISSION_DENIED POLICY_DENIED ")) << output;  // the rule
   }
+}
+
+// One version for every client, client/VERSION's: Python's setup.py, Go's goproxy.py and
+// the CMake package read it; npm's and Maven's manifests, and the commands
+// docs/clients.md shows, spell it out, and must agree.
+TEST_F(PackagesTest, EveryClientCarriesTheOneVersionOfClientVersion) {
+  const std::string version(
+      absl::StripAsciiWhitespace(FileText(Runfile("client/VERSION"))));
+  ASSERT_FALSE(version.empty());
+  EXPECT_TRUE(absl::StrContains(FileText(Runfile("client/node/package.json")),
+                                absl::StrCat("\"version\": \"", version, "\"")));
+  EXPECT_TRUE(absl::StrContains(
+      FileText(Runfile("client/java/pom.xml")),
+      absl::StrCat("<artifactId>egress-client</artifactId>\n  <version>", version, "</version>")));
+  const std::string doc = FileText(Runfile("docs/clients.md"));
+  EXPECT_TRUE(absl::StrContains(doc, absl::StrCat("./egress-client-", version, ".tgz")));
+  EXPECT_TRUE(absl::StrContains(doc, absl::StrCat("egress.internal/client/egress@v", version)));
+  EXPECT_TRUE(absl::StrContains(doc, absl::StrCat("<version>", version, "</version>")));
+  const std::vector<std::string> major_minor = absl::StrSplit(version, '.');
+  ASSERT_GE(major_minor.size(), 2u);
+  EXPECT_TRUE(absl::StrContains(doc, absl::StrCat("find_package(egress_client ", major_minor[0],
+                                                  ".", major_minor[1], " CONFIG")));
 }
 
 TEST_F(PackagesTest, PythonPackageInstallsWithPipAndItsSyncAndAsyncClientsShowTheDenialReason) {
