@@ -10,6 +10,8 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev libssl-dev libabsl-dev prometheus-cpp-dev
   libc-ares-dev libhiredis-dev libnghttp2-dev
   libgtest-dev libgmock-dev
+  # The C++ client as a CMake package (client/CMakeLists.txt, tests/e2e:packages_test).
+  cmake
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   redis-server
   prometheus
@@ -27,7 +29,15 @@ packages=(
   default-jdk-headless libgrpc-java protobuf-compiler-grpc-java-plugin libprotobuf-java
   libnetty-java libperfmark-java libguava-java libgoogle-gson-java
   libgeronimo-annotation-1.3-spec-java
+  # The Java client as a Maven artifact (client/java/pom.xml), offline: Maven, the
+  # plugins of its default lifecycle, and exec and build-helper for the stubs.
+  maven libmaven-resources-plugin-java libmaven-compiler-plugin-java libsurefire-java
+  libmaven-jar-plugin-java libmaven-install-plugin-java libexec-maven-plugin-java
+  libbuild-helper-maven-plugin-java
   python3-grpcio
+  # The Python client as a package (tests/e2e:packages_test): pip in a virtualenv that
+  # sees Debian's grpcio, building with Debian's setuptools and wheel.
+  python3-venv python3-setuptools python3-wheel
   "$@"
 )
 # Node.js for the dashboard type check; a machine may already have its own.
@@ -59,3 +69,14 @@ for package in "${npm_packages[@]}"; do
     break
   fi
 done
+# The same packages once more into npm's cache "$npm_dir/cache", every tarball and
+# registry answer, from which tests/e2e:packages_test's fresh projects install offline
+# (the packed Node client's dependencies and TypeScript).
+cache_stamp="$npm_dir/cache/filled-$(echo "${npm_packages[*]}" | md5sum | cut -c1-12)"
+if [[ ! -f "$cache_stamp" ]]; then
+  fill="$(mktemp -d)"
+  npm install --prefix "$fill" --cache "$npm_dir/cache" --prefer-online --no-audit --no-fund \
+    --loglevel=error "${npm_packages[@]}"
+  rm -rf "$fill"
+  touch "$cache_stamp"
+fi

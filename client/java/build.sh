@@ -10,12 +10,11 @@
 #   java -cp "$(cat DIR/classpath)" egress.client.EgressClientTest
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
 out="${1:?usage: build.sh DIR}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-rm -rf "$out/gen" "$out/classes" "$out/proto"
-mkdir -p "$out/gen" "$out/classes"
+rm -rf "$out/classes"
+mkdir -p "$out/classes"
 
 jars=(protobuf grpc-api grpc-context grpc-core grpc-stub grpc-protobuf grpc-protobuf-lite
       grpc-netty guava geronimo-annotation-1.3-spec perfmark-api gson
@@ -28,21 +27,7 @@ for jar in "${jars[@]}"; do
 done
 classpath="$out/classes$classpath"
 
-# protoc's Java generator gives the string field Header.value a getValueBytes() (its
-# UTF-8 bytes), which collides with the accessor of the bytes field value_bytes; the
-# Java stubs are made from a copy that names field 3 raw_value (the same wire format:
-# names do not travel), so Header.getRawValue() is value_bytes.
-mkdir -p "$out/proto/egress/v1"
-sed 's/^  bytes value_bytes = 3;$/  bytes raw_value = 3;/' "$root/proto/egress/v1/egress.proto" \
-  > "$out/proto/egress/v1/egress.proto"
-grep -q '^  bytes raw_value = 3;$' "$out/proto/egress/v1/egress.proto" \
-  || { echo "build.sh: Header.value_bytes not found in egress.proto" >&2; exit 1; }
-protoc --proto_path="$out/proto" --proto_path=/usr/include \
-  --java_out="$out/gen" --grpc-java_out="$out/gen" \
-  --plugin=protoc-gen-grpc-java=/usr/bin/grpc_java_plugin \
-  "$out/proto/egress/v1/egress.proto"
-protoc --proto_path="$root/proto" --proto_path=/usr/include --java_out="$out/gen" \
-  "$root/proto/google/rpc/status.proto" "$root/proto/google/rpc/error_details.proto"
+"$here/generate-stubs.sh" "$out/gen"
 # -nowarn: the generated code's own deprecation and unchecked notes are not ours.
 find "$out/gen" "$here/src" "$here/test" "$here/example" -name '*.java' > "$out/sources"
 javac -nowarn -encoding UTF-8 --release 11 -d "$out/classes" -cp "$classpath" @"$out/sources"

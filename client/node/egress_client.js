@@ -1,7 +1,7 @@
 // A small Node client for egressd: @grpc/grpc-js with stubs generated at load time from
 // proto/egress/v1/egress.proto by @grpc/proto-loader, and promises in front.
 //
-//   const { EgressClient } = require('./egress_client');
+//   const { EgressClient } = require('egress-client');  // types: index.d.ts
 //   const egress = new EgressClient({ target: '127.0.0.1:50051' });
 //   const response = await egress.fetch('https://api.example.com/v1/items', { headOnly: true });
 //   console.log(response.statusCode, response.reused);
@@ -21,7 +21,10 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const protobuf = require('protobufjs');
 
-const PROTO_ROOT = process.env.EGRESS_PROTO_ROOT || path.join(__dirname, '..', '..', 'proto');
+// The protos npm pack put in the package (prepack.js), or the repository's.
+const PROTO_ROOT = process.env.EGRESS_PROTO_ROOT ||
+  [path.join(__dirname, 'proto'), path.join(__dirname, '..', '..', 'proto')].find(
+    (dir) => fs.existsSync(path.join(dir, 'egress/v1/egress.proto')));
 const definition = protoLoader.loadSync('egress/v1/egress.proto', {
   includeDirs: [PROTO_ROOT, '/usr/include'],
   keepCase: true,
@@ -234,4 +237,4 @@ class EgressClient {
   }
 }
 
-module.exports = { EgressClient, EgressError };
+module.exports = { EgressClient, EgressError, DEFAULT_SERVICE_CONFIG };

@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"time"
 
-	"egress"
+	"egress.internal/client/egress"
 )
 
 func print(object map[string]interface{}) {

@@ -463,7 +463,7 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   // The README's example, as printed there.
   const std::string example = RunShell(
       absl::StrCat("PYTHONPATH=", stubs, ":", Runfile("client/python"), " /usr/bin/python3 ",
-                   Runfile("client/python/example.py"), " ", Url(), " ", Target()),
+                   Runfile("client/python/examples/example.py"), " ", Url(), " ", Target()),
       &status);
   EXPECT_EQ(status, 0) << example;
   EXPECT_NE(example.find("fetch 2: HTTP 200"), std::string::npos) << example;
@@ -524,7 +524,7 @@ TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
   // client/go's own tests, the live ones against this egressd.
   const std::string tests = RunShell(
       absl::StrCat("cd ", gopath, " && EGRESS_TARGET=", Target(), " EGRESS_TEST_URL=", Url(),
-                   " EGRESS_TEST_DENIED_URL='", kDeniedUrl, "' ", go, "test -v egress 2>&1"),
+                   " EGRESS_TEST_DENIED_URL='", kDeniedUrl, "' ", go, "test -v egress.internal/client/egress 2>&1"),
       &status);
   EXPECT_EQ(status, 0) << tests;
   EXPECT_EQ(tests.find("--- SKIP"), std::string::npos) << tests;
@@ -533,7 +533,7 @@ TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
 
   // The README's example, as printed there.
   const std::string example = RunShell(
-      absl::StrCat("cd ", gopath, " && ", go, "run egress/example ", Url(), " ", Target(), " 2>&1"),
+      absl::StrCat("cd ", gopath, " && ", go, "run egress.internal/client/example ", Url(), " ", Target(), " 2>&1"),
       &status);
   EXPECT_EQ(status, 0) << example;
   EXPECT_NE(example.find("fetch 2: HTTP 200, 4096 bytes"), std::string::npos) << example;

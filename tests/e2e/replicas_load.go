@@ -21,7 +21,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
-	"egress"
+	"egress.internal/client/egress"
 )
 
 // grpc-go's DNS resolver waits 30 s between resolutions and, in 1.33, has no option to

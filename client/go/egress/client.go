@@ -1,6 +1,7 @@
 // Package egress is a Go client for egressd: Fetch and FetchStream on the Egress
 // service over the stubs generated from proto/egress/v1/egress.proto (package
-// egress/egressv1, made by client/go/generate.sh).
+// egress.internal/client/egress/egressv1, made by client/go/goproxy.py for module mode and
+// by client/go/generate.sh for a GOPATH).
 //
 //	client, err := egress.New("127.0.0.1:50051", egress.Options{})
 //	if err != nil { ... }
@@ -25,7 +26,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"egress/egressv1"
+	"egress.internal/client/egress/egressv1"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"egress/egressv1"
+	"egress.internal/client/egress/egressv1"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"

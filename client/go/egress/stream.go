@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"egress/egressv1"
+	"egress.internal/client/egress/egressv1"
 
 	"google.golang.org/grpc/codes"
 )

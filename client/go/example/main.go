@@ -1,7 +1,7 @@
 // An example of the Go client: fetches URL twice through egressd (the second fetch
 // reuses the upstream connection), then streams it and stops after the first bytes.
 //
-//	go run egress/example URL [TARGET]
+//	go run egress.internal/client/example URL [TARGET]
 //
 // (see client/go/generate.sh for the GOPATH it runs in).
 package main
@@ -14,7 +14,7 @@ import (
 	"os"
 	"time"
 
-	"egress"
+	"egress.internal/client/egress"
 )
 
 func main() {

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Fetches a URL twice through egressd, head only, and shows that the second call reused
-the upstream connection.  Usage: example.py URL [egressd address]"""
+the upstream connection.  Usage: example.py URL [egressd address]
+(with egress_client installed, or generate.sh's directory on PYTHONPATH)"""
 
 import sys
 
