@@ -30,12 +30,12 @@ record "bench smoke" tools/bench.sh --smoke
 record "isolation bench smoke" tools/bench.sh --isolation --smoke
 record "http2 bench smoke" tools/bench.sh --http2 --smoke
 
-# The image is built (mostly downloads, and a build inside it) and run while the ASan
-# build compiles, not beside any test. Its egressctl is a copy of the optimized one:
-# the sanitizer builds replace bazel-bin's.
+# The image is built (mostly downloads) and run while the ASan build compiles, not beside
+# any test. It holds the egressd this build made, and its egressctl is the optimized one:
+# copies, because the sanitizer builds replace bazel-bin's.
 phase "container image, in the background"
-cp bazel-bin/client/egressctl "$work/egressctl"
-EGRESSCTL="$work/egressctl" tools/image_test.sh > "$work/image.log" 2>&1 &
+cp bazel-bin/service/egressd bazel-bin/client/egressctl "$work/"
+EGRESSD="$work/egressd" EGRESSCTL="$work/egressctl" tools/image_test.sh > "$work/image.log" 2>&1 &
 image=$!
 
 # The sanitizer builds cover the tests and what they run, not the benchmark tools.
