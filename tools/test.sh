@@ -17,15 +17,27 @@ record() {  # name, command...: runs it and logs "name: ok" or "name: FAILED"
   if "$@"; then echo "$name: ok" | tee -a "$log"; else echo "$name: FAILED" | tee -a "$log"; status=1; fi
 }
 test_all() {  # bazel test arguments...
-  bazel test "$@" 2>&1 | tee -a "$log"
+  bazel test --build_tests_only "$@" 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+}
+# Builds PATTERN's targets but its libraries (unless nothing in PATTERN links one): a
+# cc_library asked for by name also makes a shared library, from a second, position-
+# independent compile of its sources and of every library it depends on (tests/support's
+# fixtures alone pulled in 89 such compiles), which nothing here links: binaries and
+# tests link statically (--dynamic_mode=off). Each library is now compiled once, for
+# what links it. (test_all's --build_tests_only asks for the tests alone, likewise.)
+build_all() {  # pattern, bazel build arguments...
+  local pattern="$1" targets; shift
+  targets=$(bazel query "let all = $pattern in let linked = \$all except kind(cc_library, \$all)
+    in \$linked + (kind(cc_library, \$all) except deps(\$linked))") || return 1
+  bazel build "$@" $targets
 }
 
 phase "layers"
 record "layers" tools/check_layers.sh
 phase "bazel test (default config) //..."
 # Build everything first, so that compiling does not compete with running tests.
-if bazel build //...; then
+if build_all //...; then
   # The fuzz targets compile (clang, outside Bazel, into /tmp/egress-fuzz) on the core the
   # tests leave idle: one compile at a time, at idle priority (SCHED_IDLE: any test's
   # thread that wakes takes the core at once), from the proto sources of this build.
@@ -53,7 +65,7 @@ image=$!
 # The sanitizer builds cover the tests and what they run, not the benchmark tools.
 for config in asan tsan; do
   phase "bazel build --config=$config //tests/..."
-  bazel build --config=$config //tests/... || status=1
+  build_all //tests/... --config=$config || status=1
   if [[ -n ${image:-} ]]; then
     phase "waiting for the container image"
     wait "$image"; image_status=$?
