@@ -5,14 +5,28 @@
 # (transport, service, access_log) run in a network namespace with only loopback up.
 #   tools/fuzz.sh            # 30 s each
 #   tools/fuzz.sh 600        # the longer run recorded in fuzz/README.md
+#   tools/fuzz.sh --build    # builds the targets only; then `tools/fuzz.sh --run 20` runs them
+# FUZZ_JOBS: compiles and targets at a time (default: the number of cores); FUZZ_OUT: where
+# the targets and their corpora go (default /tmp/egress-fuzz); FUZZ_GENFILES: the generated
+# proto sources (default: bazel builds them and names bazel-bin/proto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build=1 run=1
+case "${1:-}" in
+  --build) run=0; shift ;;
+  --run) build=0; shift ;;
+esac
 seconds="${1:-30}"
-
-bazel build //proto:egress_cc_proto //proto:google_rpc_cc_proto >/dev/null 2>&1  # generated *.pb.{h,cc}
-genfiles="$(bazel info bazel-bin 2>/dev/null)/proto"
+jobs="${FUZZ_JOBS:-$(nproc)}"
 out="${FUZZ_OUT:-/tmp/egress-fuzz}"
 mkdir -p "$out"
+
+if ((build)); then  # (to the matching fi: the build, which --run skips)
+genfiles="${FUZZ_GENFILES:-}"
+if [[ -z "$genfiles" ]]; then
+  bazel build //proto:egress_cc_proto //proto:google_rpc_cc_proto >/dev/null 2>&1  # generated *.pb.{h,cc}
+  genfiles="$(bazel info bazel-bin 2>/dev/null)/proto"
+fi
 
 # -DNDEBUG as in the shipped (-c opt) build: Boost.Beast 1.81 has a BOOST_ASSERT that
 # chunked input can trip (fuzz/README.md); what counts is what egressd runs.
@@ -39,14 +53,14 @@ service=(service/fetch/*.cc "${config[@]}" service/limits/body_budget.cc
          tests/support/fault_server.cc)
 
 object() { echo "$out/obj/$(echo "${1#"$genfiles"/}" | tr / _).o"; }
-# Every source once, as many at a time as there are cores: compiling is most of this
-# script's time (serially, 7 minutes on 2 cores).
+# Every source once, FUZZ_JOBS at a time: compiling is most of this script's time
+# (serially, 7 minutes on 2 cores).
 compile_all() {  # sources...
   local source running=0
   mkdir -p "$out/obj"
   for source in $(printf '%s\n' "$@" | sort -u); do
     clang++ "${flags[@]}" -c "$source" -o "$(object "$source")" &
-    if ((++running >= $(nproc))); then wait -n; ((running--)); fi
+    if ((++running >= jobs)); then wait -n; ((running--)); fi
   done
   while ((running--)); do wait -n; done
 }
@@ -71,6 +85,8 @@ link access_log_fuzzer fuzz/access_log_fuzzer.cc "${service[@]}" "${all_transpor
   -- "${service_libs[@]}"
 link url_redaction_fuzzer fuzz/url_redaction_fuzzer.cc service/access_log/access_log.cc \
   service/access_log/access_log_json.cc service/fetch/utf8_text.cc "$genfiles/egress/v1/egress.pb.cc" "${transport[@]}"
+fi
+((run)) || exit 0
 
 # Runs one target; its line of results goes to $out/$target.result.
 fuzz_one() {  # target
@@ -98,14 +114,14 @@ fuzz_one() {  # target
     >"$out/$target.result"
 }
 
-# As many targets at a time as there are cores (each fuzzes on one thread).
+# FUZZ_JOBS targets at a time (each fuzzes on one thread).
 targets=(request response_parser config transport service http2_response url_redaction
          access_log)
 running=0
 for target in "${targets[@]}"; do
   rm -f "$out/$target.result"
   fuzz_one "$target" &
-  if ((++running >= $(nproc))); then wait -n || true; ((running--)); fi
+  if ((++running >= jobs)); then wait -n || true; ((running--)); fi
 done
 wait
 failed=0

@@ -2,7 +2,8 @@
 # The container image, for real: builds it (tools/image.sh), runs it with podman on the
 # host's network next to a loopback upstream, makes Fetch calls through it with
 # egressctl, and stops it with SIGTERM, which egressd must handle as PID 1.
-#   tools/image_test.sh      # needs root; builds //client:egressctl, unless EGRESSCTL names one
+#   tools/image_test.sh      # needs root; builds //client:egressctl, unless EGRESSCTL names one,
+#                            # and the image from the egressd EGRESSD names, or one bazel builds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/image.sh egressd:test
