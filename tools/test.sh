@@ -62,10 +62,12 @@ cp bazel-bin/service/egressd bazel-bin/client/egressctl "$work/"
 EGRESSD="$work/egressd" EGRESSCTL="$work/egressctl" tools/image_test.sh > "$work/image.log" 2>&1 &
 image=$!
 
-# The sanitizer builds cover the tests and what they run, not the benchmark tools.
+# The sanitizer builds cover the tests and what they run, not the benchmark tools, nor
+# the test of how the clients install (tagged no_sanitizer).
+sanitized=(--build_tag_filters=-no_sanitizer --test_tag_filters=-no_sanitizer)
 for config in asan tsan; do
   phase "bazel build --config=$config //tests/..."
-  build_all //tests/... --config=$config || status=1
+  build_all //tests/... --config=$config "${sanitized[@]}" || status=1
   if [[ -n ${image:-} ]]; then
     phase "waiting for the container image"
     wait "$image"; image_status=$?
@@ -74,7 +76,7 @@ for config in asan tsan; do
     unset image
   fi
   phase "bazel test --config=$config //tests/..."
-  test_all --config=$config //tests/...
+  test_all --config=$config "${sanitized[@]}" //tests/...
 done
 phase "fuzz targets, 20 s each"
 fuzz=(tools/fuzz.sh 20)  # builds and runs them, when the default build failed
