@@ -419,7 +419,8 @@ void FetchCall::Complete(absl::Status status) {
 }
 
 // Messages may quote upstream bytes (a Location, a header): escaped here, for every
-// message, so that each is valid UTF-8.
+// message, so that each is valid UTF-8. The reason is decoded here, once, for the answer
+// and the log line.
 void FetchCall::Report(const absl::Status& status) {
   if (reported_.exchange(true)) return;  // an exception came after the call was finished
   std::string message(status.message());
@@ -427,10 +428,13 @@ void FetchCall::Report(const absl::Status& status) {
     absl::StrAppend(&message, " (egress ends every fetch after ",
                     absl::FormatDuration(config_->limits.max_timeout), ": limits.max_timeout)");
   }
+  const absl::Status final_status = WithMessage(status, EscapeNonUtf8(message));
+  transport::ErrorReason reason = ReasonOrDefault(final_status);
   // The error's ErrorInfo names the fetch's trace.
-  const absl::Status final_status =
-      WithTraceId(WithMessage(status, EscapeNonUtf8(message)), trace_.trace_id);
-  const grpc::Status answer = ToGrpcStatus(final_status);
+  if (!status.ok() && !trace_.trace_id.empty()) {
+    reason.metadata.emplace_back("trace_id", trace_.trace_id);
+  }
+  const grpc::Status answer = ToGrpcStatus(final_status, reason);
   const absl::Duration total = absl::Now() - start_;
   service_->observer.OnFetchDone(answer.error_code(), total);
   CallerCost cost;
@@ -440,7 +444,7 @@ void FetchCall::Report(const absl::Status& status) {
   cost.connections_opened = connections_opened_;
   cost.tls_handshakes = tls_handshakes_;
   service_->observer.OnCallerCost(caller_id_, cost);
-  if (log_line_) FinishLogLine(final_status, GrpcCodeName(answer.error_code()), total);
+  if (log_line_) FinishLogLine(final_status, reason, GrpcCodeName(answer.error_code()), total);
   // The caller's place frees before its answer leaves: a caller that fetches one at a
   // time must not meet its own last fetch (Done may come well after the answer).
   if (caller_counted_) service_->caller_counts.Release(caller_id_);
@@ -484,22 +488,21 @@ void FetchCall::NoteWouldDeny(const std::vector<std::string>& rules) {
   }
 }
 
-void FetchCall::FinishLogLine(const absl::Status& status, absl::string_view code,
-                              absl::Duration total) {
+void FetchCall::FinishLogLine(const absl::Status& status, const transport::ErrorReason& reason,
+                              absl::string_view code, absl::Duration total) {
   egress::v1::AccessLogEntry& entry = log_line_->entry;
   entry.set_url(AccessLog::LoggedUrl(url_, config_->access_log.log_query));
   entry.set_grpc_code(std::string(code));
   entry.set_bytes_received(bytes_received_);
   entry.set_redirects(redirects_);
   ToProto(total, entry.mutable_timing()->mutable_total());
-  const auto reason = transport::ReasonOf(status);
   if (!status.ok()) {
-    entry.set_error_reason(ReasonFor(status));
+    entry.set_error_reason(reason.reason);
     entry.set_error_message(AccessLog::LoggedMessage(status, config_->access_log.log_query));
   }
-  if (reason && reason->reason == "POLICY_DENIED") {
+  if (reason.reason == "POLICY_DENIED") {
     entry.set_policy_decision("deny");
-    for (const auto& [key, value] : reason->metadata) {
+    for (const auto& [key, value] : reason.metadata) {
       if (key == "rule") entry.set_policy_rule(value);
       // The address denied: it was resolved, but never connected to.
       if (key == "address" && entry.remote_address().empty()) entry.set_remote_address(value);

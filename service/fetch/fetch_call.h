@@ -143,7 +143,8 @@ class FetchCall {
   void StartLogLine(AccessLog& log, const egress::v1::FetchRequest& request);
   void NoteResponse(const transport::Response& response);
   void NoteWouldDeny(const std::vector<std::string>& rules);
-  void FinishLogLine(const absl::Status& status, absl::string_view code, absl::Duration total);
+  void FinishLogLine(const absl::Status& status, const transport::ErrorReason& reason,
+                     absl::string_view code, absl::Duration total);
 
   void Abandon(const char* where, const char* what);
   static absl::Status Internal(const char* where);

@@ -17,13 +17,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
 #include "service/config/config_store.h"
 #include "service/transport/address_policy.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/keep_alive_server.h"
+#include "tests/support/status_details.h"
 
 namespace egress::fetch {
 namespace {
@@ -113,17 +112,6 @@ int ClosedPort() {
   EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
   close(fd);
   return ntohs(address.sin_port);
-}
-
-google::rpc::ErrorInfo ErrorInfoOf(const grpc::Status& status) {
-  google::rpc::Status details;
-  EXPECT_TRUE(details.ParseFromString(status.error_details()));
-  google::rpc::ErrorInfo info;
-  EXPECT_GE(details.details_size(), 1);
-  if (details.details_size() > 0) {
-    EXPECT_TRUE(details.details(0).UnpackTo(&info));
-  }
-  return info;
 }
 
 class FetchCallTest : public ::testing::Test {
@@ -222,12 +210,13 @@ TEST_F(FetchCallTest, AnUnreachableUpstreamFinishesUnavailableWithItsReasonAndTh
 
   EXPECT_EQ(events(), std::vector<std::string>{"finish"});
   EXPECT_EQ(seen_.status.error_code(), grpc::StatusCode::UNAVAILABLE);
-  const google::rpc::ErrorInfo info = ErrorInfoOf(seen_.status);
-  EXPECT_EQ(info.domain(), "egress.v1");
-  EXPECT_FALSE(info.reason().empty());
-  EXPECT_NE(info.reason(), "UPSTREAM_UNAVAILABLE") << "the transport's own reason, not the default";
-  ASSERT_EQ(info.metadata().count("trace_id"), 1u);
-  EXPECT_EQ(info.metadata().at("trace_id"), trace_id);
+  const auto info = testing::ErrorInfoOf(seen_.status);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->domain(), "egress.v1");
+  EXPECT_FALSE(info->reason().empty());
+  EXPECT_NE(info->reason(), "UPSTREAM_UNAVAILABLE") << "the transport's own reason, not the default";
+  ASSERT_EQ(info->metadata().count("trace_id"), 1u);
+  EXPECT_EQ(info->metadata().at("trace_id"), trace_id);
   EXPECT_EQ(observer_.Fetches(grpc::StatusCode::UNAVAILABLE), 1);
 }
 
@@ -238,7 +227,8 @@ TEST_F(FetchCallTest, FetchRefusesMaxBodyBytesAboveTheCeilingWithoutAskingTheUps
   Call(FetchCall::Rpc::kFetch, request);
 
   EXPECT_EQ(seen_.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(ErrorInfoOf(seen_.status).reason(), "MAX_BODY_BYTES_ABOVE_CEILING");
+  EXPECT_EQ(testing::ErrorInfoOf(seen_.status).value_or(google::rpc::ErrorInfo()).reason(),
+            "MAX_BODY_BYTES_ABOVE_CEILING");
   EXPECT_EQ(upstream_.responses(), 0);
   EXPECT_EQ(fetches_in_flight_, 0u);
 }
