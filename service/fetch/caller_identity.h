@@ -7,18 +7,14 @@
 #include <string>
 
 #include "service/config/config.h"
-
-namespace grpc {
-class CallbackServerContext;
-}  // namespace grpc
+#include "service/fetch/caller_side.h"
 
 namespace egress::fetch {
 
 // The caller's identity: caller_header's value when a trusted peer (a mesh proxy) sent
 // it, else the name policy.identity_source picks from its mTLS client certificate;
 // empty when neither says.
-std::string CallerIdentity(const grpc::CallbackServerContext& context,
-                           const CallerPolicy& callers);
+std::string CallerIdentity(const CallerSide& caller, const CallerPolicy& callers);
 
 }  // namespace egress::fetch
 

@@ -3,24 +3,19 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
-#include "grpcpp/server_context.h"
 #include "service/fetch/request_mapping.h"
 
 namespace egress::fetch {
 
 using egress::v1::FetchRequest;
 
-TraceContext FetchSpan(const grpc::CallbackServerContext& context, const FetchRequest& request) {
-  const auto& metadata = context.client_metadata();
-  const auto parent = metadata.find("traceparent");
-  if (parent == metadata.end()) {
+TraceContext FetchSpan(const CallerSide& caller, const FetchRequest& request) {
+  const auto parent = caller.Metadata("traceparent");
+  if (parent.empty()) {
     return ChildSpan(HeaderValue(request, "traceparent"), HeaderValue(request, "tracestate"));
   }
-  const auto state = metadata.find("tracestate");
-  return ChildSpan(absl::string_view(parent->second.data(), parent->second.size()),
-                   state == metadata.end()
-                       ? absl::string_view()
-                       : absl::string_view(state->second.data(), state->second.size()));
+  const auto state = caller.Metadata("tracestate");
+  return ChildSpan(parent.front(), state.empty() ? absl::string_view() : state.front());
 }
 
 void SetTraceHeaders(const TraceContext& span, transport::HeaderList* headers) {

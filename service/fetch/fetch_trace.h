@@ -5,20 +5,16 @@
 // it sends upstream.
 
 #include "egress/v1/egress.pb.h"
+#include "service/fetch/caller_side.h"
 #include "service/fetch/trace_context.h"
 #include "service/transport/http/request.h"
 
-namespace grpc {
-class CallbackServerContext;
-}  // namespace grpc
-
 namespace egress::fetch {
 
-// egressd's span of this fetch: a child of the caller's trace context, from its gRPC
+// egressd's span of this fetch: a child of the caller's trace context, from its call's
 // metadata, or else from the request's own headers (a caller that does not propagate
 // over gRPC); a new trace when neither holds a valid one.
-TraceContext FetchSpan(const grpc::CallbackServerContext& context,
-                       const egress::v1::FetchRequest& request);
+TraceContext FetchSpan(const CallerSide& caller, const egress::v1::FetchRequest& request);
 
 // The upstream gets egressd's span as its parent, in place of any trace headers the
 // caller put in the request.

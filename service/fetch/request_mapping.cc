@@ -1,12 +1,10 @@
 #include "service/fetch/request_mapping.h"
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/server_context.h"
 #include "service/config/proto_time.h"
 #include "service/base/error_reason.h"
 #include "service/transport/settings.h"
@@ -69,14 +67,10 @@ absl::StatusOr<transport::HttpRequest> ToHttpRequest(FetchRequest& request,
   return http_request;
 }
 
-absl::Time Deadline(const grpc::CallbackServerContext& context, const FetchRequest& request,
+absl::Time Deadline(absl::Time caller_deadline, const FetchRequest& request,
                     const FetchLimits& limits, bool* capped) {
   const absl::Time now = absl::Now();
-  absl::Time deadline = absl::InfiniteFuture();
-  const auto grpc_deadline = context.deadline();
-  if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
-    deadline = absl::FromChrono(grpc_deadline);
-  }
+  absl::Time deadline = caller_deadline;
   if (request.has_timeout() && FromProto(request.timeout()) > absl::ZeroDuration()) {
     deadline = std::min(deadline, now + FromProto(request.timeout()));
   }

@@ -13,10 +13,6 @@
 #include "service/config/config.h"
 #include "service/transport/http/request.h"
 
-namespace grpc {
-class CallbackServerContext;
-}  // namespace grpc
-
 namespace egress::fetch {
 
 // A request header's value: value_bytes carries what a proto3 string cannot (e.g.
@@ -30,12 +26,11 @@ std::string HeaderValue(const egress::v1::FetchRequest& request, absl::string_vi
 absl::StatusOr<transport::HttpRequest> ToHttpRequest(egress::v1::FetchRequest& request,
                                                       const FetchLimits& limits);
 
-// The sooner of the gRPC deadline and the request's timeout; the server default when
-// neither is set; never later than limits.max_timeout from now (`capped` says whether
-// that cap decided it).
-absl::Time Deadline(const grpc::CallbackServerContext& context,
-                    const egress::v1::FetchRequest& request, const FetchLimits& limits,
-                    bool* capped);
+// The sooner of the caller's deadline (absl::InfiniteFuture() when it set none) and the
+// request's timeout; the server default when neither is set; never later than
+// limits.max_timeout from now (`capped` says whether that cap decided it).
+absl::Time Deadline(absl::Time caller_deadline, const egress::v1::FetchRequest& request,
+                    const FetchLimits& limits, bool* capped);
 
 }  // namespace egress::fetch
 

@@ -50,34 +50,36 @@ const char* ReasonForCode(grpc::StatusCode code) {
 
 }  // namespace
 
-std::string ReasonFor(const absl::Status& status) {
-  if (status.ok()) return "";
-  const auto reason = transport::ReasonOf(status);
-  return reason ? reason->reason : ReasonForCode(GrpcCode(status.code()));
+transport::ErrorReason ReasonOrDefault(const absl::Status& status) {
+  if (status.ok()) return {};
+  auto reason = transport::ReasonOf(status);
+  if (reason) return *std::move(reason);
+  return transport::ErrorReason{ReasonForCode(GrpcCode(status.code())), {}, std::nullopt};
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
+  return ToGrpcStatus(status, ReasonOrDefault(status));
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status, const transport::ErrorReason& reason) {
   if (status.ok()) return grpc::Status::OK;
   const grpc::StatusCode code = GrpcCode(status.code());
   const std::string message(status.message());
-  const auto reason = transport::ReasonOf(status);
 
   google::rpc::ErrorInfo info;
   info.set_domain(kDomain);
-  info.set_reason(ReasonFor(status));
-  if (reason) {
-    // Metadata may quote what a caller or upstream sent: proto3 strings must be UTF-8.
-    for (const auto& [key, value] : reason->metadata) {
-      (*info.mutable_metadata())[key] = EscapeNonUtf8(value);
-    }
+  info.set_reason(reason.reason);
+  // Metadata may quote what a caller or upstream sent: proto3 strings must be UTF-8.
+  for (const auto& [key, value] : reason.metadata) {
+    (*info.mutable_metadata())[key] = EscapeNonUtf8(value);
   }
   google::rpc::Status details;
   details.set_code(code);
   details.set_message(message);
   details.add_details()->PackFrom(info);
-  if (reason && reason->retry_delay) {
+  if (reason.retry_delay) {
     google::rpc::RetryInfo retry;
-    ToProto(*reason->retry_delay, retry.mutable_retry_delay());
+    ToProto(*reason.retry_delay, retry.mutable_retry_delay());
     details.add_details()->PackFrom(retry);
   }
   return grpc::Status(code, message, details.SerializeAsString());
@@ -88,14 +90,6 @@ absl::Status WithMessage(const absl::Status& status, absl::string_view message) 
   status.ForEachPayload(
       [&](absl::string_view url, const absl::Cord& payload) { result.SetPayload(url, payload); });
   return result;
-}
-
-absl::Status WithTraceId(absl::Status status, const std::string& trace_id) {
-  if (status.ok()) return status;
-  transport::ErrorReason reason = transport::ReasonOf(status).value_or(
-      transport::ErrorReason{ReasonFor(status), {}, std::nullopt});
-  reason.metadata.emplace_back("trace_id", trace_id);
-  return transport::WithReason(std::move(status), reason);
 }
 
 }  // namespace egress

@@ -17,6 +17,7 @@
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/status_details.h"
 
 namespace egress::testing {
 
@@ -83,11 +84,6 @@ class BackgroundFetch {
 
 // The descriptors this process has open.
 int OpenFileDescriptors();
-
-// The google.rpc.ErrorInfo in a status's details, if there is one.
-std::optional<google::rpc::ErrorInfo> ErrorInfoOf(const grpc::Status& status);
-// The google.rpc.RetryInfo's delay in a status's details, if there is one.
-std::optional<absl::Duration> RetryDelayOf(const grpc::Status& status);
 
 // EgressTest with an upstream that misbehaves on command, for the whole suite.
 class EgressFaultsTest : public EgressTest {

@@ -1,0 +1,56 @@
+#include "service/fetch/grpc_caller_side.h"
+
+#include <chrono>
+
+#include "grpc/grpc_security_constants.h"
+#include "grpcpp/server_context.h"
+
+namespace egress::fetch {
+namespace {
+
+// The first value of an AuthContext property, or empty.
+std::string FirstProperty(const grpc::AuthContext& auth, const char* name) {
+  for (const auto& value : auth.FindPropertyValues(name)) {
+    return std::string(value.data(), value.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string GrpcCallerSide::Peer() const { return context_.peer(); }
+
+absl::InlinedVector<absl::string_view, 1> GrpcCallerSide::Metadata(absl::string_view key) const {
+  absl::InlinedVector<absl::string_view, 1> values;
+  const auto& metadata = context_.client_metadata();
+  const auto [first, last] = metadata.equal_range(grpc::string_ref(key.data(), key.size()));
+  for (auto it = first; it != last; ++it) {
+    values.emplace_back(it->second.data(), it->second.size());
+  }
+  return values;
+}
+
+// Plaintext, or TLS without client certificates, gives no name.
+std::string GrpcCallerSide::CertificateName(egress::v1::IdentitySource source) const {
+  const auto auth = context_.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return "";
+  switch (source) {
+    case egress::v1::IDENTITY_SOURCE_DNS_SAN:
+      return FirstProperty(*auth, GRPC_PEER_DNS_PROPERTY_NAME);
+    case egress::v1::IDENTITY_SOURCE_COMMON_NAME:
+      return FirstProperty(*auth, GRPC_X509_CN_PROPERTY_NAME);
+    default:
+      return FirstProperty(*auth, GRPC_PEER_URI_PROPERTY_NAME);
+  }
+}
+
+// gRPC says "no deadline" with a time point far in the future.
+absl::Time GrpcCallerSide::Deadline() const {
+  const auto deadline = context_.deadline();
+  if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
+    return absl::FromChrono(deadline);
+  }
+  return absl::InfiniteFuture();
+}
+
+}  // namespace egress::fetch
