@@ -1,4 +1,4 @@
-#include "service/transport/retrying_fetch.h"
+#include "service/transport/resilience/retrying_fetch.h"
 
 #include <algorithm>
 #include <utility>
@@ -10,7 +10,7 @@ namespace egress::transport {
 RetryingFetch::RetryingFetch(boost::asio::io_context& timers, TransportObserver& observer,
                              RetryBudgets& budgets, const RetrySettings& settings,
                              HttpRequest request, absl::Time deadline,
-                             StartAttempt start_attempt, Transport::ResponseCallback done)
+                             StartAttempt start_attempt, ResponseCallback done)
     : observer_(observer),
       budgets_(budgets),
       settings_(settings),

@@ -1,5 +1,5 @@
-#ifndef EGRESS_SERVICE_TRANSPORT_RETRYING_FETCH_H_
-#define EGRESS_SERVICE_TRANSPORT_RETRYING_FETCH_H_
+#ifndef EGRESS_SERVICE_TRANSPORT_RESILIENCE_RETRYING_FETCH_H_
+#define EGRESS_SERVICE_TRANSPORT_RESILIENCE_RETRYING_FETCH_H_
 
 #include <functional>
 #include <memory>
@@ -9,8 +9,10 @@
 #include "absl/time/time.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
+#include "service/transport/http/request.h"
+#include "service/transport/observer.h"
 #include "service/transport/resilience/retry_budget.h"
-#include "service/transport/transport.h"
+#include "service/transport/response.h"
 
 namespace egress::transport {
 
@@ -23,11 +25,11 @@ namespace egress::transport {
 class RetryingFetch : public PendingFetch, public std::enable_shared_from_this<RetryingFetch> {
  public:
   using StartAttempt = std::function<std::shared_ptr<PendingFetch>(
-      HttpRequest request, Transport::ResponseCallback done)>;
+      HttpRequest request, ResponseCallback done)>;
 
   RetryingFetch(boost::asio::io_context& timers, TransportObserver& observer,
                 RetryBudgets& budgets, const RetrySettings& settings, HttpRequest request,
-                absl::Time deadline, StartAttempt start_attempt, Transport::ResponseCallback done);
+                absl::Time deadline, StartAttempt start_attempt, ResponseCallback done);
 
   void Start();
   void Cancel() override;
@@ -47,7 +49,7 @@ class RetryingFetch : public PendingFetch, public std::enable_shared_from_this<R
   const HttpRequest request_;
   const absl::Time deadline_;
   const StartAttempt start_attempt_;
-  Transport::ResponseCallback done_;
+  ResponseCallback done_;
   boost::asio::io_context& timers_;
   boost::asio::steady_timer timer_;
   std::mutex mu_;
@@ -58,4 +60,4 @@ class RetryingFetch : public PendingFetch, public std::enable_shared_from_this<R
 
 }  // namespace egress::transport
 
-#endif  // EGRESS_SERVICE_TRANSPORT_RETRYING_FETCH_H_
+#endif  // EGRESS_SERVICE_TRANSPORT_RESILIENCE_RETRYING_FETCH_H_
