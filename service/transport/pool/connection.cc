@@ -1,8 +1,6 @@
 #include "service/transport/pool/connection.h"
 
 #include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +16,9 @@
 #include "boost/asio/write.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "service/base/error_reason.h"
+#include "service/transport/http1/idle_probe.h"
+#include "service/transport/http1/wire_errors.h"
+#include "service/transport/io/socket_errors.h"
 #include "service/transport/tls/alpn.h"
 #include "service/transport/tls/client_context.h"
 
@@ -27,64 +28,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-
-namespace {
-
-// The phases whose failures have reasons of their own (see Fail).
-constexpr absl::string_view kConnectPhase = "connecting to";
-constexpr absl::string_view kTlsPhase = "TLS handshake with";
-
-// TLS records an idle connection may take in before its reuse (session tickets: servers
-// send one or two of a few hundred bytes after a handshake); more, and it is not reused.
-constexpr size_t kMaxIdleTlsInput = 16 * 1024;
-
-bool IsHttpParseError(beast::error_code ec) {
-  return ec.category() == http::make_error_code(http::error::bad_version).category();
-}
-
-bool IsTlsError(beast::error_code ec) {
-  return ec.category() == net::error::get_ssl_category() ||
-         ec.category() == net::ssl::error::get_stream_category();
-}
-
-}  // namespace
-
-absl::Status PolicyDenial(const Origin& origin, const PolicyVerdict& verdict,
-                          const std::string& caller) {
-  const DenyReason reason = verdict.denied.value_or(DenyReason::kHostDenied);
-  const std::string address_text =
-      verdict.denied_address ? verdict.denied_address->to_string() : "";
-  std::string why;
-  switch (reason) {
-    case DenyReason::kHostDenied:
-      why = absl::StrCat("host \"", origin.host, "\" matches policy.deny_hosts");
-      break;
-    case DenyReason::kCidrDenied:
-      why = absl::StrCat(address_text, " is in policy.deny_cidrs");
-      break;
-    case DenyReason::kCallerNotAllowed:
-      why = absl::StrCat("caller \"", caller,
-                         "\" may reach only the hosts its policy.callers rule lists");
-      break;
-    case DenyReason::kUnknownCaller:
-      why = absl::StrCat(caller.empty() ? std::string("the caller has no identity")
-                                        : absl::StrCat("caller \"", caller,
-                                                       "\" has no policy.callers rule"),
-                         " and policy.unknown_callers is DENY");
-      break;
-    default:
-      why = absl::StrCat("\"", origin.host, "\" resolves to ", address_text, ", a ",
-                         ToString(reason),
-                         " address, denied by default (allow it with policy.allow_cidrs or "
-                         "policy.allow_hosts)");
-  }
-  const std::string key = origin.Key();
-  return WithReason(
-      absl::PermissionDeniedError(absl::StrCat("egress policy denies ", key, ": ", why)),
-      "POLICY_DENIED",
-      {{"rule", verdict.rule}, {"host", origin.host}, {"origin", key}, {"address", address_text},
-       {"caller", caller}});
-}
 
 Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls_context,
                        Origin origin, uint64_t id, TransportObserver& observer)
@@ -137,73 +80,9 @@ void Connection::ExpireAfter(absl::Duration timeout) {
 }
 
 absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
-  const std::string where = absl::StrCat(phase, " ", origin_.Key());
-  const auto tag = [&](absl::Status status, absl::string_view reason) {
-    return WithReason(std::move(status), reason, {{"origin", origin_.Key()}, {"phase", phase}});
-  };
-  if (ec == beast::error::timeout) {
-    if (absl::Now() + absl::Milliseconds(1) >= deadline_) {
-      return tag(absl::DeadlineExceededError(absl::StrCat("deadline expired while ", where)),
-                 "DEADLINE_EXCEEDED");
-    }
-    return tag(absl::DeadlineExceededError(absl::StrCat(
-                   where, " timed out after ", absl::FormatDuration(phase_timeout_))),
-               "UPSTREAM_TIMEOUT");
-  }
-  if (ec == net::error::operation_aborted) {
-    return tag(absl::CancelledError(absl::StrCat(where, " was cancelled")), "CANCELLED");
-  }
-  if (ec == http::error::header_limit) {
-    return tag(absl::UnavailableError(absl::StrCat(
-                   "response headers from ", origin_.Key(), " exceed the limit of ",
-                   limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)")),
-               "UPSTREAM_LIMIT_EXCEEDED");
-  }
-  if (ec == http::error::buffer_overflow && limit_hit_) {
-    switch (*limit_hit_) {
-      case UpstreamLimit::kChunkLine:
-        return tag(absl::UnavailableError(absl::StrCat(
-                       "response from ", origin_.Key(), " has a chunk line over the limit of ",
-                       limits_.max_chunk_line_bytes, " bytes (transport.max_chunk_line_bytes)")),
-                   "UPSTREAM_LIMIT_EXCEEDED");
-      case UpstreamLimit::kTrailers:
-        return tag(absl::UnavailableError(absl::StrCat(
-                       "response from ", origin_.Key(), " has trailers over the limit of ",
-                       limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)")),
-                   "UPSTREAM_LIMIT_EXCEEDED");
-      case UpstreamLimit::kResponseHead:
-      case UpstreamLimit::kInterimResponses:
-        break;  // reported where the head is read
-    }
-  }
-  if (ec == http::error::end_of_stream) {
-    return tag(absl::UnavailableError(absl::StrCat(
-                   where, " failed: the server closed the connection before responding")),
-               "UPSTREAM_CLOSED");
-  }
-  if (ec == http::error::partial_message) {
-    return tag(absl::UnavailableError(absl::StrCat(
-                   where, " failed: the server closed the connection before the message ended")),
-               "UPSTREAM_CLOSED");
-  }
-  if (IsHttpParseError(ec)) {
-    return tag(absl::UnavailableError(absl::StrCat("invalid HTTP response from ",
-                                                   origin_.Key(), ": ", ec.message())),
-               "UPSTREAM_INVALID_RESPONSE");
-  }
-  if (IsTlsError(ec)) {
-    const long verify = SSL_get_verify_result(stream_.tls().native_handle());
-    if (verify != X509_V_OK) {
-      return tag(absl::UnavailableError(
-                     absl::StrCat(where, " failed: certificate verification failed: ",
-                                  X509_verify_cert_error_string(verify))),
-                 "TLS_CERTIFICATE_INVALID");
-    }
-  }
-  return tag(absl::UnavailableError(absl::StrCat(where, " failed: ", ec.message())),
-             phase == kConnectPhase ? "CONNECT_FAILED"
-             : phase == kTlsPhase   ? "TLS_FAILED"
-                                    : "UPSTREAM_CONNECTION_FAILED");
+  const std::string origin = origin_.Key();
+  return WireFailure(FailedStep{phase, origin, deadline_, phase_timeout_}, ec, limits_,
+                     limit_hit_, stream_.use_tls() ? stream_.tls().native_handle() : nullptr);
 }
 
 void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
@@ -681,10 +560,7 @@ void Connection::OnException(absl::string_view what) {
   if (status_done_) std::exchange(status_done_, nullptr)(status);
   if (head_done_) std::exchange(head_done_, nullptr)(status, true);
   if (read_done_) std::exchange(read_done_, nullptr)(status);
-  if (drain_done_) {
-    drain_outcome_.abandoned = DrainAbandonReason::kError;
-    FinishDrain();
-  }
+  drainer_.Abort(DrainAbandonReason::kError);
 }
 
 void Connection::CutReadShortAfter(absl::Duration limit) {
@@ -706,92 +582,51 @@ void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t rese
   // The progress is in place before the pool can see the connection draining. No I/O is
   // pending between the response and its drain, so the parser may be read here.
   const absl::Time start = absl::Now();
-  drain_start_ns_ = absl::ToUnixNanos(start);
-  const auto rest = KnownBodyBytesLeft(*parser_);
-  drain_remaining_ = rest ? *rest : kLengthUnknown;
+  drainer_.Announce(start, KnownBodyBytesLeft(*parser_));
   state_ = ConnectionState::kDraining;
   observer_.OnDrainStarted(origin_);
   net::dispatch(stream_.get_executor(), [self = shared_from_this(), caps, budget, reserved,
                                          start, done = std::move(done)]() mutable {
-    self->drain_caps_ = caps;
-    self->drain_budget_ = budget;
-    self->drain_reserved_ = reserved;
-    self->drain_done_ = std::move(done);
-    self->drain_outcome_ = DrainOutcome{};
-    self->drain_start_ = start;
-    self->deadline_ = self->drain_start_ + caps.max_duration;
     self->phase_timeout_ = caps.max_duration;
     // As ReadBody's buffer (an unread body is often in buffer_ already, a few bytes).
-    self->drain_scratch_.resize(BodyBufferSize(*self->parser_, kDrainReadBytes));
-    self->DrainStep();
+    const size_t buffer_bytes = BodyBufferSize(*self->parser_, kDrainReadBytes);
+    self->drainer_.Start(
+        caps, budget, reserved, start, buffer_bytes,
+        [self, done = std::move(done)](const DrainOutcome& outcome) {
+          if (!self->broken_) self->stream_.tcp().expires_never();
+          self->state_ = ConnectionState::kActive;
+          if (outcome.abandoned) {
+            self->observer_.OnDrainAbandoned(self->origin_, *outcome.abandoned, outcome.bytes,
+                                             outcome.duration);
+          } else {
+            self->observer_.OnDrainCompleted(self->origin_, outcome.bytes, outcome.duration);
+          }
+          done(outcome);
+        });
   });
 }
 
-DrainProgress Connection::drain_progress() const {
-  DrainProgress progress;
-  progress.elapsed = absl::Now() - absl::FromUnixNanos(drain_start_ns_.load());
-  if (const uint64_t rest = drain_remaining_.load(); rest != kLengthUnknown) {
-    progress.remaining_length = rest;
-  }
-  return progress;
+DrainProgress Connection::drain_progress() const { return drainer_.progress(); }
+
+bool Connection::DrainSource::BodyEnded() const { return connection_.parser_->is_done(); }
+
+std::optional<uint64_t> Connection::DrainSource::KnownBytesLeft() const {
+  return KnownBodyBytesLeft(*connection_.parser_);
 }
 
-void Connection::DrainStep() {
-  const auto rest = KnownBodyBytesLeft(*parser_);
-  drain_remaining_ = rest ? *rest : kLengthUnknown;
-  const bool over_cap = drain_outcome_.bytes > drain_caps_.max_bytes;
-  if (over_cap || parser_->is_done()) {
-    if (over_cap) drain_outcome_.abandoned = DrainAbandonReason::kByteCap;
-    return FinishDrain();
-  }
-  // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
-  // (Written so that a cap of 2^64 - 1 cannot wrap it to a read of nothing, forever.)
-  const uint64_t left_to_cap = drain_caps_.max_bytes - drain_outcome_.bytes;  // !over_cap
-  const size_t want = left_to_cap < drain_scratch_.size() ? static_cast<size_t>(left_to_cap + 1)
-                                                          : drain_scratch_.size();
-  const uint64_t needed = drain_outcome_.bytes + want;
-  if (drain_budget_ && needed > drain_reserved_) {
-    if (!drain_budget_->TryReserve(needed - drain_reserved_)) {
-      drain_outcome_.abandoned = DrainAbandonReason::kBudget;
-      return FinishDrain();
-    }
-    drain_reserved_ = needed;
-  }
-  LendBodyBuffer(*parser_, drain_scratch_.data(), want);
-  // Each read may wait for the pause limit, never past the time cap (deadline_).
-  ExpireAfter(drain_caps_.max_pause);
-  ReadSomeBounded(
-      [self = shared_from_this(), want](beast::error_code ec) {
-        if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
-        self->drain_outcome_.bytes += BodyBytesFilled(*self->parser_, want);
-        if (ec) {
-          self->broken_ = true;
-          const bool time_cap = absl::Now() + absl::Milliseconds(1) >= self->deadline_;
-          self->drain_outcome_.abandoned =
-              ec != beast::error::timeout ? DrainAbandonReason::kError
-              : time_cap                  ? DrainAbandonReason::kTimeCap
-                                          : DrainAbandonReason::kSlowerThanDial;
-          return self->FinishDrain();
-        }
-        self->DrainStep();
-      });
-}
-
-void Connection::FinishDrain() {
-  drain_outcome_.duration = absl::Now() - drain_start_;
-  // Freed, not cleared (`= {}` keeps a vector's capacity): an idle connection held 64 KiB.
-  drain_scratch_ = std::vector<char>();
-  if (drain_budget_) drain_budget_->Release(std::exchange(drain_reserved_, 0));
-  drain_budget_ = nullptr;
-  if (!broken_) stream_.tcp().expires_never();
-  state_ = ConnectionState::kActive;
-  if (drain_outcome_.abandoned) {
-    observer_.OnDrainAbandoned(origin_, *drain_outcome_.abandoned, drain_outcome_.bytes,
-                               drain_outcome_.duration);
-  } else {
-    observer_.OnDrainCompleted(origin_, drain_outcome_.bytes, drain_outcome_.duration);
-  }
-  std::exchange(drain_done_, nullptr)(drain_outcome_);
+void Connection::DrainSource::ReadSome(char* buffer, size_t size, absl::Duration pause,
+                                       absl::Time deadline, BodyDrainer::ReadDone done) {
+  Connection& c = connection_;
+  LendBodyBuffer(*c.parser_, buffer, size);
+  c.deadline_ = deadline;
+  c.ExpireAfter(pause);
+  c.ReadSomeBounded([self = c.shared_from_this(), size,
+                     done = std::move(done)](beast::error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
+    const size_t bytes = BodyBytesFilled(*self->parser_, size);
+    if (ec) self->broken_ = true;
+    done(ec, bytes);
+  });
 }
 
 std::optional<CloseReason> Connection::ReuseVerdict() const {
@@ -808,38 +643,16 @@ std::optional<CloseReason> Connection::ReuseVerdict() const {
 bool Connection::StillOpenAndQuiet() {
   if (closing_) return false;  // its socket is closed, or about to be: poll would skip it
   if (session_) return session_->Usable();  // its read is always pending: no poll
-  // A poll that does not wait. A server that closed may have sent a TLS close_notify
-  // first, so the hang-up is looked for even when there are bytes to read.
-  pollfd check{stream_.tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
-  if (::poll(&check, 1, 0) < 0) return false;
-  if (check.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
-  // Unrequested bytes: garbage on plain HTTP; on TLS they may be a session ticket.
-  if (!stream_.use_tls()) return !(check.revents & POLLIN);
-  return TlsQuiet(check.revents & POLLIN);
-}
-
-bool Connection::TlsQuiet(bool socket_readable) {
-  // Records read along with the last response wait in the TLS stream or inside OpenSSL,
-  // where neither poll nor buffer_ sees them (a body after a 204, an unsolicited 408).
-  SSL* ssl = stream_.tls().native_handle();
-  if (!socket_readable && SSL_has_pending(ssl) == 0 && stream_.tls().buffered_input() == 0) {
-    return true;  // the common case costs no syscall
+  switch (ProbeIdle(stream_)) {
+    case IdleProbe::kQuiet:
+      return true;
+    case IdleProbe::kQuietAfterTls:
+      ReleaseIdleBuffers();  // what taking in a ticket allocated
+      return true;
+    case IdleProbe::kClosedOrNoisy:
+      return false;
   }
-  // A read that must not wait: OpenSSL takes in session tickets and stops at
-  // would_block; an application byte, close_notify, EOF, error, or more housekeeping
-  // than a server sends between two requests all end up refusing. The byte read is
-  // lost, but so is the connection.
-  auto& socket = stream_.tcp().socket();
-  beast::error_code ec;
-  socket.non_blocking(true, ec);
-  if (ec) return false;
-  char byte;
-  const size_t read = stream_.tls().read_some(net::buffer(&byte, 1), kMaxIdleTlsInput, ec);
-  beast::error_code ignored;
-  socket.non_blocking(false, ignored);  // the next async operation sets what it needs
-  if (read != 0 || ec != net::error::would_block) return false;
-  ReleaseIdleBuffers();  // what taking in a ticket allocated
-  return true;
+  return false;
 }
 
 void Connection::Close() {
@@ -854,7 +667,7 @@ void Connection::Abandon() {
   status_done_ = nullptr;
   head_done_ = nullptr;
   read_done_ = nullptr;
-  drain_done_ = nullptr;
+  drainer_.Drop();
 }
 
 void Connection::CloseOnStrand() {
