@@ -1,25 +1,17 @@
 #include "service/transport/pool/connection.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
-#include <poll.h>
-
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <iostream>
 #include <optional>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
-#include "boost/asio/write.hpp"
-#include "boost/beast/core/bind_handler.hpp"
-#include "service/base/error_reason.h"
-#include "service/transport/tls/alpn.h"
-#include "service/transport/tls/client_context.h"
+#include "service/transport/http1/idle_probe.h"
+#include "service/transport/http1/wire_errors.h"
+#include "service/transport/io/socket_errors.h"
 
 namespace egress::transport {
 
@@ -27,64 +19,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-
-namespace {
-
-// The phases whose failures have reasons of their own (see Fail).
-constexpr absl::string_view kConnectPhase = "connecting to";
-constexpr absl::string_view kTlsPhase = "TLS handshake with";
-
-// TLS records an idle connection may take in before its reuse (session tickets: servers
-// send one or two of a few hundred bytes after a handshake); more, and it is not reused.
-constexpr size_t kMaxIdleTlsInput = 16 * 1024;
-
-bool IsHttpParseError(beast::error_code ec) {
-  return ec.category() == http::make_error_code(http::error::bad_version).category();
-}
-
-bool IsTlsError(beast::error_code ec) {
-  return ec.category() == net::error::get_ssl_category() ||
-         ec.category() == net::ssl::error::get_stream_category();
-}
-
-}  // namespace
-
-absl::Status PolicyDenial(const Origin& origin, const PolicyVerdict& verdict,
-                          const std::string& caller) {
-  const DenyReason reason = verdict.denied.value_or(DenyReason::kHostDenied);
-  const std::string address_text =
-      verdict.denied_address ? verdict.denied_address->to_string() : "";
-  std::string why;
-  switch (reason) {
-    case DenyReason::kHostDenied:
-      why = absl::StrCat("host \"", origin.host, "\" matches policy.deny_hosts");
-      break;
-    case DenyReason::kCidrDenied:
-      why = absl::StrCat(address_text, " is in policy.deny_cidrs");
-      break;
-    case DenyReason::kCallerNotAllowed:
-      why = absl::StrCat("caller \"", caller,
-                         "\" may reach only the hosts its policy.callers rule lists");
-      break;
-    case DenyReason::kUnknownCaller:
-      why = absl::StrCat(caller.empty() ? std::string("the caller has no identity")
-                                        : absl::StrCat("caller \"", caller,
-                                                       "\" has no policy.callers rule"),
-                         " and policy.unknown_callers is DENY");
-      break;
-    default:
-      why = absl::StrCat("\"", origin.host, "\" resolves to ", address_text, ", a ",
-                         ToString(reason),
-                         " address, denied by default (allow it with policy.allow_cidrs or "
-                         "policy.allow_hosts)");
-  }
-  const std::string key = origin.Key();
-  return WithReason(
-      absl::PermissionDeniedError(absl::StrCat("egress policy denies ", key, ": ", why)),
-      "POLICY_DENIED",
-      {{"rule", verdict.rule}, {"host", origin.host}, {"origin", key}, {"address", address_text},
-       {"caller", caller}});
-}
 
 Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls_context,
                        Origin origin, uint64_t id, TransportObserver& observer)
@@ -110,17 +44,6 @@ void Connection::MarkClosed(CloseReason reason) {
   }
 }
 
-namespace {
-
-std::string EndpointText(const tcp::endpoint& endpoint) {
-  const auto address = endpoint.address();
-  const std::string ip = address.to_string();
-  return address.is_v6() ? absl::StrCat("[", ip, "]:", endpoint.port())
-                         : absl::StrCat(ip, ":", endpoint.port());
-}
-
-}  // namespace
-
 std::optional<net::ip::address> Connection::remote_ip() const {
   if (!opened_) return std::nullopt;  // set after remote_endpoint_, which stays put then
   return remote_endpoint_.address();
@@ -137,245 +60,9 @@ void Connection::ExpireAfter(absl::Duration timeout) {
 }
 
 absl::Status Connection::Fail(absl::string_view phase, beast::error_code ec) {
-  const std::string where = absl::StrCat(phase, " ", origin_.Key());
-  const auto tag = [&](absl::Status status, absl::string_view reason) {
-    return WithReason(std::move(status), reason, {{"origin", origin_.Key()}, {"phase", phase}});
-  };
-  if (ec == beast::error::timeout) {
-    if (absl::Now() + absl::Milliseconds(1) >= deadline_) {
-      return tag(absl::DeadlineExceededError(absl::StrCat("deadline expired while ", where)),
-                 "DEADLINE_EXCEEDED");
-    }
-    return tag(absl::DeadlineExceededError(absl::StrCat(
-                   where, " timed out after ", absl::FormatDuration(phase_timeout_))),
-               "UPSTREAM_TIMEOUT");
-  }
-  if (ec == net::error::operation_aborted) {
-    return tag(absl::CancelledError(absl::StrCat(where, " was cancelled")), "CANCELLED");
-  }
-  if (ec == http::error::header_limit) {
-    return tag(absl::UnavailableError(absl::StrCat(
-                   "response headers from ", origin_.Key(), " exceed the limit of ",
-                   limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)")),
-               "UPSTREAM_LIMIT_EXCEEDED");
-  }
-  if (ec == http::error::buffer_overflow && limit_hit_) {
-    switch (*limit_hit_) {
-      case UpstreamLimit::kChunkLine:
-        return tag(absl::UnavailableError(absl::StrCat(
-                       "response from ", origin_.Key(), " has a chunk line over the limit of ",
-                       limits_.max_chunk_line_bytes, " bytes (transport.max_chunk_line_bytes)")),
-                   "UPSTREAM_LIMIT_EXCEEDED");
-      case UpstreamLimit::kTrailers:
-        return tag(absl::UnavailableError(absl::StrCat(
-                       "response from ", origin_.Key(), " has trailers over the limit of ",
-                       limits_.max_header_bytes, " bytes (transport.max_response_header_bytes)")),
-                   "UPSTREAM_LIMIT_EXCEEDED");
-      case UpstreamLimit::kResponseHead:
-      case UpstreamLimit::kInterimResponses:
-        break;  // reported where the head is read
-    }
-  }
-  if (ec == http::error::end_of_stream) {
-    return tag(absl::UnavailableError(absl::StrCat(
-                   where, " failed: the server closed the connection before responding")),
-               "UPSTREAM_CLOSED");
-  }
-  if (ec == http::error::partial_message) {
-    return tag(absl::UnavailableError(absl::StrCat(
-                   where, " failed: the server closed the connection before the message ended")),
-               "UPSTREAM_CLOSED");
-  }
-  if (IsHttpParseError(ec)) {
-    return tag(absl::UnavailableError(absl::StrCat("invalid HTTP response from ",
-                                                   origin_.Key(), ": ", ec.message())),
-               "UPSTREAM_INVALID_RESPONSE");
-  }
-  if (IsTlsError(ec)) {
-    const long verify = SSL_get_verify_result(stream_.tls().native_handle());
-    if (verify != X509_V_OK) {
-      return tag(absl::UnavailableError(
-                     absl::StrCat(where, " failed: certificate verification failed: ",
-                                  X509_verify_cert_error_string(verify))),
-                 "TLS_CERTIFICATE_INVALID");
-    }
-  }
-  return tag(absl::UnavailableError(absl::StrCat(where, " failed: ", ec.message())),
-             phase == kConnectPhase ? "CONNECT_FAILED"
-             : phase == kTlsPhase   ? "TLS_FAILED"
-                                    : "UPSTREAM_CONNECTION_FAILED");
-}
-
-void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
-                      Resolver& resolver, std::optional<std::string> caller,
-                      StatusCallback done) {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this(), settings, deadline,
-                                         &resolver, caller = std::move(caller),
-                                         done = std::move(done)]() mutable {
-    self->dial_settings_ = std::move(settings);
-    self->deadline_ = deadline;
-    self->status_done_ = std::move(done);
-    self->phase_start_ = absl::Now();
-    // Closed before this ran (a cancel posted ahead of it): nothing is looked up or opened.
-    if (self->closing_) {
-      return std::exchange(self->status_done_, nullptr)(
-          absl::CancelledError(absl::StrCat("connecting to ", self->origin_.Key(),
-                                            " was cancelled")));
-    }
-    if (const auto address = HostAddress(self->origin_.host)) {  // no lookup needed
-      return self->ConnectChecked({tcp::endpoint(*address, self->origin_.port)});
-    }
-    // A name deny_hosts denies is not looked up (a fetch's name stage denied it already;
-    // this is for dials without a fetch, such as pre-warming).
-    if (PolicyVerdict verdict = self->dial_settings_.policy->CheckHost(self->origin_.host);
-        verdict.denied) {
-      self->observer_.OnPolicyDenied(self->origin_, *verdict.denied);
-      self->observer_.OnDnsLookupAvoided();
-      return std::exchange(self->status_done_, nullptr)(
-          PolicyDenial(self->origin_, verdict, /*caller=*/""));
-    }
-    self->Resolve(resolver, std::move(caller));
-  });
-}
-
-void Connection::Resolve(Resolver& resolver, std::optional<std::string> caller) {
-  phase_timeout_ = dial_settings_.connect_timeout;
-  Resolver::Query query{origin_.host, origin_.port, std::move(caller),
-                        std::min(deadline_, absl::Now() + phase_timeout_)};
-  lookup_ = resolver.Resolve(std::move(query), dial_settings_.dns, stream_.get_executor(),
-                             Guarded(&Connection::OnResolve));
-}
-
-void Connection::OnResolve(absl::StatusOr<Resolver::Endpoints> endpoints) {
-  dial_timing_.dns = absl::Now() - phase_start_;
-  if (!endpoints.ok()) {
-    const std::string phase = absl::StrCat("resolving host \"", origin_.host, "\" for");
-    const absl::Status& status = endpoints.status();
-    absl::Status failure =
-        absl::IsDeadlineExceeded(status) ? Fail(phase, beast::error::timeout)
-        : absl::IsCancelled(status)
-            ? Fail(phase, net::error::operation_aborted)
-            : WithReason(absl::Status(status.code(), absl::StrCat(phase, " ", origin_.Key(),
-                                                                  " failed: ", status.message())),
-                         absl::IsResourceExhausted(status) ? "DNS_LOOKUP_LIMIT" : "DNS_FAILED",
-                         {{"origin", origin_.Key()}, {"host", origin_.host}},
-                         absl::IsResourceExhausted(status)
-                             ? std::optional<absl::Duration>(kRetryAfterLoad)
-                             : std::nullopt);
-    return std::exchange(status_done_, nullptr)(std::move(failure));
-  }
-  ConnectChecked(*endpoints);
-}
-
-void Connection::ConnectChecked(const std::vector<tcp::endpoint>& endpoints) {
-  // The policy sees the resolved addresses and only those it allows are connected to:
-  // no second lookup, so a name cannot resolve differently after the check.
-  AddressCheck& check = address_check_.emplace();
-  for (const auto& endpoint : endpoints) check.addresses.push_back(endpoint.address());
-  check.verdict = dial_settings_.policy->CheckAddresses(origin_.host, check.addresses);
-  if (const PolicyVerdict& verdict = check.verdict; verdict.denied) {
-    observer_.OnPolicyDenied(origin_, *verdict.denied);
-    return std::exchange(status_done_, nullptr)(
-        PolicyDenial(origin_, verdict, /*caller=*/""));
-  }
-  std::vector<tcp::endpoint> allowed;
-  for (const auto& endpoint : endpoints) {
-    const auto& ok = check.verdict.allowed;
-    if (std::find(ok.begin(), ok.end(), endpoint.address()) != ok.end()) {
-      allowed.push_back(endpoint);
-    }
-  }
-  // Closed while the name was looked up (a cached answer has no lookup to cancel).
-  if (closing_) {
-    return std::exchange(status_done_, nullptr)(
-        Fail(kConnectPhase, net::error::operation_aborted));
-  }
-  phase_start_ = absl::Now();
-  phase_timeout_ = dial_settings_.connect_timeout;
-  const absl::Duration budget =
-      std::max(std::min(phase_timeout_, deadline_ - phase_start_), absl::ZeroDuration());
-  auto race = std::make_shared<ConnectRace>(stream_.get_executor(), std::move(allowed),
-                                            dial_settings_.happy_eyeballs_delay, observer_);
-  race_ = race;
-  race->Start(budget, Guarded(&Connection::OnConnect));
-}
-
-void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
-                           tcp::endpoint endpoint) {
-  dial_timing_.connect = absl::Now() - phase_start_;
-  if (ec) return std::exchange(status_done_, nullptr)(Fail(kConnectPhase, ec));
-  stream_.tcp().socket() = std::move(socket);
-  remote_endpoint_ = endpoint;
-  remote_address_ = EndpointText(endpoint);  // written once: every response reports it
-  stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
-  if (!stream_.use_tls()) {
-    stream_.tcp().expires_never();
-    return OnDialed(/*http2=*/dial_settings_.http2.RequiresH2());  // h2c: prior knowledge
-  }
-
-  SSL* ssl = stream_.tls().native_handle();
-  // SNI is for names only (RFC 6066); the certificate must match the name or the IP.
-  if (const std::optional<net::ip::address> ip = HostAddress(origin_.host)) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ip->to_string().c_str());
-  } else {
-    SSL_set_tlsext_host_name(ssl, origin_.host.c_str());
-    SSL_set1_host(ssl, origin_.host.c_str());
-  }
-  // Keyed by the origin, so a session verified for one host is never offered to another
-  // (a resumed handshake does not verify the certificate again).
-  if (dial_settings_.tls_session_resumption) OfferTlsSession(ssl, origin_.Key());
-  if (const Http2Settings& http2 = dial_settings_.http2; http2.OffersH2OverTls() &&
-      !http2::OfferHttp2(ssl, /*http1_fallback=*/!http2.RequiresH2())) {
-    return std::exchange(status_done_, nullptr)(
-        absl::ResourceExhaustedError("TLS: OpenSSL could not set ALPN (out of memory)"));
-  }
-  phase_start_ = absl::Now();
-  ExpireAfter(dial_settings_.tls_handshake_timeout);
-  stream_.tls().async_handshake(Guarded(&Connection::OnHandshake));
-}
-
-void Connection::OnHandshake(beast::error_code ec) {
-  dial_timing_.tls_handshake = absl::Now() - phase_start_;
-  SSL* ssl = stream_.tls().native_handle();
-  if (ec) {
-    // The server may have lost its ticket keys: the next dial does a full handshake.
-    ForgetOfferedTlsSession(ssl);
-    // Offered h2 alone, a server that speaks only HTTP/1.1 may end the handshake with an
-    // alert (no_application_protocol) rather than choose nothing.
-    if (dial_settings_.http2.RequiresH2() && ec.category() == net::error::get_ssl_category() &&
-        ERR_GET_REASON(ec.value()) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
-      return std::exchange(status_done_, nullptr)(Http2NotNegotiated());
-    }
-    return std::exchange(status_done_, nullptr)(Fail(kTlsPhase, ec));
-  }
-  dial_timing_.tls_resumed = SSL_session_reused(ssl) == 1;
-  // Sessions are kept per origin, so this holds unless the store is wrong: then the
-  // session is dropped and the dial fails rather than trust a certificate for another host.
-  if (*dial_timing_.tls_resumed && !PeerCertificateMatches(ssl, origin_.host)) {
-    ForgetOfferedTlsSession(ssl);
-    return std::exchange(status_done_, nullptr)(absl::UnavailableError(absl::StrCat(
-        "TLS handshake with ", origin_.Key(), " failed: the resumed session's certificate "
-        "does not match host \"", origin_.host, "\"")));
-  }
-  stream_.tcp().expires_never();
-  const bool http2 = http2::NegotiatedProtocol(ssl) == http2::kHttp2Protocol;
-  if (!http2 && dial_settings_.http2.RequiresH2()) {
-    return std::exchange(status_done_, nullptr)(Http2NotNegotiated());
-  }
-  // HTTP/2 forbids renegotiation (OfferHttp2 turned it off); HTTP/1.1 may need it (a
-  // TLS 1.2 server asking for a client certificate for one location).
-  if (!http2) SSL_clear_options(ssl, SSL_OP_NO_RENEGOTIATION);
-  ReleaseIdleBuffers();  // a warmed or spare connection may wait long for its first request
-  OnDialed(http2);
-}
-
-absl::Status Connection::Http2NotNegotiated() const {
-  return WithReason(
-      absl::UnavailableError(absl::StrCat(
-          "TLS handshake with ", origin_.Key(), ": the server did not choose HTTP/2 (h2) by "
-          "ALPN, which transport.http2.mode requires for it; set the mode to AUTO to fall "
-          "back to HTTP/1.1")),
-      "HTTP2_NOT_NEGOTIATED", {{"origin", origin_.Key()}});
+  const std::string origin = origin_.Key();
+  return WireFailure(FailedStep{phase, origin, deadline_, phase_timeout_}, ec, limits_,
+                     limit_hit_, stream_.use_tls() ? stream_.tls().native_handle() : nullptr);
 }
 
 void Connection::OnDialed(bool http2) {
@@ -409,262 +96,15 @@ std::shared_ptr<http2::Stream> Connection::OpenStream(const HttpRequest& request
   return session_->Open(request, deadline, std::move(on_head));
 }
 
-void Connection::Send(const HttpRequest& request, absl::Duration header_timeout,
-                      const ResponseLimits& limits, absl::Time deadline, HeadCallback done) {
-  // Serialized here, on the caller's thread, once; MakeRequest has refused what cannot
-  // be written, and this is the defence should a request reach here some other way.
-  absl::StatusOr<std::string> head = SerializeRequestHead(request);
-  if (!head.ok()) {
-    observer_.OnTransportException();
-    return done(absl::InternalError(absl::StrCat("egress could not write the ", request.method,
-                                                 " request for ", request.origin.Key(), ": ",
-                                                 head.status().message())),
-                false);
-  }
-  net::dispatch(stream_.get_executor(),
-                [self = shared_from_this(), head = *std::move(head), body = request.body,
-                 keep_alive = KeepsAlive(request), is_head = request.method == "HEAD",
-                 header_timeout, limits, deadline, done = std::move(done)]() mutable {
-                  self->request_head_ = std::move(head);
-                  self->request_body_ = std::move(body);
-                  self->request_keep_alive_ = keep_alive;
-                  self->request_is_head_ = is_head;
-                  self->deadline_ = deadline;
-                  self->limits_ = limits;
-                  // Room for a head or trailers at their limit, a chunk line at its own,
-                  // and one read beyond: nothing an upstream sends grows it further.
-                  self->buffer_.max_size(std::max(limits.max_header_bytes,
-                                                  limits.max_chunk_line_bytes) +
-                                         size_t{65536});
-                  self->interim_responses_ = 0;
-                  self->limit_hit_.reset();
-                  self->head_done_ = std::move(done);
-                  ++self->requests_;
-                  self->ExpireAfter(header_timeout);
-                  const absl::string_view body_bytes = self->request_body_.view();
-                  const std::array<net::const_buffer, 2> wire = {
-                      net::buffer(self->request_head_),
-                      net::buffer(body_bytes.data(), body_bytes.size())};
-                  net::async_write(self->stream_, wire, self->Guarded(&Connection::OnWrite));
-                });
-}
-
-void Connection::OnWrite(beast::error_code ec, size_t /*bytes_transferred*/) {
-  // Sent or not, the request is done with: a connection must not hold a large upload
-  // for its lifetime (nor a broken one until it is let go of).
-  request_head_.clear();
-  request_head_.shrink_to_fit();
-  request_body_ = {};
-  if (ec) {
-    broken_ = true;
-    return std::exchange(head_done_, nullptr)(Fail("sending the request to", ec), false);
-  }
-  ReadHead();
-}
-
-void Connection::ReadHead() {
-  ResetResponseParser(parser_, limits_.max_header_bytes, request_is_head_);
-  // Beast reads max(512, free capacity) bytes, and the buffer is released while the
-  // connection idles: without room made here a small response takes three reads.
-  buffer_.reserve(std::min(GrowingReadSize::kFirst, buffer_.max_size()));
-  http::async_read_header(stream_, buffer_, *parser_, Guarded(&Connection::OnReadHead));
-}
-
-void Connection::OnReadHead(beast::error_code ec, size_t /*bytes_transferred*/) {
-  if (ec) {
-    broken_ = true;
-    if (ec == http::error::header_limit) {
-      observer_.OnUpstreamLimit(origin_, UpstreamLimit::kResponseHead);
-    }
-    const bool response_started = parser_->got_some() || buffer_.size() > 0;
-    return std::exchange(head_done_, nullptr)(Fail("waiting for the response from", ec),
-                                              response_started);
-  }
-  const unsigned status = parser_->get().result_int();
-  if (status == 101) {
-    broken_ = true;
-    return std::exchange(head_done_, nullptr)(
-        WithReason(absl::UnavailableError(absl::StrCat(origin_.Key(),
-                                                       " switched protocols (101); egress "
-                                                       "carries HTTP/1.1 requests and "
-                                                       "responses only")),
-                   "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_.Key()}}),
-        true);
-  }
-  if (status < 100) {  // found by fuzz/response_parser_fuzzer.cc: Beast takes 000-099
-    broken_ = true;
-    return std::exchange(head_done_, nullptr)(
-        WithReason(absl::UnavailableError(absl::StrCat("invalid HTTP response from ",
-                                                       origin_.Key(), ": status code ", status,
-                                                       " is below 100")),
-                   "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_.Key()}}),
-        true);
-  }
-  if (status >= 100 && status < 200) {  // interim: the final one follows
-    if (++interim_responses_ > limits_.max_interim_responses) {
-      broken_ = true;
-      observer_.OnUpstreamLimit(origin_, UpstreamLimit::kInterimResponses);
-      return std::exchange(head_done_, nullptr)(
-          WithReason(absl::UnavailableError(absl::StrCat(
-                         "response from ", origin_.Key(), " has more than ",
-                         limits_.max_interim_responses,
-                         " interim (1xx) responses before its final one "
-                         "(transport.max_interim_responses)")),
-                     "UPSTREAM_LIMIT_EXCEEDED", {{"origin", origin_.Key()}}),
-          true);
-    }
-    return ReadHead();
-  }
-
-  stream_.tcp().expires_never();
-  if (parser_->is_done()) ReleaseIdleBuffers();  // a response without a body
-  RecordKeepAliveHint();
-  std::exchange(head_done_, nullptr)(HeadOf(*parser_), true);
-}
-
-void Connection::RecordKeepAliveHint() {
-  const auto& fields = parser_->get();
-  const auto header = fields.find(http::field::keep_alive);
-  if (header == fields.end()) return;
-  const auto value = header->value();
-  const std::optional<KeepAliveHint> hint =
-      ParseKeepAlive(absl::string_view(value.data(), value.size()));
-  if (!hint) return;  // malformed: as if not sent
-  std::lock_guard<std::mutex> lock(hint_mu_);
-  if (!hint_) hint_ = KeepAliveHint{};
-  if (hint->timeout) hint_->timeout = hint->timeout;
-  if (hint->max) hint_->max = std::min(*hint->max, hint_->max.value_or(*hint->max));
-}
-
 std::optional<KeepAliveHint> Connection::keep_alive_hint() const {
   std::lock_guard<std::mutex> lock(hint_mu_);
   return hint_;
-}
-
-void Connection::ReadBody(size_t max_bytes, absl::Time deadline, ReadCallback done) {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this(), max_bytes, deadline,
-                                         done = std::move(done)]() mutable {
-    self->read_done_ = std::move(done);
-    self->deadline_ = deadline;
-    self->phase_timeout_ = absl::InfiniteDuration();
-    if (self->parser_->is_done()) {
-      return std::exchange(self->read_done_, nullptr)(std::string());
-    }
-    // The buffer is zero-filled and handed over with each read: never larger than what
-    // is left of a body of known length (most are small; the benchmark saw 64 KiB
-    // memsets per 1 KiB fetch).
-    self->read_buffer_.resize(BodyBufferSize(*self->parser_, max_bytes));
-    self->ReadBodyStep();
-  });
-}
-
-void Connection::ReadBodyStep() {
-  LendBodyBuffer(*parser_, read_buffer_.data(), read_buffer_.size());
-  ExpireAfter(absl::InfiniteDuration());
-  ReadSomeBounded(
-      [self = shared_from_this()](beast::error_code ec) {
-        if (ec == http::error::need_buffer) ec = {};  // the caller's buffer is full
-        if (ec) {
-          self->read_cutoff_.cancel();
-          self->broken_ = true;
-          return std::exchange(self->read_done_, nullptr)(
-              self->Fail("reading the response body from", ec));
-        }
-        const size_t got = BodyBytesFilled(*self->parser_, self->read_buffer_.size());
-        if (got == 0 && !self->parser_->is_done()) return self->ReadBodyStep();
-        self->read_cutoff_.cancel();
-        self->stream_.tcp().expires_never();
-        self->read_buffer_.resize(got);
-        std::exchange(self->read_done_, nullptr)(std::exchange(self->read_buffer_, {}));
-      });
-}
-
-void Connection::ReadSomeBounded(StepCallback done) {
-  step_done_ = std::move(done);
-  if (buffer_.size() == 0) return ReadMore();
-  ParseBuffered(/*after_read=*/false);
-}
-
-// The loop of Beast's read_some_op, with ExceededLimit() where it would read more.
-void Connection::ParseBuffered(bool after_read) {
-  beast::error_code ec;
-  buffer_.consume(parser_->put(buffer_.data(), ec));
-  if (parser_->is_done()) ReleaseIdleBuffers();  // nothing is read until the next request
-  if (ec == http::error::need_more) {
-    limit_hit_ = ExceededLimit();
-    if (!limit_hit_) return ReadMore();
-    observer_.OnUpstreamLimit(origin_, *limit_hit_);
-    ec = http::error::buffer_overflow;
-  }
-  if (after_read) return CompleteStep(ec);
-  // Nothing was read: complete later, as Beast does, not inside the caller's call.
-  net::post(stream_.get_executor(), [self = shared_from_this(), ec] {
-    self->Guard([&] { self->CompleteStep(ec); });
-  });
-}
-
-void Connection::ReadMore() {
-  // Through FetchStream, a small read is a chunk and a wake-up (see GrowingReadSize).
-  const size_t size = std::min(read_size_.next(), buffer_.max_size() - buffer_.size());
-  // Past the deadline no socket read starts: one of bytes already there completes before
-  // the expired timer does, so a body as fast as it is read would run on past it.
-  // (What is buffered is still parsed: a body that has all arrived still ends.)
-  const beast::error_code refused = size == 0 ? beast::error_code(http::error::buffer_overflow)
-                                    : absl::Now() >= deadline_ ? beast::error::timeout
-                                                               : beast::error_code();
-  if (refused) {  // (size 0 cannot happen within the limits above; the buffer bounds it)
-    return net::post(stream_.get_executor(), [self = shared_from_this(), refused] {
-      self->Guard([&] { self->CompleteStep(refused); });
-    });
-  }
-  stream_.async_read_some(
-      buffer_.prepare(size),
-      [self = shared_from_this(), size](beast::error_code ec, size_t bytes_transferred) {
-        self->Guard([&] {
-          self->buffer_.commit(bytes_transferred);
-          self->read_size_.Read(size, bytes_transferred);
-          if (!self->step_done_) return;  // OnException ended the operation
-          if (ec == net::error::eof) {
-            if (!self->parser_->got_some()) return self->CompleteStep(http::error::end_of_stream);
-            // A body that ends with the connection (RFC 9112, 6.3) is done; anything else
-            // is partial_message. Either way there is nothing more to parse.
-            ec = {};
-            self->parser_->put_eof(ec);
-            if (!ec) self->ReleaseIdleBuffers();
-            return self->CompleteStep(ec);
-          }
-          if (ec) return self->CompleteStep(ec);
-          self->ParseBuffered(/*after_read=*/true);
-        });
-      });
 }
 
 void Connection::ReleaseIdleBuffers() {
   read_size_.Reset();
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
   stream_.ReleaseIdleBuffers();
-}
-
-void Connection::CompleteStep(beast::error_code ec) {
-  // None when OnException ended the operation while a completion was on its way.
-  if (auto done = std::exchange(step_done_, nullptr)) done(ec);
-}
-
-std::optional<UpstreamLimit> Connection::ExceededLimit() const {
-  if (!parser_->is_header_done() || !parser_->chunked()) return std::nullopt;
-  // Waiting in a chunked body, the parser holds an unended chunk line, or a last chunk
-  // whose trailers have not ended. The CRLF after the previous chunk's data comes first.
-  const auto bytes = buffer_.data();
-  absl::string_view data(static_cast<const char*>(bytes.data()), bytes.size());
-  if (absl::StartsWith(data, "\r\n")) data.remove_prefix(2);
-  const size_t eol = data.find("\r\n");
-  if (eol == absl::string_view::npos) {
-    if (data.size() > limits_.max_chunk_line_bytes) return UpstreamLimit::kChunkLine;
-    return std::nullopt;
-  }
-  if (eol > limits_.max_chunk_line_bytes) return UpstreamLimit::kChunkLine;
-  if (data.size() - eol - 2 > limits_.max_header_bytes) return UpstreamLimit::kTrailers;
-  return std::nullopt;
 }
 
 void Connection::OnException(absl::string_view what) {
@@ -681,24 +121,7 @@ void Connection::OnException(absl::string_view what) {
   if (status_done_) std::exchange(status_done_, nullptr)(status);
   if (head_done_) std::exchange(head_done_, nullptr)(status, true);
   if (read_done_) std::exchange(read_done_, nullptr)(status);
-  if (drain_done_) {
-    drain_outcome_.abandoned = DrainAbandonReason::kError;
-    FinishDrain();
-  }
-}
-
-void Connection::CutReadShortAfter(absl::Duration limit) {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this(), limit] {
-    if (!self->read_done_) return;  // the read is over
-    self->read_cutoff_.expires_after(absl::ToChronoNanoseconds(limit));
-    self->read_cutoff_.async_wait([self](beast::error_code ec) {
-      if (!ec && self->read_done_) self->CloseOnStrand();  // the read fails, aborted
-    });
-  });
-}
-
-UnreadBody Connection::unread_body() const {
-  return UnreadBodyOf(*parser_, request_keep_alive_);
+  drainer_.Abort(DrainAbandonReason::kError);
 }
 
 void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t reserved,
@@ -706,140 +129,66 @@ void Connection::DrainBody(const Drain& caps, DrainBudget* budget, uint64_t rese
   // The progress is in place before the pool can see the connection draining. No I/O is
   // pending between the response and its drain, so the parser may be read here.
   const absl::Time start = absl::Now();
-  drain_start_ns_ = absl::ToUnixNanos(start);
-  const auto rest = KnownBodyBytesLeft(*parser_);
-  drain_remaining_ = rest ? *rest : kLengthUnknown;
+  drainer_.Announce(start, KnownBodyBytesLeft(*parser_));
   state_ = ConnectionState::kDraining;
   observer_.OnDrainStarted(origin_);
   net::dispatch(stream_.get_executor(), [self = shared_from_this(), caps, budget, reserved,
                                          start, done = std::move(done)]() mutable {
-    self->drain_caps_ = caps;
-    self->drain_budget_ = budget;
-    self->drain_reserved_ = reserved;
-    self->drain_done_ = std::move(done);
-    self->drain_outcome_ = DrainOutcome{};
-    self->drain_start_ = start;
-    self->deadline_ = self->drain_start_ + caps.max_duration;
     self->phase_timeout_ = caps.max_duration;
     // As ReadBody's buffer (an unread body is often in buffer_ already, a few bytes).
-    self->drain_scratch_.resize(BodyBufferSize(*self->parser_, kDrainReadBytes));
-    self->DrainStep();
+    const size_t buffer_bytes = BodyBufferSize(*self->parser_, kDrainReadBytes);
+    self->drainer_.Start(
+        caps, budget, reserved, start, buffer_bytes,
+        [self, done = std::move(done)](const DrainOutcome& outcome) {
+          if (!self->broken_) self->stream_.tcp().expires_never();
+          self->state_ = ConnectionState::kActive;
+          if (outcome.abandoned) {
+            self->observer_.OnDrainAbandoned(self->origin_, *outcome.abandoned, outcome.bytes,
+                                             outcome.duration);
+          } else {
+            self->observer_.OnDrainCompleted(self->origin_, outcome.bytes, outcome.duration);
+          }
+          done(outcome);
+        });
   });
 }
 
-DrainProgress Connection::drain_progress() const {
-  DrainProgress progress;
-  progress.elapsed = absl::Now() - absl::FromUnixNanos(drain_start_ns_.load());
-  if (const uint64_t rest = drain_remaining_.load(); rest != kLengthUnknown) {
-    progress.remaining_length = rest;
-  }
-  return progress;
+DrainProgress Connection::drain_progress() const { return drainer_.progress(); }
+
+bool Connection::DrainSource::BodyEnded() const { return connection_.parser_->is_done(); }
+
+std::optional<uint64_t> Connection::DrainSource::KnownBytesLeft() const {
+  return KnownBodyBytesLeft(*connection_.parser_);
 }
 
-void Connection::DrainStep() {
-  const auto rest = KnownBodyBytesLeft(*parser_);
-  drain_remaining_ = rest ? *rest : kLengthUnknown;
-  const bool over_cap = drain_outcome_.bytes > drain_caps_.max_bytes;
-  if (over_cap || parser_->is_done()) {
-    if (over_cap) drain_outcome_.abandoned = DrainAbandonReason::kByteCap;
-    return FinishDrain();
-  }
-  // Read at most cap + 1 bytes in all: one byte past the cap proves the body is larger.
-  // (Written so that a cap of 2^64 - 1 cannot wrap it to a read of nothing, forever.)
-  const uint64_t left_to_cap = drain_caps_.max_bytes - drain_outcome_.bytes;  // !over_cap
-  const size_t want = left_to_cap < drain_scratch_.size() ? static_cast<size_t>(left_to_cap + 1)
-                                                          : drain_scratch_.size();
-  const uint64_t needed = drain_outcome_.bytes + want;
-  if (drain_budget_ && needed > drain_reserved_) {
-    if (!drain_budget_->TryReserve(needed - drain_reserved_)) {
-      drain_outcome_.abandoned = DrainAbandonReason::kBudget;
-      return FinishDrain();
-    }
-    drain_reserved_ = needed;
-  }
-  LendBodyBuffer(*parser_, drain_scratch_.data(), want);
-  // Each read may wait for the pause limit, never past the time cap (deadline_).
-  ExpireAfter(drain_caps_.max_pause);
-  ReadSomeBounded(
-      [self = shared_from_this(), want](beast::error_code ec) {
-        if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
-        self->drain_outcome_.bytes += BodyBytesFilled(*self->parser_, want);
-        if (ec) {
-          self->broken_ = true;
-          const bool time_cap = absl::Now() + absl::Milliseconds(1) >= self->deadline_;
-          self->drain_outcome_.abandoned =
-              ec != beast::error::timeout ? DrainAbandonReason::kError
-              : time_cap                  ? DrainAbandonReason::kTimeCap
-                                          : DrainAbandonReason::kSlowerThanDial;
-          return self->FinishDrain();
-        }
-        self->DrainStep();
-      });
-}
-
-void Connection::FinishDrain() {
-  drain_outcome_.duration = absl::Now() - drain_start_;
-  // Freed, not cleared (`= {}` keeps a vector's capacity): an idle connection held 64 KiB.
-  drain_scratch_ = std::vector<char>();
-  if (drain_budget_) drain_budget_->Release(std::exchange(drain_reserved_, 0));
-  drain_budget_ = nullptr;
-  if (!broken_) stream_.tcp().expires_never();
-  state_ = ConnectionState::kActive;
-  if (drain_outcome_.abandoned) {
-    observer_.OnDrainAbandoned(origin_, *drain_outcome_.abandoned, drain_outcome_.bytes,
-                               drain_outcome_.duration);
-  } else {
-    observer_.OnDrainCompleted(origin_, drain_outcome_.bytes, drain_outcome_.duration);
-  }
-  std::exchange(drain_done_, nullptr)(drain_outcome_);
-}
-
-std::optional<CloseReason> Connection::ReuseVerdict() const {
-  if (closing_) return CloseReason::kCancelled;
-  if (broken_ || !parser_) return CloseReason::kError;
-  if (!parser_->is_done()) return CloseReason::kUnreadBody;
-  // Bytes past the end of the response (a Content-Length shorter than what was sent):
-  // the next response on this connection could not be told from them.
-  if (buffer_.size() > 0) return CloseReason::kError;
-  if (!request_keep_alive_ || !parser_->keep_alive()) return CloseReason::kConnectionClose;
-  return std::nullopt;
+void Connection::DrainSource::ReadSome(char* buffer, size_t size, absl::Duration pause,
+                                       absl::Time deadline, BodyDrainer::ReadDone done) {
+  Connection& c = connection_;
+  LendBodyBuffer(*c.parser_, buffer, size);
+  c.deadline_ = deadline;
+  c.ExpireAfter(pause);
+  c.ReadSomeBounded([self = c.shared_from_this(), size,
+                     done = std::move(done)](beast::error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};  // the scratch buffer is full
+    const size_t bytes = BodyBytesFilled(*self->parser_, size);
+    if (ec) self->broken_ = true;
+    done(ec, bytes);
+  });
 }
 
 bool Connection::StillOpenAndQuiet() {
   if (closing_) return false;  // its socket is closed, or about to be: poll would skip it
   if (session_) return session_->Usable();  // its read is always pending: no poll
-  // A poll that does not wait. A server that closed may have sent a TLS close_notify
-  // first, so the hang-up is looked for even when there are bytes to read.
-  pollfd check{stream_.tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
-  if (::poll(&check, 1, 0) < 0) return false;
-  if (check.revents & (POLLRDHUP | POLLHUP | POLLERR)) return false;
-  // Unrequested bytes: garbage on plain HTTP; on TLS they may be a session ticket.
-  if (!stream_.use_tls()) return !(check.revents & POLLIN);
-  return TlsQuiet(check.revents & POLLIN);
-}
-
-bool Connection::TlsQuiet(bool socket_readable) {
-  // Records read along with the last response wait in the TLS stream or inside OpenSSL,
-  // where neither poll nor buffer_ sees them (a body after a 204, an unsolicited 408).
-  SSL* ssl = stream_.tls().native_handle();
-  if (!socket_readable && SSL_has_pending(ssl) == 0 && stream_.tls().buffered_input() == 0) {
-    return true;  // the common case costs no syscall
+  switch (ProbeIdle(stream_)) {
+    case IdleProbe::kQuiet:
+      return true;
+    case IdleProbe::kQuietAfterTls:
+      ReleaseIdleBuffers();  // what taking in a ticket allocated
+      return true;
+    case IdleProbe::kClosedOrNoisy:
+      return false;
   }
-  // A read that must not wait: OpenSSL takes in session tickets and stops at
-  // would_block; an application byte, close_notify, EOF, error, or more housekeeping
-  // than a server sends between two requests all end up refusing. The byte read is
-  // lost, but so is the connection.
-  auto& socket = stream_.tcp().socket();
-  beast::error_code ec;
-  socket.non_blocking(true, ec);
-  if (ec) return false;
-  char byte;
-  const size_t read = stream_.tls().read_some(net::buffer(&byte, 1), kMaxIdleTlsInput, ec);
-  beast::error_code ignored;
-  socket.non_blocking(false, ignored);  // the next async operation sets what it needs
-  if (read != 0 || ec != net::error::would_block) return false;
-  ReleaseIdleBuffers();  // what taking in a ticket allocated
-  return true;
+  return false;
 }
 
 void Connection::Close() {
@@ -854,7 +203,7 @@ void Connection::Abandon() {
   status_done_ = nullptr;
   head_done_ = nullptr;
   read_done_ = nullptr;
-  drain_done_ = nullptr;
+  drainer_.Drop();
 }
 
 void Connection::CloseOnStrand() {

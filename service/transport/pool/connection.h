@@ -25,8 +25,11 @@
 #include "service/transport/drain/drain_decision.h"
 #include "service/base/guard.h"
 #include "service/transport/http2/session.h"
+#include "service/transport/http1/body_drainer.h"
 #include "service/transport/http1/keep_alive_hint.h"
+#include "service/transport/http1/response_limits.h"
 #include "service/transport/observer.h"
+#include "service/transport/policy/policy_denial.h"
 #include "service/transport/io/read_size.h"
 #include "service/transport/http/request.h"
 #include "service/transport/http1/response_parser.h"
@@ -35,30 +38,10 @@
 
 namespace egress::transport {
 
-struct DrainOutcome {
-  std::optional<DrainAbandonReason> abandoned;  // none: the body ended within the caps
-  uint64_t bytes = 0;
-  absl::Duration duration;
-};
-
-// The PERMISSION_DENIED a caller gets when `verdict` refuses `origin` for `caller`: by a
-// caller rule before any connection, or for an address (resolved or pooled). Its reason
-// is POLICY_DENIED, with the rule that decided (as PolicyVerdict names it), the host,
-// the origin, the address and the caller.
-absl::Status PolicyDenial(const Origin& origin, const PolicyVerdict& verdict,
-                          const std::string& caller);
-
 // What the egress policy said of the addresses a dial resolved.
 struct AddressCheck {
   std::vector<boost::asio::ip::address> addresses;  // all of them, in the resolver's order
   PolicyVerdict verdict;
-};
-
-// Bounds on what one response may make the connection buffer or loop on.
-struct ResponseLimits {
-  uint32_t max_header_bytes = 64 * 1024;  // the head, and a chunked body's trailers
-  uint32_t max_chunk_line_bytes = 4096;   // a chunk-size line with its extensions
-  uint32_t max_interim_responses = 5;     // 1xx responses before the final one
 };
 
 // One upstream HTTP/1.1 connection, plain or TLS. Every I/O step runs on the
@@ -231,19 +214,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Takes in the Keep-Alive header of a final response, if it announces anything.
   void RecordKeepAliveHint();
   void ReadBodyStep();
-  void DrainStep();
 
   // Sets the TCP layer's expiry to the sooner of now + timeout and the request deadline.
   void ExpireAfter(absl::Duration timeout);
-  // Maps an I/O error in a phase to a status a caller can act on.
+  // Maps an I/O error in a phase to a status a caller can act on (see WireFailure).
   absl::Status Fail(absl::string_view phase, boost::beast::error_code ec);
   void CloseOnStrand();
-  // StillOpenAndQuiet's TLS part: nothing but TLS housekeeping waits in OpenSSL or on
-  // the socket (`socket_readable`).
-  bool TlsQuiet(bool socket_readable);
   // Between exchanges, on the loop: frees the read buffers that hold nothing.
   void ReleaseIdleBuffers();
-  void FinishDrain();
+
+  // What the drainer reads: the response's parser over the socket.
+  class DrainSource : public BodyDrainer::Source {
+   public:
+    explicit DrainSource(Connection& connection) : connection_(connection) {}
+    bool BodyEnded() const override;
+    std::optional<uint64_t> KnownBytesLeft() const override;
+    void ReadSome(char* buffer, size_t size, absl::Duration pause, absl::Time deadline,
+                  BodyDrainer::ReadDone done) override;
+
+   private:
+    Connection& connection_;
+  };
 
   const uint64_t id_;
   const Origin origin_;
@@ -291,17 +282,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HeadCallback head_done_;
   ReadCallback read_done_;
   std::string read_buffer_;
-  DrainCallback drain_done_;
-  Drain drain_caps_{};
-  DrainBudget* drain_budget_ = nullptr;
-  uint64_t drain_reserved_ = 0;
-  DrainOutcome drain_outcome_;
-  absl::Time drain_start_;
-  std::vector<char> drain_scratch_;
-  // The drain's progress for other threads: start (Unix ns) and the known rest, if any.
-  static constexpr uint64_t kLengthUnknown = ~uint64_t{0};
-  std::atomic<int64_t> drain_start_ns_{0};
-  std::atomic<uint64_t> drain_remaining_{kLengthUnknown};
+  DrainSource drain_source_{*this};
+  BodyDrainer drainer_{drain_source_};  // see DrainBody
 };
 
 }  // namespace egress::transport
