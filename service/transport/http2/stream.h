@@ -16,7 +16,7 @@
 #include "boost/beast/core/flat_buffer.hpp"
 #include "service/transport/http/body_memory.h"
 #include "service/transport/http/request_body.h"
-#include "service/transport/http1/response_parser.h"
+#include "service/transport/http/response_head.h"
 
 namespace egress::transport::http2 {
 
