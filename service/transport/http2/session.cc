@@ -297,7 +297,9 @@ void Session::ReadMore() {
 
 void Session::OnRead(beast::error_code ec, size_t bytes) {
   if (state_ == State::kEnded) return;  // ended while the read was on its way
-  if (ec) return End(IoFailure(origin_key_, "reading from", ec, goaway_last_stream_id_.has_value()));
+  if (ec) {
+    return End(IoFailure(origin_key_, "reading from", ec, goaway_last_stream_id_.has_value()));
+  }
   const ssize_t taken = nghttp2_session_mem_recv(session_.get(), read_buffer_.data(), bytes);
   if (taken < 0) return End(LibraryFailure(static_cast<int>(taken)));
   Settle();
@@ -344,7 +346,9 @@ void Session::OnWrite(beast::error_code ec) {
   write_in_flight_ = false;
   write_timer_.cancel();
   if (state_ == State::kEnded) return;  // ended while the write was on its way
-  if (ec) return End(IoFailure(origin_key_, "writing to", ec, goaway_last_stream_id_.has_value()));
+  if (ec) {
+    return End(IoFailure(origin_key_, "writing to", ec, goaway_last_stream_id_.has_value()));
+  }
   writing_.clear();
   if (writing_.capacity() > kMaxWriteBatchBytes) std::string().swap(writing_);
   Settle();
@@ -386,7 +390,9 @@ void Session::End(absl::Status why) {
   ReportUnusable(why);
   for (auto& [id, stream] : std::exchange(streams_, {})) {
     // A response the server has ended stays readable; our side of it may have been open.
-    if (stream->state_ != Stream::State::kBodyEnded) stream->Fail(FailureAtEnd(origin_key_, stream->request_sent_, ended_));
+    if (stream->state_ != Stream::State::kBodyEnded) {
+      stream->Fail(FailureAtEnd(origin_key_, stream->request_sent_, ended_));
+    }
     stream->Close();
   }
   for (auto& [opaque, ping] : std::exchange(pings_, {})) {
