@@ -10,12 +10,11 @@
 
 #include "absl/status/statusor.h"
 #include "service/transport/http/body_memory.h"
+#include "service/transport/http/header_list.h"
 #include "service/transport/http/origin.h"
 #include "service/transport/http/request_body.h"
 
 namespace egress::transport {
-
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // One validated outbound HTTP/1.1 request. Build it with MakeRequest.
 struct HttpRequest {

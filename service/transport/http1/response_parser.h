@@ -8,14 +8,9 @@
 #include "boost/beast/http.hpp"
 #include "service/transport/drain/drain_decision.h"
 #include "service/transport/http/request.h"
+#include "service/transport/http/response_head.h"
 
 namespace egress::transport {
-
-// The status line and header block of a response.
-struct ResponseHead {
-  int status_code = 0;
-  HeaderList headers;
-};
 
 // How every connection parses responses; shared with the fuzz target
 // (fuzz/response_parser_fuzzer.cc) so that it exercises exactly this.

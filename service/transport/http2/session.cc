@@ -9,15 +9,12 @@
 #include <new>
 #include <utility>
 
-#include "absl/strings/cord.h"
-#include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
-#include "boost/asio/ssl/error.hpp"
 #include "boost/asio/write.hpp"
 #include "service/base/error_reason.h"
+#include "service/transport/http2/nghttp2_callbacks.h"
 #include "service/transport/http2/request_headers.h"
 
 namespace egress::transport::http2 {
@@ -31,288 +28,8 @@ constexpr size_t kReadBufferBytes = 16 * 1024;
 // What one write carries at most: nghttp2 keeps the rest queued (and counts the
 // acknowledgements among it against max_queued_acks).
 constexpr size_t kMaxWriteBatchBytes = 64 * 1024;
-// A request's header block, compressed, at most (nghttp2's default, made explicit).
-constexpr size_t kMaxRequestHeaderBlockBytes = 64 * 1024;
-// The bytes of a server's GOAWAY debug data or nghttp2's message quoted in an error.
-constexpr size_t kMaxQuotedBytes = 200;
-
-std::string Quote(absl::string_view text) {
-  return absl::StrCat("\"", absl::CEscape(text.substr(0, kMaxQuotedBytes)),
-                      text.size() > kMaxQuotedBytes ? "...\"" : "\"");
-}
-
-std::string ErrorCodeName(uint32_t error_code) {
-  return nghttp2_http2_strerror(error_code);
-}
 
 }  // namespace
-
-bool WasNotProcessed(const absl::Status& status) {
-  const std::optional<ErrorReason> reason = ReasonOf(status);
-  return reason && reason->reason == kNotProcessedReason;
-}
-
-// nghttp2's callbacks: each finds the session in user_data, records what happened and
-// returns; user callbacks run later, from Settle. An exception is caught here: it must
-// not unwind through nghttp2.
-struct Session::Callbacks {
-  template <class F>
-  static int Protected(void* user_data, F&& body) {
-    auto* session = static_cast<Session*>(user_data);
-    try {
-      return body(*session);
-    } catch (const std::exception& e) {
-      session->observer_.OnTransportException();
-      session->ending_ = absl::InternalError(absl::StrCat(
-          "internal error in egress while talking HTTP/2 to ", session->origin_key_, " (",
-          e.what(), "); the connection was closed"));
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-  }
-
-  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      if (Stream* stream = session.Find(frame->hd.stream_id)) {
-        stream->header_list_bytes_ = 0;
-        stream->head_in_progress_ = ResponseHead{};
-      }
-      return 0;
-    });
-  }
-
-  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_data,
-                      size_t name_length, const uint8_t* value_data, size_t value_length,
-                      uint8_t /*flags*/, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      Stream* stream = session.Find(frame->hd.stream_id);
-      if (!stream || stream->state_ == Stream::State::kFailed) return 0;
-      const absl::string_view name(reinterpret_cast<const char*>(name_data), name_length);
-      const absl::string_view value(reinterpret_cast<const char*>(value_data), value_length);
-      stream->header_list_bytes_ += name.size() + value.size() + 32;  // RFC 9113 6.5.2
-      if (stream->header_list_bytes_ > session.limits_.max_header_list_bytes) {
-        const bool head = stream->state_ == Stream::State::kAwaitingHead;
-        session.observer_.OnUpstreamLimit(
-            session.origin_, head ? UpstreamLimit::kResponseHead : UpstreamLimit::kTrailers);
-        session.FailStream(*stream, session.LimitExceeded(absl::StrCat(
-                                        head ? "response headers" : "trailers",
-                                        " over the limit of ",
-                                        session.limits_.max_header_list_bytes,
-                                        " bytes (transport.max_response_header_bytes)")));
-        // nghttp2 resets the stream and decodes the rest of the block for nobody.
-        return static_cast<int>(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE);
-      }
-      if (stream->state_ != Stream::State::kAwaitingHead) return 0;  // trailers: not kept
-      ResponseHead& head = stream->head_in_progress_;
-      if (name == ":status") {
-        // nghttp2 has checked it is three digits.
-        if (!absl::SimpleAtoi(value, &head.status_code)) head.status_code = 0;
-      } else if (!name.empty() && name[0] != ':') {
-        head.headers.emplace_back(std::string(name), std::string(value));
-      }
-      return 0;
-    });
-  }
-
-  static int OnFrameReceived(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      const bool end_stream = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
-      switch (frame->hd.type) {
-        case NGHTTP2_HEADERS:
-          if (Stream* stream = session.Find(frame->hd.stream_id)) {
-            session.OnHeadersReceived(*stream, end_stream);
-          }
-          break;
-        case NGHTTP2_DATA:
-          if (Stream* stream = session.Find(frame->hd.stream_id); stream && end_stream) {
-            session.EndBody(*stream);
-          }
-          break;
-        case NGHTTP2_SETTINGS:
-          if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
-            session.server_max_streams_ = nghttp2_session_get_remote_settings(
-                session.session_.get(), NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
-          }
-          break;
-        case NGHTTP2_PING:
-          if (frame->hd.flags & NGHTTP2_FLAG_ACK) {
-            uint64_t opaque = 0;
-            std::memcpy(&opaque, frame->ping.opaque_data, sizeof(opaque));
-            if (auto ping = session.pings_.find(opaque); ping != session.pings_.end()) {
-              ping->second.timer->cancel();
-              session.deferred_.push_back(
-                  [done = std::move(ping->second.done)] { done(absl::OkStatus()); });
-              session.pings_.erase(ping);
-            }
-          }
-          break;
-        case NGHTTP2_GOAWAY:
-          session.OnGoaway(frame->goaway.last_stream_id, frame->goaway.error_code,
-                           absl::string_view(reinterpret_cast<const char*>(frame->goaway.opaque_data),
-                                             frame->goaway.opaque_data_len));
-          break;
-        default:
-          break;
-      }
-      return 0;
-    });
-  }
-
-  static int OnDataChunk(nghttp2_session*, uint8_t /*flags*/, int32_t stream_id,
-                         const uint8_t* data, size_t length, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      // The connection's window reopens as bytes arrive (Settle): callers that stop
-      // reading hold their own streams' windows, not the one all streams share.
-      session.received_bytes_ += length;
-      Stream* stream = session.Find(stream_id);
-      if (!stream || stream->state_ == Stream::State::kFailed) return 0;
-      // What a caller has not read is within the window it let the server fill (and
-      // reserved); nghttp2 resets a stream past it only once it writes again, after this
-      // read, and before our SETTINGS are acknowledged it allows its default window.
-      if (stream->body_.size() + length > stream->window_) {
-        session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
-                                                   "invalid HTTP/2 response from ",
-                                                   session.origin_key_,
-                                                   ": more DATA than the stream's "
-                                                   "flow-control window of ",
-                                                   stream->window_,
-                                                   " bytes allows (FLOW_CONTROL_ERROR)")),
-                                               "UPSTREAM_INVALID_RESPONSE",
-                                               {{"origin", session.origin_key_}}));
-        return 0;
-      }
-      stream->body_.commit(net::buffer_copy(stream->body_.prepare(length), net::buffer(data, length)));
-      stream->buffered_bytes_ = stream->body_.size();
-      session.UpdateBufferStats(static_cast<int64_t>(length));
-      if (stream->read_done_) session.MarkReady(*stream);
-      return 0;
-    });
-  }
-
-  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
-                           void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      session.OnStreamClosed(stream_id, error_code);
-      return 0;
-    });
-  }
-
-  static int OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      Stream* stream = session.Find(frame->hd.stream_id);
-      switch (frame->hd.type) {
-        case NGHTTP2_HEADERS:
-          if (stream) stream->request_sent_ = true;
-          break;
-        case NGHTTP2_RST_STREAM:
-          // Egress fails a stream before it resets it; this one nghttp2 reset itself, for
-          // a response that broke HTTP/2's rules (more DATA than the window allowed).
-          if (stream && stream->state_ != Stream::State::kFailed) {
-            session.FailStream(*stream, WithReason(
-                absl::UnavailableError(absl::StrCat(
-                    "invalid HTTP/2 response from ", session.origin_key_,
-                    ": egress reset the stream (", ErrorCodeName(frame->rst_stream.error_code),
-                    ")")),
-                "UPSTREAM_INVALID_RESPONSE", {{"origin", session.origin_key_}}));
-          }
-          break;
-        case NGHTTP2_GOAWAY:
-          // nghttp2 ends the session for what the server did (its message says what).
-          if (frame->goaway.error_code != NGHTTP2_NO_ERROR && !session.ending_) {
-            const absl::string_view debug(reinterpret_cast<const char*>(frame->goaway.opaque_data),
-                                          frame->goaway.opaque_data_len);
-            const std::string what = absl::StrCat(
-                debug.empty() ? std::exchange(session.library_message_, {}) : absl::CEscape(debug),
-                " (", ErrorCodeName(frame->goaway.error_code), ")");
-            session.ending_ =
-                frame->goaway.error_code == NGHTTP2_ENHANCE_YOUR_CALM
-                    ? session.LimitExceeded(what)
-                    : WithReason(absl::UnavailableError(absl::StrCat(
-                                     "HTTP/2 protocol error from ", session.origin_key_, ": ",
-                                     what, "; the connection was closed")),
-                                 "UPSTREAM_PROTOCOL_ERROR", {{"origin", session.origin_key_}});
-          }
-          break;
-        default:
-          break;
-      }
-      return 0;
-    });
-  }
-
-  static int OnFrameNotSent(nghttp2_session*, const nghttp2_frame* frame, int library_error,
-                            void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      Stream* stream = session.Find(frame->hd.stream_id);
-      if (frame->hd.type != NGHTTP2_HEADERS || !stream) return 0;
-      if (library_error == NGHTTP2_ERR_FRAME_SIZE_ERROR) {
-        session.FailStream(*stream, WithReason(absl::ResourceExhaustedError(absl::StrCat(
-                                                   "the request's headers are more than ",
-                                                   kMaxRequestHeaderBlockBytes,
-                                                   " bytes compressed, more than egress "
-                                                   "sends over HTTP/2")),
-                                               "REQUEST_TOO_LARGE"));
-      } else if (library_error == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED &&
-                 session.goaway_last_stream_id_) {
-        session.FailStream(*stream, session.NotProcessed(
-                                        "the server sent GOAWAY before the request went out"));
-      } else {
-        session.FailStream(*stream, session.NotProcessed(absl::StrCat(
-                                        "the request could not be sent (",
-                                        nghttp2_strerror(library_error), ")")));
-      }
-      // Never opened: nghttp2 will not close it.
-      if (!nghttp2_session_find_stream(session.session_.get(), frame->hd.stream_id)) {
-        session.CloseStream(*stream);
-        session.streams_.erase(frame->hd.stream_id);  // ready_ holds it now
-      }
-      return 0;
-    });
-  }
-
-  static int OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int library_error,
-                            void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      Stream* stream = session.Find(frame->hd.stream_id);
-      if (stream) {
-        // nghttp2's message (if it gave one for this frame) says more than its code.
-        std::string what = std::exchange(session.library_message_, {});
-        if (what.empty()) what = nghttp2_strerror(library_error);
-        session.FailStream(*stream, WithReason(absl::UnavailableError(absl::StrCat(
-                                                   "invalid HTTP/2 response from ",
-                                                   session.origin_key_, ": ", what)),
-                                               "UPSTREAM_INVALID_RESPONSE",
-                                               {{"origin", session.origin_key_}}));
-      }
-      return 0;
-    });
-  }
-
-  static int OnError(nghttp2_session*, int /*library_error*/, const char* message,
-                     size_t length, void* user_data) {
-    return Protected(user_data, [&](Session& session) {
-      // It may quote the server's bytes.
-      session.library_message_ =
-          absl::CEscape(absl::string_view(message, std::min(length, kMaxQuotedBytes)));
-      return 0;
-    });
-  }
-
-  static ssize_t ReadRequestBody(nghttp2_session*, int32_t /*stream_id*/, uint8_t* buffer,
-                                 size_t length, uint32_t* flags, nghttp2_data_source* source,
-                                 void* user_data) {
-    return Protected(user_data, [&](Session&) {
-      auto& stream = *static_cast<Stream*>(source->ptr);
-      const size_t n = std::min(length, stream.request_body_size_ - stream.request_body_sent_);
-      std::memcpy(buffer, stream.request_body_.view().data() + stream.request_body_sent_, n);
-      stream.request_body_sent_ += n;
-      if (stream.request_body_sent_ == stream.request_body_size_) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        stream.request_body_ = {};  // sent: nghttp2 holds its last frame
-      }
-      return static_cast<int>(n);
-    });
-  }
-};
 
 Session::Session(UpstreamStream& upstream, std::shared_ptr<void> upstream_owner, Origin origin,
                  SessionLimits limits, TransportObserver& observer, Events events)
@@ -332,16 +49,7 @@ Session::Session(UpstreamStream& upstream, std::shared_ptr<void> upstream_owner,
   if (nghttp2_session_callbacks_new(&callbacks) != 0) throw std::bad_alloc();
   std::unique_ptr<nghttp2_session_callbacks, void (*)(nghttp2_session_callbacks*)> owned_callbacks(
       callbacks, &nghttp2_session_callbacks_del);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Callbacks::OnBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, &Callbacks::OnHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameReceived);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Callbacks::OnDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Callbacks::OnStreamClose);
-  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Callbacks::OnFrameSent);
-  nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, &Callbacks::OnFrameNotSent);
-  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
-                                                               &Callbacks::OnInvalidFrame);
-  nghttp2_session_callbacks_set_error_callback2(callbacks, &Callbacks::OnError);
+  Callbacks::Install(callbacks);
 
   nghttp2_option* option = nullptr;
   if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
@@ -436,20 +144,19 @@ std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time dea
         // MakeRequest refuses what cannot be written; this is the defence should a
         // request reach here some other way.
         self->observer_.OnTransportException();
-        self->FailStream(*stream, absl::InternalError(absl::StrCat(
-                                      "egress could not write the ", method, " request for ",
-                                      self->origin_key_, ": ", headers.status().message())));
+        stream->Fail(absl::InternalError(absl::StrCat("egress could not write the ", method,
+                                                      " request for ", self->origin_key_, ": ",
+                                                      headers.status().message())));
         return self->Settle();
       }
       if (!slot) {
-        self->FailStream(*stream, self->NotProcessed(
-                                      self->Usable()
-                                          ? absl::StrCat("no HTTP/2 stream was free on the "
-                                                         "connection (",
-                                                         self->open_streams_.load(), " of ",
-                                                         self->StreamLimit(), " open)")
-                                          : std::string("the HTTP/2 connection takes no new "
-                                                        "streams (GOAWAY, closed or failed)")));
+        stream->Fail(NotProcessed(
+            self->origin_key_,
+            self->Usable() ? absl::StrCat("no HTTP/2 stream was free on the connection (",
+                                          self->open_streams_.load(), " of ",
+                                          self->StreamLimit(), " open)")
+                           : std::string("the HTTP/2 connection takes no new streams (GOAWAY, "
+                                         "closed or failed)")));
         return self->Settle();
       }
       self->Submit(stream, *headers, deadline);
@@ -461,20 +168,20 @@ std::shared_ptr<Stream> Session::Open(const HttpRequest& request, absl::Time dea
 void Session::Submit(const std::shared_ptr<Stream>& stream, const HeaderList& headers,
                      absl::Time deadline) {
   if (stream->state_ == Stream::State::kFailed) {  // reset by its caller before this ran
-    CloseStream(*stream);
+    stream->Close();
     return Settle();
   }
   if (state_ != State::kOpen) {
-    CloseStream(*stream);
-    FailStream(*stream, NotProcessed(state_ == State::kEnded
-                                         ? "the HTTP/2 connection had ended"
-                                         : "the server had sent GOAWAY"));
+    stream->Close();
+    stream->Fail(NotProcessed(origin_key_, state_ == State::kEnded
+                                               ? "the HTTP/2 connection had ended"
+                                               : "the server had sent GOAWAY"));
     return Settle();
   }
   // The stream's first window, reserved before the server can fill it: refused, the
   // request fails at once and is not sent.
-  if (absl::Status refused = ReserveWindow(*stream, InitialStreamWindow()); !refused.ok()) {
-    FailStream(*stream, std::move(refused));
+  if (absl::Status refused = stream->ReserveWindow(InitialStreamWindow()); !refused.ok()) {
+    stream->Fail(std::move(refused));
     return Settle();
   }
   std::vector<nghttp2_nv> fields;
@@ -491,16 +198,17 @@ void Session::Submit(const std::shared_ptr<Stream>& stream, const HeaderList& he
                                             stream->request_body_size_ > 0 ? &body : nullptr,
                                             nullptr);
   if (id < 0) {
-    CloseStream(*stream);
+    stream->Close();
     if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE) {
       state_ = State::kGoingAway;
-      const absl::Status why = NotProcessed("the HTTP/2 connection has used all its stream ids");
+      const absl::Status why =
+          NotProcessed(origin_key_, "the HTTP/2 connection has used all its stream ids");
       ReportUnusable(why);
-      FailStream(*stream, why);
+      stream->Fail(why);
     } else {
-      FailStream(*stream, absl::InternalError(absl::StrCat(
-                              "egress could not send the request to ", origin_key_,
-                              " over HTTP/2: ", nghttp2_strerror(id))));
+      stream->Fail(absl::InternalError(absl::StrCat("egress could not send the request to ",
+                                                    origin_key_, " over HTTP/2: ",
+                                                    nghttp2_strerror(id))));
     }
     return Settle();
   }
@@ -589,7 +297,9 @@ void Session::ReadMore() {
 
 void Session::OnRead(beast::error_code ec, size_t bytes) {
   if (state_ == State::kEnded) return;  // ended while the read was on its way
-  if (ec) return End(IoFailure("reading from", ec));
+  if (ec) {
+    return End(IoFailure(origin_key_, "reading from", ec, goaway_last_stream_id_.has_value()));
+  }
   const ssize_t taken = nghttp2_session_mem_recv(session_.get(), read_buffer_.data(), bytes);
   if (taken < 0) return End(LibraryFailure(static_cast<int>(taken)));
   Settle();
@@ -636,7 +346,9 @@ void Session::OnWrite(beast::error_code ec) {
   write_in_flight_ = false;
   write_timer_.cancel();
   if (state_ == State::kEnded) return;  // ended while the write was on its way
-  if (ec) return End(IoFailure("writing to", ec));
+  if (ec) {
+    return End(IoFailure(origin_key_, "writing to", ec, goaway_last_stream_id_.has_value()));
+  }
   writing_.clear();
   if (writing_.capacity() > kMaxWriteBatchBytes) std::string().swap(writing_);
   Settle();
@@ -678,8 +390,10 @@ void Session::End(absl::Status why) {
   ReportUnusable(why);
   for (auto& [id, stream] : std::exchange(streams_, {})) {
     // A response the server has ended stays readable; our side of it may have been open.
-    if (stream->state_ != Stream::State::kBodyEnded) FailStream(*stream, FailureAtEnd(*stream));
-    CloseStream(*stream);
+    if (stream->state_ != Stream::State::kBodyEnded) {
+      stream->Fail(FailureAtEnd(origin_key_, stream->request_sent_, ended_));
+    }
+    stream->Close();
   }
   for (auto& [opaque, ping] : std::exchange(pings_, {})) {
     ping.timer->cancel();
@@ -705,10 +419,6 @@ bool Session::ReleasePlace(Stream& stream) {
   return true;
 }
 
-void Session::CloseStream(Stream& stream) {
-  if (ReleasePlace(stream) && events_.stream_closed) deferred_.push_back(events_.stream_closed);
-}
-
 bool Session::AboveGoaway(const Stream& stream) const {
   return goaway_last_stream_id_ && stream.id_ > *goaway_last_stream_id_;
 }
@@ -718,161 +428,12 @@ Stream* Session::Find(int32_t id) const {
   return it == streams_.end() ? nullptr : it->second.get();
 }
 
-void Session::MarkReady(Stream& stream) {
-  if (std::exchange(stream.ready_, true)) return;
-  ready_.push_back(stream.shared_from_this());
-}
-
-void Session::FailStream(Stream& stream, absl::Status why) {
-  if (stream.state_ == Stream::State::kFailed) return;
-  // Whoever hears of the failure may open another stream at once: its place is free now,
-  // whenever nghttp2 lets go of the stream (see Stream::closed_).
-  CloseStream(stream);
-  stream.state_ = Stream::State::kFailed;
-  stream.failure_ = std::move(why);
-  DropBody(stream);
-  ReleaseSpareWindow(stream);
-  stream.deadline_timer_.cancel();
-  MarkReady(stream);
-}
-
-void Session::ResetStream(Stream& stream, absl::Status why) {
-  if (stream.state_ == Stream::State::kFailed) return;
-  if (state_ != State::kEnded && streams_.contains(stream.id_)) {
-    // Cannot fail for a stream nghttp2 knows; a queued request is simply not sent.
-    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_, NGHTTP2_CANCEL);
-  }
-  FailStream(stream, std::move(why));
-  Settle();
-}
-
-void Session::EndBody(Stream& stream) {
-  if (stream.state_ != Stream::State::kBody) return;
-  stream.state_ = Stream::State::kBodyEnded;
-  stream.body_received_ = true;
-  stream.deadline_timer_.cancel();  // the whole body is here
-  if (stream.body_.size() == 0) stream.body_ended_ = true;
-  ReleaseSpareWindow(stream);
-  MarkReady(stream);
-}
-
-std::string Session::TakeBody(Stream& stream, size_t max_bytes) {
-  const size_t n = std::min(max_bytes, stream.body_.size());
-  std::string bytes(static_cast<const char*>(stream.body_.data().data()), n);
-  stream.body_.consume(n);
-  if (stream.body_.size() == 0) stream.body_.shrink_to_fit();
-  stream.buffered_bytes_ = stream.body_.size();
-  UpdateBufferStats(-static_cast<int64_t>(n));
-  if (state_ != State::kEnded) {
-    // The stream's window (the connection's reopened as the bytes came).
-    const int result = nghttp2_session_consume_stream(session_.get(), stream.id_, n);
-    if (nghttp2_is_fatal(result)) End(LibraryFailure(result));
-  }
-  GrowWindow(stream, n);
-  ReleaseSpareWindow(stream);
-  return bytes;
-}
-
-uint32_t Session::InitialStreamWindow() const {
-  return std::max<uint32_t>(
-      1, std::min(limits_.initial_stream_window_bytes, limits_.stream_window_bytes));
-}
-
-absl::Status Session::ReserveWindow(Stream& stream, uint64_t bytes) {
-  if (stream.memory_) {
-    if (absl::Status refused = stream.memory_->TryReserve(bytes); !refused.ok()) return refused;
-  }
-  stream.window_ += bytes;
-  return absl::OkStatus();
-}
-
-void Session::GrowWindow(Stream& stream, uint64_t read) {
-  if (stream.state_ != Stream::State::kBody || state_ == State::kEnded) return;
-  const uint64_t most = limits_.stream_window_bytes;
-  const uint64_t more = std::min(read, most - std::min(stream.window_, most));
-  if (more == 0) return;
-  // nghttp2's own figure, which counts its default window until our SETTINGS are
-  // acknowledged and moves with them then: raised by `more`, it sends WINDOW_UPDATE(more).
-  const int32_t local =
-      nghttp2_session_get_stream_effective_local_window_size(session_.get(), stream.id_);
-  if (local < 0 || static_cast<uint64_t>(local) + more > NGHTTP2_MAX_WINDOW_SIZE) return;
-  // Refused: the window stays as it is, and the server waits for the caller to read.
-  if (!ReserveWindow(stream, more).ok()) return;
-  const int result = nghttp2_session_set_local_window_size(
-      session_.get(), NGHTTP2_FLAG_NONE, stream.id_, local + static_cast<int32_t>(more));
-  if (result != 0) {
-    stream.window_ -= more;
-    if (stream.memory_) stream.memory_->Release(more);
-    if (nghttp2_is_fatal(result)) End(LibraryFailure(result));
-  }
-}
-
-void Session::ReleaseSpareWindow(Stream& stream) {
-  if (stream.state_ != Stream::State::kBodyEnded && stream.state_ != Stream::State::kFailed) {
-    return;
-  }
-  const uint64_t spare = stream.window_ - stream.body_.size();
-  if (spare == 0) return;
-  stream.window_ -= spare;
-  if (stream.memory_) stream.memory_->Release(spare);
-}
-
-void Session::DropBody(Stream& stream) {
-  const size_t n = stream.body_.size();
-  if (n == 0) return;
-  stream.body_.consume(n);
-  stream.body_.shrink_to_fit();
-  stream.buffered_bytes_ = 0;
-  UpdateBufferStats(-static_cast<int64_t>(n));
-}
-
-void Session::OnStreamDropped(uint64_t unread_bytes) {
-  UpdateBufferStats(-static_cast<int64_t>(unread_bytes));
-}
-
-void Session::OnStreamDeadline(Stream& stream) {
-  if (stream.state_ == Stream::State::kFailed || stream.state_ == Stream::State::kBodyEnded) {
-    return;
-  }
-  ResetStream(stream, DeadlineFailure(stream));
-}
-
-void Session::OnHeadersReceived(Stream& stream, bool end_stream) {
-  if (stream.state_ == Stream::State::kAwaitingHead) {
-    const int status = stream.head_in_progress_.status_code;
-    if (status < 100) {  // found by fuzz/http2_response_fuzzer.cc: nghttp2 takes 000-099
-      nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_,
-                                NGHTTP2_PROTOCOL_ERROR);
-      return FailStream(stream, WithReason(absl::UnavailableError(absl::StrCat(
-                                               "invalid HTTP/2 response from ", origin_key_,
-                                               ": status code ", status, " is below 100")),
-                                           "UPSTREAM_INVALID_RESPONSE", {{"origin", origin_key_}}));
-    }
-    if (status < 200) {  // interim: the final head follows
-      if (++stream.interim_responses_ > limits_.max_interim_responses) {
-        observer_.OnUpstreamLimit(origin_, UpstreamLimit::kInterimResponses);
-        nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream.id_, NGHTTP2_CANCEL);
-        FailStream(stream, LimitExceeded(absl::StrCat(
-                               "more than ", limits_.max_interim_responses,
-                               " interim (1xx) responses before the final one "
-                               "(transport.max_interim_responses)")));
-      }
-      return;
-    }
-    stream.head_ = std::move(stream.head_in_progress_);
-    stream.head_in_progress_ = ResponseHead{};
-    stream.state_ = Stream::State::kBody;
-    MarkReady(stream);
-  }
-  if (end_stream) EndBody(stream);  // after the head, or after trailers
-}
-
 void Session::OnStreamClosed(int32_t id, uint32_t error_code) {
   const auto it = streams_.find(id);
   if (it == streams_.end()) return;
   const std::shared_ptr<Stream> stream = std::move(it->second);
   streams_.erase(it);
-  CloseStream(*stream);
+  stream->Close();
   if (stream->state_ == Stream::State::kFailed || stream->state_ == Stream::State::kBodyEnded) {
     return;
   }
@@ -881,16 +442,17 @@ void Session::OnStreamClosed(int32_t id, uint32_t error_code) {
   const bool answered = stream->state_ != Stream::State::kAwaitingHead ||
                         stream->interim_responses_ > 0;
   if (error_code == NGHTTP2_REFUSED_STREAM && !answered) {
-    return FailStream(*stream,
-                      NotProcessed(AboveGoaway(*stream)
-                                       ? absl::StrCat("the server sent GOAWAY (last stream ",
-                                                      *goaway_last_stream_id_, ", ",
-                                                      ErrorCodeName(goaway_error_),
-                                                      ") before stream ", id)
-                                       : std::string("the server refused the stream "
-                                                     "(REFUSED_STREAM)")));
+    return stream->Fail(NotProcessed(
+        origin_key_, AboveGoaway(*stream)
+                         ? absl::StrCat("the server sent GOAWAY (last stream ",
+                                        *goaway_last_stream_id_, ", ",
+                                        ErrorCodeName(goaway_error_), ") before stream ", id)
+                         : std::string("the server refused the stream (REFUSED_STREAM)")));
   }
-  FailStream(*stream, StreamResetFailure(*stream, error_code));
+  stream->Fail(StreamResetFailure(
+      origin_key_, id, error_code, stream->state_ == Stream::State::kAwaitingHead, answered,
+      AboveGoaway(*stream) ? std::optional<Goaway>(Goaway{*goaway_last_stream_id_, goaway_error_})
+                           : std::nullopt));
 }
 
 void Session::OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string_view debug) {
@@ -906,119 +468,19 @@ void Session::OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string
   // nghttp2 closes the streams above last_stream_id itself, with REFUSED_STREAM.
 }
 
-absl::Status Session::ForCaller(const absl::Status& status) {
-  absl::Status copy(status.code(), status.message());
-  status.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
-    copy.SetPayload(type_url, absl::Cord(std::string(payload)));
-  });
-  return copy;
+uint32_t Session::InitialStreamWindow() const {
+  return std::max<uint32_t>(
+      1, std::min(limits_.initial_stream_window_bytes, limits_.stream_window_bytes));
 }
 
-absl::Status Session::NotProcessed(absl::string_view why) const {
-  return WithReason(absl::UnavailableError(absl::StrCat(
-                        why, "; ", origin_key_,
-                        " did not process the request: it may be sent again on another "
-                        "connection")),
-                    kNotProcessedReason, {{"origin", origin_key_}});
-}
-
-absl::Status Session::LimitExceeded(absl::string_view what) const {
-  return WithReason(absl::UnavailableError(absl::StrCat("HTTP/2 response from ", origin_key_,
-                                                        " went past a limit: ", what)),
-                    "UPSTREAM_LIMIT_EXCEEDED", {{"origin", origin_key_}});
+void Session::OnStreamDropped(uint64_t unread_bytes) {
+  UpdateBufferStats(-static_cast<int64_t>(unread_bytes));
 }
 
 absl::Status Session::LibraryFailure(int code) {
   if (ending_) return *std::exchange(ending_, std::nullopt);
-  switch (code) {
-    case NGHTTP2_ERR_FLOODED:
-      return LimitExceeded(absl::StrCat(
-          "it sent more SETTINGS or PING frames than egress acknowledges while they go "
-          "unread (",
-          limits_.max_queued_acks, " acknowledgements waiting); a flood"));
-    case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
-      return LimitExceeded("a header block in too many CONTINUATION frames; a flood");
-    case NGHTTP2_ERR_NOMEM:
-      return WithReason(absl::ResourceExhaustedError(absl::StrCat(
-                            "egress ran out of memory in the HTTP/2 session with ", origin_key_)),
-                        "LIMIT_EXCEEDED", {{"origin", origin_key_}});
-    default: {
-      const std::string detail = std::exchange(library_message_, {});
-      return WithReason(absl::UnavailableError(absl::StrCat(
-                            "HTTP/2 protocol error from ", origin_key_, ": ",
-                            nghttp2_strerror(code), detail.empty() ? "" : ": ", detail,
-                            "; the connection was closed")),
-                        "UPSTREAM_PROTOCOL_ERROR", {{"origin", origin_key_}});
-    }
-  }
-}
-
-absl::Status Session::IoFailure(absl::string_view phase, beast::error_code ec) const {
-  if (ec == net::error::eof || ec == net::ssl::error::stream_truncated ||
-      ec == net::error::connection_reset) {
-    return WithReason(absl::UnavailableError(absl::StrCat(
-                          origin_key_, " closed the HTTP/2 connection",
-                          goaway_last_stream_id_ ? " after GOAWAY" : "", " (", ec.message(),
-                          ")")),
-                      "UPSTREAM_CLOSED", {{"origin", origin_key_}, {"phase", phase}});
-  }
-  return WithReason(absl::UnavailableError(absl::StrCat(phase, " ", origin_key_,
-                                                        " failed: ", ec.message())),
-                    "UPSTREAM_CONNECTION_FAILED", {{"origin", origin_key_}, {"phase", phase}});
-}
-
-absl::Status Session::DeadlineFailure(const Stream& stream) const {
-  absl::string_view phase = "waiting for the response from";
-  std::string detail;
-  if (stream.state_ != Stream::State::kAwaitingHead) {
-    phase = "reading the response body from";
-  } else if (stream.request_body_sent_ < stream.request_body_size_) {
-    phase = "sending the request body to";
-    const bool window_closed =
-        nghttp2_session_get_stream_remote_window_size(session_.get(), stream.id_) <= 0 ||
-        nghttp2_session_get_remote_window_size(session_.get()) <= 0;
-    detail = absl::StrCat(" (", stream.request_body_sent_, " of ", stream.request_body_size_,
-                          " bytes sent",
-                          window_closed ? "; the server's flow-control window stayed closed" : "",
-                          ")");
-  }
-  return WithReason(absl::DeadlineExceededError(absl::StrCat("deadline expired while ", phase,
-                                                             " ", origin_key_, detail)),
-                    "DEADLINE_EXCEEDED", {{"origin", origin_key_}, {"phase", phase}});
-}
-
-absl::Status Session::StreamResetFailure(const Stream& stream, uint32_t error_code) const {
-  const absl::string_view when = stream.state_ == Stream::State::kAwaitingHead
-                                     ? "before its response head"
-                                     : "before the response body ended";
-  if (error_code == NGHTTP2_NO_ERROR) {
-    return WithReason(absl::UnavailableError(absl::StrCat(
-                          origin_key_, " closed the HTTP/2 stream ", when)),
-                      "UPSTREAM_CLOSED", {{"origin", origin_key_}});
-  }
-  // nghttp2 closes the streams above a GOAWAY's last stream id with REFUSED_STREAM; one
-  // the server had begun to answer was taken, and may have been processed.
-  const std::string how =
-      AboveGoaway(stream)
-          ? absl::StrCat(" sent GOAWAY (last stream ", *goaway_last_stream_id_, ", ",
-                         ErrorCodeName(goaway_error_), ") below HTTP/2 stream ", stream.id_,
-                         " ", when, ", which ended it")
-          : absl::StrCat(" reset the HTTP/2 stream ", when, " (", ErrorCodeName(error_code), ")");
-  return WithReason(
-      absl::UnavailableError(absl::StrCat(
-          origin_key_, how,
-          stream.state_ == Stream::State::kAwaitingHead && stream.interim_responses_ == 0
-              ? ""
-              : "; it had begun to answer, so it may have processed the request")),
-      "UPSTREAM_STREAM_RESET", {{"origin", origin_key_}});
-}
-
-absl::Status Session::FailureAtEnd(const Stream& stream) const {
-  if (!stream.request_sent_) {
-    return NotProcessed(absl::StrCat("the HTTP/2 connection ended before the request was sent (",
-                                     ended_.message(), ")"));
-  }
-  return ended_;
+  return LibraryError(origin_key_, code, limits_.max_queued_acks,
+                      std::exchange(library_message_, {}));
 }
 
 void Session::UpdateBufferStats(int64_t body_delta) {

@@ -17,6 +17,8 @@
 #include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/error.hpp"
 #include "service/base/guard.h"
+#include "service/transport/http2/errors.h"
+#include "service/transport/http2/session_limits.h"
 #include "service/transport/http2/stream.h"
 #include "service/transport/observer.h"
 #include "service/transport/http/origin.h"
@@ -26,78 +28,6 @@
 struct nghttp2_session;
 
 namespace egress::transport::http2 {
-
-// Bounds on what one HTTP/2 connection lets its server make egress hold or do.
-struct SessionLimits {
-  // Streams open at once, at most; the server's SETTINGS_MAX_CONCURRENT_STREAMS, when
-  // lower, is the limit.
-  uint32_t max_concurrent_streams = 100;
-  // The receive windows egress advertises (1 to 2^31 - 1). A stream's window opens again only as its
-  // caller reads (nghttp2_session_consume_stream), so a slow caller makes egress buffer
-  // at most one stream window for its stream; the connection's reopens as bytes arrive,
-  // so that callers who stop reading hold up nobody else's body (it bounds what is in
-  // flight, not what is held: all streams together hold at most max_concurrent_streams
-  // stream windows).
-  //
-  // A stream's window is what its request's BodyMemory has reserved, never more: bytes
-  // a server may send must be buffered whatever happens. It starts at
-  // initial_stream_window_bytes (SETTINGS_INITIAL_WINDOW_SIZE, at most
-  // stream_window_bytes), reserved before the request goes out (a request that cannot
-  // reserve it fails with BodyMemory's status, and nothing is sent), and grows by what
-  // its caller reads, up to stream_window_bytes, as far as reservations succeed: a caller
-  // that keeps up gets the whole window, one that stops holds only what it had. The
-  // reservation shrinks to what is buffered once the body has all arrived, and goes
-  // back as the rest is read, dropped or reset.
-  uint32_t stream_window_bytes = 256 * 1024;
-  // Every stream reserves its first window at submit, whether its answer has a body or
-  // not (a HEAD, a 204), so this bounds how many fetches the budget lets be in flight:
-  // 16 KiB lets the default limits.max_concurrent_fetches (10,000) all hold a stream
-  // within the default buffered_body_budget_bytes (256 MiB: 160 MiB), where 64 KiB
-  // refused every HTTP/2 fetch past 4,096. A fixed figure, not the budget divided by
-  // max_concurrent_fetches: it goes out once per connection in SETTINGS, while both
-  // limits change with UpdateConfig under live connections. 16 KiB is one DATA frame of
-  // the default SETTINGS_MAX_FRAME_SIZE, so a server need not split frames; a body
-  // larger than it costs a few more WINDOW_UPDATEs while its window doubles per read up
-  // to stream_window_bytes.
-  uint32_t initial_stream_window_bytes = 16 * 1024;
-  uint32_t connection_window_bytes = 4 * 1024 * 1024;
-  // A response's header block (and trailers), decoded, counted as RFC 9113 counts
-  // SETTINGS_MAX_HEADER_LIST_SIZE (name + value + 32 a field): over it the stream fails
-  // (the rest of the block is decoded for nobody). As transport.max_response_header_bytes.
-  // A header block in more than 8 CONTINUATION frames ends the session (nghttp2's bound,
-  // Debian's fix of CVE-2024-28182).
-  uint32_t max_header_list_bytes = 64 * 1024;
-  uint32_t max_interim_responses = 5;  // 1xx heads before the final one, per stream
-  // SETTINGS and PING acknowledgements waiting to be sent (a server that floods them
-  // and reads nothing), and entries in one SETTINGS frame; past either the session ends.
-  uint32_t max_queued_acks = 1000;
-  uint32_t max_settings_entries = 32;
-  // A write that has not completed after this long (the server reads nothing) ends the
-  // session.
-  absl::Duration write_timeout = absl::Seconds(30);
-};
-
-// What a session holds and has done, for tests and metrics; from any thread.
-struct SessionStats {
-  uint32_t open_streams = 0;
-  uint64_t streams_opened = 0;
-  // Response body bytes received and not yet read by callers, now and at the most.
-  uint64_t buffered_body_bytes = 0;
-  uint64_t peak_buffered_body_bytes = 0;
-  // Bytes taken from nghttp2 to be written (one write in flight and the next batch),
-  // now and at the most.
-  uint64_t write_buffer_bytes = 0;
-  uint64_t peak_write_buffer_bytes = 0;
-};
-
-// The reason of the UNAVAILABLE a stream fails with when its server did not process its
-// request: refused (REFUSED_STREAM) or above a GOAWAY's last stream id before any
-// response head (interim ones included) came, or never sent (the session ended or went
-// away first). Such a request may be sent again on another connection whatever its
-// method (RFC 9113 8.7). Once a head has come, either is a reset (UPSTREAM_STREAM_RESET).
-inline constexpr absl::string_view kNotProcessedReason = "UPSTREAM_REFUSED_STREAM";
-// Whether `status` says the server did not process the request (kNotProcessedReason).
-bool WasNotProcessed(const absl::Status& status);
 
 // One HTTP/2 client connection (RFC 9113), driven by nghttp2 (framing, HPACK, flow
 // control), over an already connected UpstreamStream: plain TCP (h2c with prior
@@ -239,49 +169,20 @@ class Session : public std::enable_shared_from_this<Session> {
   // Gives the stream's place back, once (from any thread); true if this call did.
   bool ReleasePlace(Stream& stream);
 
-  // Stream steps, on the loop.
-  void CloseStream(Stream& stream);  // it gives its place back
-  void MarkReady(Stream& stream);
-  void FailStream(Stream& stream, absl::Status why);
-  void ResetStream(Stream& stream, absl::Status why);  // RST_STREAM CANCEL, then fails it
-  void EndBody(Stream& stream);
-  // Hands a read up to its size from the stream's buffer, and lets the windows reopen
-  // (and the stream's grow, see SessionLimits).
-  std::string TakeBody(Stream& stream, size_t max_bytes);
-  // The stream's window: `bytes` more reserved from its BodyMemory (always, without
-  // one), or why not. The caller opens the window by as much.
-  static absl::Status ReserveWindow(Stream& stream, uint64_t bytes);
-  // After a read of `read` bytes from a stream whose body is still arriving: its window
-  // grows by as much, up to limits_.stream_window_bytes, if that much can be reserved.
-  void GrowWindow(Stream& stream, uint64_t read);
-  // Once no more bytes can arrive for the stream (its body ended, or it failed): the
-  // reservation beyond what it buffers goes back.
-  static void ReleaseSpareWindow(Stream& stream);
+  // The window a stream is given first (SETTINGS_INITIAL_WINDOW_SIZE, see SessionLimits).
   uint32_t InitialStreamWindow() const;
-  void DropBody(Stream& stream);
   // A Stream let go of with body bytes unread: their windows reopen.
   void OnStreamDropped(uint64_t unread_bytes);
-  void OnStreamDeadline(Stream& stream);
-  void OnHeadersReceived(Stream& stream, bool end_stream);
   void OnStreamClosed(int32_t id, uint32_t error_code);
   void OnGoaway(int32_t last_stream_id, uint32_t error_code, absl::string_view debug);
   Stream* Find(int32_t id) const;
   // Whether the stream's id is above the last stream id of a GOAWAY received.
   bool AboveGoaway(const Stream& stream) const;
 
-  // `status` for a callback, sharing nothing with the session's own copy: copies of an
-  // absl::Status share a reference-counted representation, which the loop may let go of
-  // while the caller still reads its copy; ThreadSanitizer cannot see that count
-  // (Debian's Abseil is not instrumented) and would report a race.
-  static absl::Status ForCaller(const absl::Status& status);
-  // Failures, in words a caller can act on.
-  absl::Status NotProcessed(absl::string_view why) const;
-  absl::Status LimitExceeded(absl::string_view what) const;
+  // Why nghttp2 failed with `code`: what a callback of its decided (ending_), else the
+  // code in words (errors.h).
   absl::Status LibraryFailure(int code);
-  absl::Status IoFailure(absl::string_view phase, boost::beast::error_code ec) const;
-  absl::Status DeadlineFailure(const Stream& stream) const;
-  absl::Status StreamResetFailure(const Stream& stream, uint32_t error_code) const;
-  absl::Status FailureAtEnd(const Stream& stream) const;
+  // Counts body bytes buffered (`body_delta`) and the write buffer, now and at the most.
   void UpdateBufferStats(int64_t body_delta);
 
   UpstreamStream& upstream_;

@@ -16,7 +16,7 @@
 #include "boost/beast/core/flat_buffer.hpp"
 #include "service/transport/http/body_memory.h"
 #include "service/transport/http/request_body.h"
-#include "service/transport/http1/response_parser.h"
+#include "service/transport/http/response_head.h"
 
 namespace egress::transport::http2 {
 
@@ -79,6 +79,36 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void Deliver();
   // Arms the deadline timer (on the loop); an infinite deadline disarms it.
   void SetDeadline(absl::Time deadline);
+
+  // Steps on the session's loop, taken by the session and nghttp2's callbacks.
+  // Puts it in the session's list of streams with something to deliver.
+  void MarkReady();
+  // Gives its place among the open streams back (once), and tells the session's owner.
+  void Close();
+  // Ends it with `why`: its place goes back, what it buffers is dropped, whatever waits
+  // hears of it. Nothing happens to a stream already failed.
+  void Fail(absl::Status why);
+  // RST_STREAM CANCEL (when nghttp2 knows the stream), then Fail.
+  void SendReset(absl::Status why);
+  // The server ended the body (END_STREAM).
+  void EndBody();
+  // A header block has been received: a final head (delivered), an interim one
+  // (counted), or trailers.
+  void OnHeadersReceived(bool end_stream);
+  void OnDeadline();
+  // Hands a read up to its size from the buffer, and lets the windows reopen (and the
+  // stream's grow, see SessionLimits).
+  std::string TakeBody(size_t max_bytes);
+  void DropBody();
+  // The window: `bytes` more reserved from memory_ (always, without one), or why not.
+  // The caller opens the window by as much.
+  absl::Status ReserveWindow(uint64_t bytes);
+  // After a read of `read` bytes while the body is still arriving: the window grows by
+  // as much, up to limits.stream_window_bytes, if that much can be reserved.
+  void GrowWindow(uint64_t read);
+  // Once no more bytes can arrive (the body ended, or the stream failed): the
+  // reservation beyond what it buffers goes back.
+  void ReleaseSpareWindow();
 
   const std::shared_ptr<Session> session_;
   int32_t id_ = 0;  // the HTTP/2 stream id, once submitted
