@@ -277,6 +277,8 @@ class ConnectionPool {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Serves queued requests that the origin now has an idle connection or room for;
   // `retired`: a connection went away, so those waiting for a drain dial now.
+  // A waiter's timer, cancelled on its own strand (wait_queue.cc).
+  static void CancelTimer(const std::shared_ptr<boost::asio::steady_timer>& timer);
   void ServeWaiters(OriginPool& pool, bool retired, Deferred& deferred)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RetireLocked(OriginPool& pool, const std::shared_ptr<Connection>& connection,
