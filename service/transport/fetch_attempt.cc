@@ -13,9 +13,9 @@
 #include "boost/asio/steady_timer.hpp"
 #include "service/base/error_reason.h"
 #include "service/transport/http2/session.h"
-#include "service/transport/http2/stream.h"
 #include "service/transport/pool/connection.h"
 #include "service/transport/resilience/retry_budget.h"
+#include "service/transport/upstream_exchange.h"
 
 namespace egress::transport {
 namespace {
@@ -34,7 +34,8 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
         settings_(snapshot_->SettingsFor(request.origin.host)),
         request_(std::move(request)),
         deadline_(deadline),
-        done_(std::move(done)) {}
+        done_(std::move(done)),
+        exchange_(context.pool, context.observer) {}
 
   void Start() {
     // deny_hosts and the caller's rule are about names: decided before any connection is
@@ -62,8 +63,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
       cancelled_ = true;
       was_pinging = std::exchange(pinging_, false);  // the PING's answer is not waited for
       // Under the lock: a head that arrives now finds the connection closing (see Deliver).
-      if (connection_) connection_->Close();  // the pending I/O fails and reports back
-      if (stream_) stream_->Reset();  // HTTP/2: the stream alone; the connection is shared
+      exchange_.Abort();
       wait_id = wait_id_;
       race_wait_id = std::exchange(race_wait_id_, 0);
       resend_waiting = resend_waiting_;
@@ -83,7 +83,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     }
     if (was_pinging) {
       net::post(context_.timers, [self = shared_from_this()] {
-        self->Release(self->lease_, CloseReason::kCancelled);
+        self->exchange_.GiveBack(CloseReason::kCancelled);  // a stream lease: given back
         self->Finish(absl::CancelledError("the caller cancelled the request"));
       });
     }
@@ -100,7 +100,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     bool cancelled;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!connection_ && !finished_) wait_id_ = wait_id;
+      if (!exchange_.OwnsConnection() && !finished_) wait_id_ = wait_id;
       cancelled = cancelled_;
     }
     if (cancelled && wait_id) context_.pool.CancelWait(wait_id);
@@ -113,16 +113,15 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     {
       std::lock_guard<std::mutex> lock(mu_);
       wait_id_ = 0;
-      // A shared HTTP/2 connection is never closed for one request: its stream is.
-      if (!lease->multiplexed) connection_ = lease->connection;
+      exchange_.Take(*std::move(lease));
       cancelled = cancelled_;
     }
-    lease_ = *std::move(lease);
+    const ConnectionPool::Lease& leased = exchange_.lease();
     if (cancelled) {
       GiveBack(CloseReason::kCancelled);
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
-    if (lease_.reused && !lease_.connection->StillOpenAndQuiet()) {
+    if (leased.reused && !leased.connection->StillOpenAndQuiet()) {
       // Closed by the server while idle (or talking out of turn), or gone away: another,
       // asked for from a loop. The pool answers with an idle connection at once, inside
       // Acquire: called from here, a pool of dead connections (a server that restarted)
@@ -138,8 +137,8 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
         self->Finish(absl::CancelledError("the caller cancelled the request"));
       });
     }
-    if (lease_.reused) {
-      AddressCheck check = CheckPooled(*lease_.connection);
+    if (leased.reused) {
+      AddressCheck check = CheckPooled(*leased.connection);
       const PolicyVerdict verdict = check.verdict;
       RecordDecision(std::move(check));
       if (verdict.denied) {
@@ -147,34 +146,25 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
         GiveBack(CloseReason::kPolicy);
         return Finish(PolicyDenial(request_.origin, verdict, request_.caller));
       }
-      if (lease_.check_first) return CheckIdleSession();
+      if (leased.check_first) return CheckIdleSession();
       return Send();
     }
-    // Taken first: a drained connection that comes back at once replaces lease_.
-    const std::shared_ptr<Connection> dialing = lease_.connection;
-    if (lease_.may_race) AwaitDrained();
+    // Taken first: a drained connection that comes back at once replaces the lease.
+    const std::shared_ptr<Connection> dialing = leased.connection;
+    if (leased.may_race) AwaitDrained();
     dialing->Dial(settings_, deadline_, context_.resolver, request_.caller,
                   [self = shared_from_this(), dialing](absl::Status status) {
                     self->OnDial(dialing, std::move(status));
                   });
   }
 
-  // Lets go of the lease before sending: a connection of its own is retired for
-  // `reason`; a stream on a shared HTTP/2 connection is given back (the connection goes
-  // on carrying the others, and retires when they end if it must).
+  // Lets go of the lease before sending (see UpstreamExchange::GiveBack).
   void GiveBack(CloseReason reason) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      connection_ = nullptr;
+      exchange_.Detach();
     }
-    Release(lease_, reason);
-  }
-
-  // A lease not used after all: a connection of its own is retired for `reason`, a
-  // stream on a shared one given back.
-  void Release(const ConnectionPool::Lease& lease, CloseReason reason) {
-    if (lease.multiplexed) return context_.pool.ReturnStream(lease.connection);
-    context_.pool.Retire(lease.connection, reason);
+    exchange_.GiveBack(reason);
   }
 
   // An HTTP/2 connection idle for ping_interval (Lease::check_first) is asked for a PING
@@ -191,7 +181,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     // Cut short by this fetch's deadline, a PING without an answer says nothing of the
     // connection: it stays for others.
     const bool cut_short = left < settings_.http2.ping_timeout;
-    lease_.connection->session()->Ping(
+    exchange_.lease().connection->session()->Ping(
         std::min(settings_.http2.ping_timeout, left),
         [self = shared_from_this(), cut_short](absl::Status status) {
           bool waited;  // the fetch was still waiting for the answer (no cancel)
@@ -200,10 +190,11 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
             waited = std::exchange(self->pinging_, false);
           }
           const bool inconclusive = cut_short && absl::IsDeadlineExceeded(status);
-          self->context_.pool.Checked(self->lease_.connection, status.ok() || inconclusive);
+          self->context_.pool.Checked(self->exchange_.lease().connection,
+                                      status.ok() || inconclusive);
           if (!waited) return;
           if (status.ok()) return self->Send();
-          self->Release(self->lease_, CloseReason::kStale);  // a stream lease: given back
+          self->exchange_.GiveBack(CloseReason::kStale);  // a stream lease: given back
           if (absl::Now() >= self->deadline_) {
             return self->Finish(absl::DeadlineExceededError(absl::StrCat(
                 "deadline expired while checking an idle HTTP/2 connection to ",
@@ -230,11 +221,11 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     // An idle HTTP/2 connection comes as a stream lease (not one in need of a check: the
     // dial carries on instead).
     if (!drained->connection->StillOpenAndQuiet() || drained->check_first) {
-      return Release(*drained, CloseReason::kStale);
+      return UpstreamExchange::ReleaseUnused(context_.pool, *drained, CloseReason::kStale);
     }
     AddressCheck check = CheckPooled(*drained->connection);
     if (check.verdict.denied) {  // the dial, checked itself, carries on
-      return Release(*drained, CloseReason::kPolicy);
+      return UpstreamExchange::ReleaseUnused(context_.pool, *drained, CloseReason::kPolicy);
     }
     bool take;
     {
@@ -243,17 +234,11 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
       race_wait_id_ = 0;
       if (take) {
         race_ = Race::kDrainedWon;
-        if (!drained->multiplexed) connection_ = drained->connection;
+        drained->drain_choice = exchange_.lease().drain_choice;  // the dial's, kept
+        exchange_.Take(*std::move(drained));
       }
     }
-    if (!take) {
-      if (drained->multiplexed) return context_.pool.ReturnStream(drained->connection);
-      context_.pool.Return(drained->connection);
-      return;
-    }
-    const std::optional<DrainAwareChoice> choice = lease_.drain_choice;
-    lease_ = *std::move(drained);
-    lease_.drain_choice = choice;
+    if (!take) return UpstreamExchange::ReturnUnused(context_.pool, *drained);
     RecordDecision(std::move(check));
     Send();
   }
@@ -331,76 +316,27 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
       context_.pool.Retire(connection, CloseReason::kCancelled);
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
-    if (connection->protocol() == Connection::Protocol::kHttp2) {
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      connection_ = nullptr;  // shared from now on: a cancel resets the stream
-      lease_.multiplexed = true;
+      exchange_.Dialed();  // HTTP/2: shared from now on, a cancel resets the stream
     }
     context_.pool.Dialed(connection);
     Send();
   }
 
   void Send() {
-    if (lease_.drain_choice) {
-      context_.observer.OnDrainAwareAcquisition(request_.origin, *lease_.drain_choice,
-                                                   lease_.reused);
+    const ConnectionPool::Lease& lease = exchange_.lease();
+    if (lease.drain_choice) {
+      context_.observer.OnDrainAwareAcquisition(request_.origin, *lease.drain_choice,
+                                                lease.reused);
     }
-    // A stream's lease knows whether it is its connection's first (others may open
-    // theirs on a new HTTP/2 connection before the request that dialed it does).
-    context_.observer.OnUpstreamRequest(
-        request_.origin, lease_.multiplexed ? lease_.reused : lease_.connection->requests() > 0);
+    context_.observer.OnUpstreamRequest(request_.origin, exchange_.Reused());
     send_start_ = absl::Now();
-    if (lease_.multiplexed) return SendStream();
-    const TransportSettings& settings = settings_;
-    lease_.connection->Send(
-        request_, settings.response_header_timeout,
-        ResponseLimits{settings.max_response_header_bytes, settings.max_chunk_line_bytes,
-                       settings.max_interim_responses},
-        deadline_,
+    exchange_.Send(
+        request_, settings_, deadline_, mu_,
         [self = shared_from_this()](absl::StatusOr<ResponseHead> head, bool response_started) {
           self->OnHead(std::move(head), response_started);
         });
-  }
-
-  // HTTP/2: the request on a stream of its own; the head comes to OnStreamHead.
-  void SendStream() {
-    context_.observer.OnStreamOpened(request_.origin);
-    bool cancelled;
-    {
-      // Under the lock: the head (which Deliver takes the stream with) may come on the
-      // session's thread before OpenStream has returned here; it waits for the lock.
-      // OpenStream runs no callback inside the call.
-      std::lock_guard<std::mutex> lock(mu_);
-      stream_ = lease_.connection->OpenStream(
-          request_, deadline_, [self = shared_from_this()](absl::StatusOr<ResponseHead> head) {
-            self->OnStreamHead(std::move(head));
-          });
-      cancelled = cancelled_;
-      if (cancelled) stream_->Reset();  // a cancel that came before the stream was there
-    }
-  }
-
-  void OnStreamHead(absl::StatusOr<ResponseHead> head) {
-    if (head.ok()) return Deliver(*std::move(head));
-    bool cancelled;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled = cancelled_;
-      stream_ = nullptr;
-    }
-    context_.observer.OnStreamClosed(request_.origin);
-    context_.pool.ReturnStream(lease_.connection);
-    if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
-    if (http2::WasNotProcessed(head.status())) return SendAgainUnprocessed(head.status());
-    // A reused connection that failed before any response (the server closed it while
-    // idle): an idempotent request goes again, once, on a fresh connection, as on HTTP/1.1.
-    if (lease_.reused && absl::IsUnavailable(head.status()) && !retried_ &&
-        request_.IsIdempotent()) {
-      retried_ = true;
-      context_.observer.OnRetry(request_.origin, RetryReason::kStale);
-      return Acquire(/*fresh=*/true);
-    }
-    Finish(head.status());
   }
 
   // The server did not process the request (GOAWAY, REFUSED_STREAM, before any head):
@@ -458,23 +394,20 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     {
       std::lock_guard<std::mutex> lock(mu_);
       cancelled = cancelled_;
-      connection_ = nullptr;
+      exchange_.Detach();
     }
+    const UpstreamExchange::HeadFailure failure =
+        exchange_.GiveBackAfterFailedHead(head.status(), response_started, cancelled);
+    if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
+    if (failure.not_processed) return SendAgainUnprocessed(head.status());
     // The server closed the pooled connection while it idled: the request never reached
     // it, so an idempotent one may go again, once, on a fresh connection.
-    const bool stale = lease_.reused && !response_started && !cancelled &&
-                       absl::IsUnavailable(head.status());
-    context_.pool.Retire(lease_.connection,
-                            stale       ? CloseReason::kStale
-                            : cancelled ? CloseReason::kCancelled
-                                        : CloseReason::kError);
-    if (stale && !retried_ && request_.IsIdempotent()) {
+    if (failure.stale && !retried_ && request_.IsIdempotent()) {
       retried_ = true;
       context_.observer.OnRetry(request_.origin, RetryReason::kStale);
       return Acquire(/*fresh=*/true);
     }
-    if (cancelled) return Finish(absl::CancelledError("the caller cancelled the request"));
-    if (stale && !request_.IsIdempotent()) {
+    if (failure.closed_while_idle && !request_.IsIdempotent()) {
       return Finish(absl::UnavailableError(absl::StrCat(
           head.status().message(), "; the pooled connection had been closed by the server ",
           "while idle, and a ", request_.method,
@@ -485,7 +418,6 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
 
   void Deliver(ResponseHead head) {
     bool cancelled;
-    std::shared_ptr<http2::Stream> stream;
     {
       // From here Cancel has no effect. One that came first closed the connection (or
       // reset the stream) under the head: nothing is delivered, and the connection
@@ -493,35 +425,31 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
       std::lock_guard<std::mutex> lock(mu_);
       cancelled = cancelled_;
       finished_ = true;
-      connection_ = nullptr;
-      stream = std::exchange(stream_, nullptr);
+      exchange_.Detach();
     }
     if (cancelled) {
-      if (stream) {
-        context_.observer.OnStreamClosed(request_.origin);
-        context_.pool.ReturnStream(lease_.connection);
-      } else {
-        context_.pool.Retire(lease_.connection, CloseReason::kCancelled);
-      }
+      exchange_.GiveBack(CloseReason::kCancelled);
       return Finish(absl::CancelledError("the caller cancelled the request"));
     }
     Response response;
     response.head = std::move(head);
     ConnectionDetails& details = response.connection;
-    const auto& connection = lease_.connection;
-    details.connection_id = connection->id();
-    details.reused = lease_.multiplexed ? lease_.reused : connection->requests() > 1;
-    details.was_idle = lease_.reused;
-    details.idle_time = lease_.idle_for;
-    details.remote_address = connection->remote_address();
-    details.protocol = std::string(connection->protocol_name());
-    if (!lease_.reused) details.dial = connection->dial_timing();
+    const ConnectionPool::Lease& lease = exchange_.lease();
+    const Connection& connection = *lease.connection;
+    details.connection_id = connection.id();
+    details.reused = exchange_.Reused();
+    details.was_idle = lease.reused;
+    details.idle_time = lease.idle_for;
+    details.remote_address = connection.remote_address();
+    details.protocol = std::string(connection.protocol_name());
+    if (!lease.reused) details.dial = connection.dial_timing();
     details.time_to_first_byte = absl::Now() - send_start_;
     details.retried = retried_;
     response.would_deny_rules = would_deny_rules_;
     response.policy_rule = policy_rule_;
-    response.body = std::make_unique<ResponseBody>(connection, std::move(stream), deadline_,
-                                                   context_.settler);
+    // The body holds the exchange from here (this one is left empty).
+    response.body =
+        std::make_unique<ResponseBody>(std::move(exchange_), deadline_, context_.settler);
     Finish(std::move(response));
   }
 
@@ -529,7 +457,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     {
       std::lock_guard<std::mutex> lock(mu_);
       finished_ = true;
-      connection_ = nullptr;
+      exchange_.Detach();
     }
     if (breaker_admission_) {
       const absl::Status& status = result.status();
@@ -551,7 +479,6 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
   const HttpRequest request_;
   const absl::Time deadline_;
   ResponseCallback done_;
-  ConnectionPool::Lease lease_;
   absl::Time acquire_start_;
   absl::Time send_start_;
   bool retried_ = false;
@@ -572,8 +499,9 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
   std::mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);  // while I/O may be pending
-  std::shared_ptr<http2::Stream> stream_ ABSL_GUARDED_BY(mu_);   // HTTP/2, until the head
+  // The lease, and what a cancel aborts (see UpstreamExchange's comment); given to the
+  // response body with the head.
+  UpstreamExchange exchange_;
   bool pinging_ ABSL_GUARDED_BY(mu_) = false;  // CheckIdleSession waits for the answer
   bool resend_waiting_ ABSL_GUARDED_BY(mu_) = false;  // SendAgainUnprocessed's backoff
   ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool

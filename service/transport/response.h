@@ -12,9 +12,9 @@
 #include "absl/time/time.h"
 #include "service/transport/body_settler.h"
 #include "service/transport/http1/response_parser.h"
-#include "service/transport/http2/stream.h"
 #include "service/transport/observer.h"
 #include "service/transport/pool/connection.h"
+#include "service/transport/upstream_exchange.h"
 
 namespace egress::transport {
 
@@ -36,10 +36,9 @@ struct ConnectionDetails {
 // drain policy when the body is closed or destroyed. Thread-safe; one Read at a time.
 class ResponseBody {
  public:
-  // The body on `connection` (HTTP/1.1), or on `stream` of it (HTTP/2, when not null),
-  // read until `deadline`; `settler` (which outlives the body) takes it when let go of.
-  ResponseBody(std::shared_ptr<Connection> connection, std::shared_ptr<http2::Stream> stream,
-               absl::Time deadline, BodySettler& settler);
+  // The body of `exchange`'s response (its head delivered), read until `deadline`;
+  // `settler` (which outlives the body) takes it when let go of.
+  ResponseBody(UpstreamExchange exchange, absl::Time deadline, BodySettler& settler);
   ~ResponseBody();
   ResponseBody(const ResponseBody&) = delete;
   ResponseBody& operator=(const ResponseBody&) = delete;
@@ -59,7 +58,6 @@ class ResponseBody {
 
  private:
   struct State;
-  void ReadStream(size_t max_bytes, Connection::ReadCallback done);
 
   std::shared_ptr<State> state_;
 };
