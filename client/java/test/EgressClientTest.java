@@ -111,6 +111,13 @@ public final class EgressClientTest {
         case "http://refused/":  // refused every time
           response.onError(unavailable("SHUTTING_DOWN"));
           return;
+        case "http://goaway-once/":  // grpc-java's failure of a stream a GOAWAY refused
+          if (earlier == 0) {
+            response.onError(Status.UNAVAILABLE.withDescription(
+                "GOAWAY shut down transport. HTTP/2 error code: NO_ERROR").asRuntimeException());
+            return;
+          }
+          break;
         case "http://unavailable/":  // UNAVAILABLE for another reason
           response.onError(unavailable("UPSTREAM_RESET"));
           return;
@@ -279,6 +286,14 @@ public final class EgressClientTest {
           .statusCode() == 200, "async status");
     check(fake.attemptsOf("http://refused-once/") == 2, "async attempts "
           + fake.attemptsOf("http://refused-once/"));
+  }
+
+  public void testAStreamAGoawayRefusedIsSentAgainEvenForAPost() throws Exception {
+    startFake(fakeOptions());
+    Response response = client.fetch("http://goaway-once/", FetchOptions.defaults().method("POST"));
+    check(response.statusCode() == 200, "status " + response.statusCode());
+    check(fake.attemptsOf("http://goaway-once/") == 2, "attempts "
+          + fake.attemptsOf("http://goaway-once/"));
   }
 
   public void testShutdownRetriesBoundTheAttempts() throws Exception {
