@@ -151,6 +151,13 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     }
     // Taken first: a drained connection that comes back at once replaces the lease.
     const std::shared_ptr<Connection> dialing = leased.connection;
+    {
+      // A race of its own: a dial of an earlier one still under way (it lost to a drained
+      // connection, on which the request then failed) is surplus from here.
+      std::lock_guard<std::mutex> lock(mu_);
+      dialing_ = dialing.get();
+      race_ = Race::kOn;
+    }
     if (leased.may_race) AwaitDrained();
     dialing->Dial(settings_, deadline_, context_.resolver, request_.caller,
                   [self = shared_from_this(), dialing](absl::Status status) {
@@ -277,9 +284,9 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     ConnectionPool::WaitId race_wait_id;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      surplus = race_ == Race::kDrainedWon;
-      if (race_ == Race::kOn) race_ = Race::kDialWon;
-      race_wait_id = std::exchange(race_wait_id_, 0);
+      surplus = connection.get() != dialing_ || race_ == Race::kDrainedWon;
+      if (!surplus && race_ == Race::kOn) race_ = Race::kDialWon;
+      race_wait_id = surplus ? 0 : std::exchange(race_wait_id_, 0);
     }
     if (race_wait_id) context_.pool.CancelWait(race_wait_id);
     // The addresses were checked (the dial got past the lookup): the policy has decided.
@@ -506,8 +513,11 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
   bool resend_waiting_ ABSL_GUARDED_BY(mu_) = false;  // SendAgainUnprocessed's backoff
   ConnectionPool::WaitId wait_id_ ABSL_GUARDED_BY(mu_) = 0;      // while queued in the pool
   // A dial racing a drain (Lease::may_race): the first to finish carries the request.
+  // Each dial of the fetch starts a race; `dialing_` is the latest dial's connection (an
+  // identity, never dereferenced), every other dial a surplus one.
   enum class Race { kOn, kDialWon, kDrainedWon };
   Race race_ ABSL_GUARDED_BY(mu_) = Race::kOn;
+  const Connection* dialing_ ABSL_GUARDED_BY(mu_) = nullptr;
   ConnectionPool::WaitId race_wait_id_ ABSL_GUARDED_BY(mu_) = 0;  // see AwaitDrained
 };
 

@@ -363,10 +363,13 @@ TEST_F(TransportTest, AdaptiveDrainsNeverHoldMoreThanTheBudget) {
 // An upstream whose new connections stall: one connection is served, then its accept
 // queue is kept full so that the next SYN is dropped and retried a second later.
 // Its one connection answers the first request with half of a 2 KiB body, 200 ms of
-// silence and the rest; every later request on it with "ok".
+// silence and the rest; every later request on it with "ok", or, made with
+// kCloseOnSecondRequest, the second with a close (as a server whose idle timeout ran out
+// as the request came). Once LetNewConnectionsIn, each new connection answers "ok".
 class StallingListener {
  public:
-  StallingListener() {
+  enum Behaviour { kKeepServing, kCloseOnSecondRequest };
+  explicit StallingListener(Behaviour behaviour = kKeepServing) : behaviour_(behaviour) {
     listener_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -376,12 +379,16 @@ class StallingListener {
     socklen_t length = sizeof(address);
     getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
     port_ = ntohs(address.sin_port);
-    server_ = std::thread([this] { Serve(); });
+    server_ = std::thread([this] { ServeFirst(); });
   }
   ~StallingListener() {
     shutdown(listener_, SHUT_RDWR);
     if (served_ >= 0) shutdown(served_, SHUT_RDWR);
     server_.join();
+    if (acceptor_.joinable()) acceptor_.join();
+    for (int fd : later_) shutdown(fd, SHUT_RDWR);  // the acceptor has stopped adding
+    for (std::thread& worker : workers_) worker.join();
+    for (int fd : later_) close(fd);
     for (int fd : {listener_, served_, filler_}) close(fd);
   }
 
@@ -397,40 +404,62 @@ class StallingListener {
     address.sin_port = htons(port_);
     connect(filler_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
   }
-  // Empties the queue: a stalled connection gets through at its next SYN.
-  void LetNewConnectionsIn() { close(accept(listener_, nullptr, nullptr)); }
+  // Accepts from now on (the filler first): a stalled connection gets through at its
+  // next SYN.
+  void LetNewConnectionsIn() {
+    acceptor_ = std::thread([this] {
+      while (true) {
+        const int fd = accept(listener_, nullptr, nullptr);
+        if (fd < 0) return;
+        later_.push_back(fd);
+        workers_.emplace_back([fd] { Serve(fd, [fd](int) { SendOk(fd); }); });
+      }
+    });
+  }
 
  private:
-  void Serve() {
-    served_ = accept(listener_, nullptr, nullptr);
+  // Answers the requests on `fd` in turn: `answer` with each one's number (0, 1, ...).
+  static void Serve(int fd, const std::function<void(int)>& answer) {
     std::string request;
-    bool first = true;
+    int requests = 0;
     char buffer[4096];
     while (true) {
-      const ssize_t got = read(served_, buffer, sizeof(buffer));
+      const ssize_t got = read(fd, buffer, sizeof(buffer));
       if (got <= 0) return;
       request.append(buffer, got);
       if (request.find("\r\n\r\n") == std::string::npos) continue;
       request.clear();
-      if (first) {
-        first = false;
-        Send("HTTP/1.1 200 OK\r\nContent-Length: 2048\r\n\r\n" + std::string(1024, 'a'));
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        Send(std::string(1024, 'b'));
-      } else {
-        Send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-      }
+      answer(requests++);
     }
   }
-  void Send(const std::string& bytes) {
-    (void)!write(served_, bytes.data(), bytes.size());  // a failed write ends the test's read
+  void ServeFirst() {
+    served_ = accept(listener_, nullptr, nullptr);
+    Serve(served_, [this](int request) {
+      if (request == 0) {
+        Send(served_, "HTTP/1.1 200 OK\r\nContent-Length: 2048\r\n\r\n" + std::string(1024, 'a'));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        Send(served_, std::string(1024, 'b'));
+      } else if (request == 1 && behaviour_ == kCloseOnSecondRequest) {
+        shutdown(served_, SHUT_RDWR);
+      } else {
+        SendOk(served_);
+      }
+    });
+  }
+  static void SendOk(int fd) { Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); }
+  static void Send(int fd, const std::string& bytes) {
+    (void)!write(fd, bytes.data(), bytes.size());  // a failed write ends the test's read
   }
 
+  const Behaviour behaviour_;
   int listener_ = -1;
   int served_ = -1;
   int filler_ = -1;
   int port_ = 0;
   std::thread server_;
+  std::thread acceptor_;
+  std::vector<int> later_;  // the acceptor's connections
+  std::vector<std::thread> workers_;
 };
 
 TEST_F(TransportTest, AdaptiveRequestDialingWhileADrainRunsTakesTheDrainedConnectionIfItIsFirst) {
@@ -460,6 +489,39 @@ TEST_F(TransportTest, AdaptiveRequestDialingWhileADrainRunsTakesTheDrainedConnec
   EXPECT_EQ(observer_.surplus_kept, 1);
   EXPECT_EQ(observer_.opened, 2);
   EXPECT_EQ(transport_->PoolStats().front().idle, 2);
+}
+
+TEST_F(TransportTest, ARequestTheDrainedConnectionFailedAsStaleIsCarriedByADialOfItsOwn) {
+  UseAdaptiveDrain([](TransportSettings& s) { s.drain.min_dial_cost = absl::Seconds(1); });
+  StallingListener upstream(StallingListener::kCloseOnSecondRequest);
+  auto first = Get(upstream.Url("/half"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  upstream.StallNewConnections();
+  first->body->Close();
+
+  // The drained connection wins the race against the stalled dial, and the server closes
+  // it under the request: stale, so the GET goes again on a fresh connection, a second
+  // dial, which must carry it (the first dial, still stalled, is the surplus).
+  std::promise<absl::StatusOr<Response>> promise;
+  auto pending = Begin(upstream.Url("/next"), promise, absl::Seconds(30));
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (observer_.retries == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(observer_.got_drained_connection, 1);
+  ASSERT_EQ(observer_.retries_by_reason[static_cast<size_t>(RetryReason::kStale)], 1);
+  upstream.LetNewConnectionsIn();
+
+  std::future<absl::StatusOr<Response>> answer = promise.get_future();
+  ASSERT_EQ(answer.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the fetch never finished";
+  absl::StatusOr<Response> next = answer.get();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(ReadAll(*next->body).value_or(""), "ok");
+  EXPECT_TRUE(next->connection.retried);
+  while (observer_.surplus_kept == 0 && absl::Now() < give_up + absl::Seconds(10)) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(observer_.surplus_kept, 1);
+  EXPECT_EQ(observer_.opened, 3);
 }
 
 }  // namespace
