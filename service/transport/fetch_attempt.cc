@@ -83,7 +83,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
     }
     if (was_pinging) {
       net::post(context_.timers, [self = shared_from_this()] {
-        self->exchange_.GiveBack(CloseReason::kCancelled);  // a stream lease: given back
+        self->GiveBack(CloseReason::kCancelled);  // a stream lease: given back
         self->Finish(absl::CancelledError("the caller cancelled the request"));
       });
     }
@@ -201,7 +201,7 @@ class FetchAttempt : public PendingFetch, public std::enable_shared_from_this<Fe
                                       status.ok() || inconclusive);
           if (!waited) return;
           if (status.ok()) return self->Send();
-          self->exchange_.GiveBack(CloseReason::kStale);  // a stream lease: given back
+          self->GiveBack(CloseReason::kStale);  // a stream lease: given back
           if (absl::Now() >= self->deadline_) {
             return self->Finish(absl::DeadlineExceededError(absl::StrCat(
                 "deadline expired while checking an idle HTTP/2 connection to ",
