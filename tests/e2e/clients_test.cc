@@ -470,6 +470,20 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   EXPECT_NE(example.find("reused True"), std::string::npos) << example;
 }
 
+TEST_F(ClientsTest, PythonAsyncioClientFetchesReusesAndMapsErrors) {
+  int status = -1;
+  const std::string stubs = dir_ + "/python-asyncio-stubs";
+  RunShell(absl::StrCat(Runfile("client/python/generate.sh"), " ", stubs), &status);
+  ASSERT_EQ(status, 0);
+  const std::string output =
+      RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_python.py"), " ", stubs,
+                            " ", Runfile("client/python"), " ", Target(), " ", Url(), " ",
+                            LargeUrl(), " '", kDeniedUrl, "' --asyncio"),
+               &status);
+  ASSERT_EQ(status, 0) << output;
+  ExpectFetchesAndErrors(JsonLines(output));
+}
+
 TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
   const char* npm_dir = std::getenv("EGRESS_NPM_DIR");
   int status = -1;
