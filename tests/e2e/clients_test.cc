@@ -163,6 +163,18 @@ class ClientsTest : public ::testing::Test {
     EXPECT_EQ(Field(calls[4], "host"), kDeniedHost);
   }
 
+  // What check_python.py prints (`flags` "--asyncio": through the asyncio client), with
+  // egress_client's stubs generated into `stubs` first; `status` is the script's.
+  static std::string CheckPython(const std::string& stubs, const std::string& flags,
+                                 int* status) {
+    RunShell(absl::StrCat(Runfile("client/python/generate.sh"), " ", stubs), status);
+    if (*status != 0) return "generate.sh failed";
+    return RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_python.py"), " ",
+                                 stubs, " ", Runfile("client/python"), " ", Target(), " ", Url(),
+                                 " ", LargeUrl(), " '", kDeniedUrl, "' ", flags),
+                    status);
+  }
+
   static inline std::string dir_;
   static inline std::unique_ptr<NginxUpstream> nginx_;
   static inline std::unique_ptr<EgressdProcess> egressd_;
@@ -443,13 +455,7 @@ void ExpectGuardedCalls(const std::vector<Struct>& calls) {
 TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   int status = -1;
   const std::string stubs = dir_ + "/python-stubs";
-  RunShell(absl::StrCat(Runfile("client/python/generate.sh"), " ", stubs), &status);
-  ASSERT_EQ(status, 0);
-  const std::string output =
-      RunShell(absl::StrCat("/usr/bin/python3 ", Runfile("tests/e2e/check_python.py"), " ", stubs,
-                       " ", Runfile("client/python"), " ", Target(), " ", Url(), " ", LargeUrl(),
-                       " '", kDeniedUrl, "'"),
-          &status);
+  const std::string output = CheckPython(stubs, "", &status);
   ASSERT_EQ(status, 0) << output;
   ExpectFetchesAndErrors(JsonLines(output));
 
@@ -468,6 +474,13 @@ TEST_F(ClientsTest, PythonClientFetchesReusesAndMapsErrors) {
   EXPECT_EQ(status, 0) << example;
   EXPECT_NE(example.find("fetch 2: HTTP 200"), std::string::npos) << example;
   EXPECT_NE(example.find("reused True"), std::string::npos) << example;
+}
+
+TEST_F(ClientsTest, PythonAsyncioClientFetchesReusesAndMapsErrors) {
+  int status = -1;
+  const std::string output = CheckPython(dir_ + "/python-asyncio-stubs", "--asyncio", &status);
+  ASSERT_EQ(status, 0) << output;
+  ExpectFetchesAndErrors(JsonLines(output));
 }
 
 TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {

@@ -75,15 +75,6 @@ grpc::Status EgressTest::Fetch(const egress::v1::FetchRequest& request,
   return stub_->Fetch(&context, request, response);
 }
 
-bool EgressTest::WaitFor(const std::function<bool()>& done) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
 BackgroundFetch::BackgroundFetch(egress::v1::Egress::Stub& stub, egress::v1::FetchRequest request,
                                  const std::string& caller, std::chrono::milliseconds deadline) {
   context_.set_deadline(std::chrono::system_clock::now() + deadline);
@@ -104,15 +95,12 @@ const grpc::Status& BackgroundFetch::Wait() {
 }
 
 void EgressTest::WaitForQuietPool() {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < give_up) {
-    bool quiet = true;
+  WaitFor([&] {
     for (const auto& origin : server_->transport().PoolStats()) {
-      quiet = quiet && origin.active == 0 && origin.draining == 0 && origin.connecting == 0;
+      if (origin.active != 0 || origin.draining != 0 || origin.connecting != 0) return false;
     }
-    if (quiet) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+    return true;
+  });
 }
 
 int EgressTest::IdleConnections() {
@@ -183,17 +171,15 @@ int EgressFaultsTest::FixedDescriptors() {
 
 void EgressFaultsTest::ExpectRecovered() {
   WaitForQuietPool();
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   // Unaccepted connections first: egress may have connected and closed before the fault
   // server took the connection from its queue, and then the server's count rises again.
   // A cancelled RPC is over for its caller before gRPC is done with it on the server and
   // its concurrency slot is given back.
-  while ((faults().unaccepted() != 0 || FixedDescriptors() > baseline_fds_ ||
-          faults().open_connections() != IdleToFaultServer() ||
-          server_->fetches_in_flight() != 0) &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] {
+    return faults().unaccepted() == 0 && FixedDescriptors() <= baseline_fds_ &&
+           faults().open_connections() == IdleToFaultServer() &&
+           server_->fetches_in_flight() == 0;
+  });
   EXPECT_EQ(server_->fetches_in_flight(), 0u);
   EXPECT_EQ(faults().unaccepted(), 0);
   // Fewer is no leak: a descriptor open at the baseline has closed since.

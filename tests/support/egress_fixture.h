@@ -18,6 +18,7 @@
 #include "tests/support/fault_server.h"
 #include "tests/support/nginx_upstream.h"
 #include "tests/support/status_details.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 
@@ -43,8 +44,6 @@ class EgressTest : public ::testing::Test {
                      egress::v1::FetchResponse* response);
   // Waits until the pool has no active, draining or connecting connection.
   void WaitForQuietPool();
-  // Waits until `done` holds, for up to 5 s; false if it never did.
-  static bool WaitFor(const std::function<bool()>& done);
   int IdleConnections();
   // The pool's figures for one origin ("scheme://host:port"); zeros if it has none.
   transport::OriginStats PoolStatsFor(const std::string& origin);

@@ -21,9 +21,7 @@ void TransportTest::TearDownTestSuite() { nginx_.reset(); }
 
 void TransportTest::TearDown() {
   if (!transport_) return;  // the test destroyed it
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
-  EXPECT_TRUE(Quiet());
+  EXPECT_TRUE(WaitFor([&] { return Quiet(); })) << "a connection still active or draining";
   EXPECT_EQ(observer_.streams_opened, observer_.streams_closed) << "every stream given back";
   transport_.reset();
 }

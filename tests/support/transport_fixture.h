@@ -12,6 +12,7 @@
 #include "service/transport/transport.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 

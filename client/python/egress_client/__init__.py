@@ -21,24 +21,16 @@ from typing import Optional, Sequence, Tuple
 
 import grpc
 
-from egress_client._common import (DEFAULT_SERVICE_CONFIG, EgressError, HeaderValue, Metadata,
-                                   Response, Tls, admin_metadata, channel_args, fetch_request,
-                                   retry_pause, turned_away)
+from egress_client._common import (DEFAULT_SERVICE_CONFIG, ClientBase, EgressError, HeaderValue,
+                                   Response, Tls, fetch_request, retry_pause, turned_away)
 from egress_client._version import __version__
-from egress_client.v1 import egress_pb2, egress_pb2_grpc
+from egress_client.v1 import egress_pb2
 
 __all__ = ["EgressClient", "EgressError", "Response", "Tls", "DEFAULT_SERVICE_CONFIG",
            "__version__"]
 
 
-def _channel(target: str, tls: Optional[Tls], extra=(), balance: bool = False) -> grpc.Channel:
-    credentials, options = channel_args(tls, extra, balance)
-    if credentials is None:
-        return grpc.insecure_channel(target, options)
-    return grpc.secure_channel(target, credentials, options)
-
-
-class EgressClient:
+class EgressClient(ClientBase):
     """Fetch and the admin calls; every call has a deadline (`timeout` seconds).
     tls, admin_tls: Tls for the Egress and the admin listener (None: plaintext);
     admin_token: sent as "authorization: Bearer ..." on admin calls only (egressd's
@@ -55,20 +47,6 @@ class EgressClient:
     SHUTTING_DOWN: nothing was sent upstream) or, for a GET, HEAD, OPTIONS or TRACE (safe
     to repeat), cancelled (CANCELLED: gRPC cancels calls that reach a server after its
     shutdown began)."""
-
-    def __init__(self, target: str = "127.0.0.1:50051", admin_target: str = "127.0.0.1:50052",
-                 timeout: float = 30.0, *, tls: Optional[Tls] = None,
-                 admin_tls: Optional[Tls] = None, admin_token: Optional[str] = None,
-                 metadata: Metadata = (), options: Sequence[Tuple[str, object]] = (),
-                 shutdown_retries: int = 3) -> None:
-        self._channel = _channel(target, tls, options, balance=True)
-        self._admin_channel = _channel(admin_target, admin_tls)
-        self._shutdown_retries = max(0, shutdown_retries)
-        self._egress = egress_pb2_grpc.EgressStub(self._channel)
-        self._admin = egress_pb2_grpc.TransportAdminStub(self._admin_channel)
-        self._timeout = timeout
-        self._metadata = tuple(metadata)
-        self._admin_metadata = admin_metadata(admin_token)
 
     def __enter__(self) -> "EgressClient":
         return self

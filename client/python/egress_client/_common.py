@@ -1,15 +1,15 @@
 """What the synchronous and the asyncio client share: the error, the response, TLS, the
-channel options and the request. The stubs (egress_client.v1, egress_client._rpc) are
+channels and what a client holds (ClientBase), and the request. The stubs (egress_client.v1, egress_client._rpc) are
 generated from proto/ when the package is built (stubs.py)."""
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 from google.protobuf.message import DecodeError
 
 from egress_client._rpc import error_details_pb2, status_pb2
-from egress_client.v1 import egress_pb2
+from egress_client.v1 import egress_pb2, egress_pb2_grpc
 
 Metadata = Sequence[Tuple[str, str]]
 HeaderValue = Union[str, bytes]
@@ -160,6 +160,37 @@ def channel_args(tls: Optional[Tls], extra: Sequence[Tuple[str, object]] = (),
     if tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))
     return credentials, options
+
+
+class ClientBase:
+    """What EgressClient and AsyncEgressClient hold, made the same way from the same
+    arguments (see EgressClient): the Egress channel (round robin unless `options` say
+    otherwise), the admin channel, their stubs, the deadline, the caller metadata, the
+    admin token's metadata and the retries of turned-away fetches. A subclass names the
+    module whose channels it opens: grpc or grpc.aio."""
+
+    _grpc: Any = grpc
+
+    def __init__(self, target: str = "127.0.0.1:50051", admin_target: str = "127.0.0.1:50052",
+                 timeout: float = 30.0, *, tls: Optional[Tls] = None,
+                 admin_tls: Optional[Tls] = None, admin_token: Optional[str] = None,
+                 metadata: Metadata = (), options: Sequence[Tuple[str, object]] = (),
+                 shutdown_retries: int = 3) -> None:
+        self._channel = self._open(target, tls, options, balance=True)
+        self._admin_channel = self._open(admin_target, admin_tls)
+        self._shutdown_retries = max(0, shutdown_retries)
+        self._egress = egress_pb2_grpc.EgressStub(self._channel)
+        self._admin = egress_pb2_grpc.TransportAdminStub(self._admin_channel)
+        self._timeout = timeout
+        self._metadata = tuple(metadata)
+        self._admin_metadata = admin_metadata(admin_token)
+
+    def _open(self, target: str, tls: Optional[Tls], extra: Sequence[Tuple[str, object]] = (),
+              balance: bool = False):
+        credentials, options = channel_args(tls, extra, balance)
+        if credentials is None:
+            return self._grpc.insecure_channel(target, options)
+        return self._grpc.secure_channel(target, credentials, options)
 
 
 def admin_metadata(admin_token: Optional[str]) -> Metadata:

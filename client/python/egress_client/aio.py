@@ -17,37 +17,17 @@ from typing import Optional, Sequence, Tuple
 import grpc
 import grpc.aio
 
-from egress_client._common import (EgressError, HeaderValue, Metadata, Response, Tls,
-                                   admin_metadata, channel_args, fetch_request, retry_pause,
-                                   turned_away)
-from egress_client.v1 import egress_pb2, egress_pb2_grpc
+from egress_client._common import (ClientBase, EgressError, HeaderValue, Response,
+                                   fetch_request, retry_pause, turned_away)
+from egress_client.v1 import egress_pb2
 
 __all__ = ["AsyncEgressClient"]
 
 
-def _channel(target: str, tls: Optional[Tls], extra=(), balance: bool = False) -> grpc.aio.Channel:
-    credentials, options = channel_args(tls, extra, balance)
-    if credentials is None:
-        return grpc.aio.insecure_channel(target, options)
-    return grpc.aio.secure_channel(target, credentials, options)
-
-
-class AsyncEgressClient:
+class AsyncEgressClient(ClientBase):
     """EgressClient's calls as coroutines; the same arguments (see EgressClient)."""
 
-    def __init__(self, target: str = "127.0.0.1:50051", admin_target: str = "127.0.0.1:50052",
-                 timeout: float = 30.0, *, tls: Optional[Tls] = None,
-                 admin_tls: Optional[Tls] = None, admin_token: Optional[str] = None,
-                 metadata: Metadata = (), options: Sequence[Tuple[str, object]] = (),
-                 shutdown_retries: int = 3) -> None:
-        self._channel = _channel(target, tls, options, balance=True)
-        self._admin_channel = _channel(admin_target, admin_tls)
-        self._shutdown_retries = max(0, shutdown_retries)
-        self._egress = egress_pb2_grpc.EgressStub(self._channel)
-        self._admin = egress_pb2_grpc.TransportAdminStub(self._admin_channel)
-        self._timeout = timeout
-        self._metadata = tuple(metadata)
-        self._admin_metadata = admin_metadata(admin_token)
+    _grpc = grpc.aio
 
     async def __aenter__(self) -> "AsyncEgressClient":
         return self

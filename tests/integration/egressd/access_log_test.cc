@@ -30,6 +30,7 @@
 #include "tests/support/fault_server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -138,11 +139,12 @@ class AccessLogTest : public ::testing::Test {
   // The log's lines once there are `count` of them (within 10 s).
   static std::vector<Struct> WaitForLines(const std::string& path, size_t count) {
     std::vector<Struct> lines;
-    for (int i = 0; i < 200; ++i) {
-      lines = ParseLines(ReadBoundedFile(path, kMaxTestFileBytes).value_or(""));
-      if (lines.size() >= count) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitFor(
+        [&] {
+          lines = ParseLines(ReadBoundedFile(path, kMaxTestFileBytes).value_or(""));
+          return lines.size() >= count;
+        },
+        absl::Seconds(10));
     return lines;
   }
 

@@ -416,19 +416,14 @@ TEST_F(AccessTest, TheTokenFileIsReadAgainWhenItChanges) {
   ASSERT_EQ(std::rename((path + ".new").c_str(), path.c_str()), 0);
   // The file is read off the gRPC threads (issue 38): a call with a token that does not
   // match asks the watcher to look now, and the caller's retry meets the new token.
-  bool rotated = false;
-  for (int i = 0; i < 100 && !rotated; ++i) {
-    rotated = Get(*stub, "second-token").ok();
-    if (!rotated) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(rotated);
+  EXPECT_TRUE(WaitFor([&] { return Get(*stub, "second-token").ok(); }));
   EXPECT_EQ(Get(*stub, "first").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   std::ofstream(path, std::ios::trunc).flush();  // emptied: fails closed
   grpc::StatusCode emptied = grpc::StatusCode::OK;
-  for (int i = 0; i < 100 && emptied == grpc::StatusCode::OK; ++i) {
+  WaitFor([&] {
     emptied = Get(*stub, "second-token").error_code();
-    if (emptied == grpc::StatusCode::OK) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return emptied != grpc::StatusCode::OK;
+  });
   EXPECT_EQ(emptied, grpc::StatusCode::UNAUTHENTICATED);
 }
 

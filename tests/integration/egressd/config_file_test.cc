@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "service/base/files.h"
 #include "tests/support/egressd_process.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -230,22 +231,17 @@ class ReloadFileTest : public ::testing::Test {
   void TearDown() override {
     if (egressd_ && egressd_->process().Running()) egressd_->process().Signal(SIGKILL);
   }
-  // Polls (every 50 ms, up to 10 s) until the log holds `text`.
+  // Waits (up to 10 s) until the log holds `text`.
   bool WaitForLog(const std::string& text) {
-    for (int i = 0; i < 200; ++i) {
-      if (ReadFile(log_).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return WaitFor([&] { return ReadFile(log_).find(text) != std::string::npos; },
+                   absl::Seconds(10));
   }
   // SIGTERM, then up to `seconds` for egressd to exit on its own (SIGKILL after): its
   // exit code, or -1 when it had to be killed.
   int StopWithin(int seconds) {
     ChildProcess& process = egressd_->process();
     process.Signal(SIGTERM);
-    for (int i = 0; i < seconds * 20 && process.Running(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitFor([&] { return !process.Running(); }, absl::Seconds(seconds));
     if (!process.Running()) return process.Wait();
     process.Signal(SIGKILL);
     process.Wait();
@@ -295,10 +291,7 @@ TEST_F(ReloadFileTest, ARejectedReloadIsRetriedOnTheNextPoll) {
   Start("reload-retry", "drain { max_bytes: 1000 }\n");
   const std::string ca = path_ + ".ca.pem";
   Overwrite(absl::StrCat("drain { max_bytes: 2000 }\ntransport { extra_ca_file: \"", ca, "\" }\n"));
-  for (int i = 0; i < 100 && ReadFile(log_).find("rejected config file") == std::string::npos;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // slow under sanitizers
-  }
+  WaitFor([&] { return ReadFile(log_).find("rejected config file") != std::string::npos; });
   EXPECT_THAT(ReadFile(log_), HasSubstr("rejected config file"));
   EXPECT_EQ(InForce().drain().max_bytes(), 1000u);  // the CA file is not there yet
 
@@ -308,12 +301,7 @@ TEST_F(ReloadFileTest, ARejectedReloadIsRetriedOnTheNextPoll) {
                         "2>/dev/null"),
            &status);
   ASSERT_EQ(status, 0);
-  bool applied = false;
-  for (int i = 0; i < 100 && !applied; ++i) {
-    applied = InForce().drain().max_bytes() == 2000u;
-    if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(applied) << ReadFile(log_);
+  EXPECT_TRUE(WaitFor([&] { return InForce().drain().max_bytes() == 2000u; })) << ReadFile(log_);
 }
 
 // A file caught half-written, whose first half is a valid config on its own, is not
@@ -339,11 +327,7 @@ TEST_F(ReloadFileTest, AFileCaughtHalfWrittenIsNotApplied) {
     out << tail << std::flush;
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
   }
-  bool whole = false;
-  for (int i = 0; i < 100 && !whole; ++i) {
-    whole = InForce().policy().deny_hosts_size() == 2;
-    if (!whole) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool whole = WaitFor([&] { return InForce().policy().deny_hosts_size() == 2; });
   writing = false;
   watcher.join();
   EXPECT_TRUE(whole) << ReadFile(log_);
@@ -384,11 +368,10 @@ TEST_F(ReloadFileTest, AnAdminTokenFileReplacedByAFifoFailsAdminCallsAndFetchSti
   ASSERT_TRUE(GetConfig("s3cret", &config).ok());
   MakeFifo(token);
   grpc::Status status;
-  for (int i = 0; i < 100; ++i) {  // the old token holds until the change is seen
+  WaitFor([&] {  // the old token holds until the change is seen
     status = GetConfig("s3cret", &config);
-    if (!status.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return !status.ok();
+  });
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
   EXPECT_THAT(status.error_message(), HasSubstr("is a FIFO, not a regular file"));
   for (const char* guess : {"s3cret", "", "guess"}) {

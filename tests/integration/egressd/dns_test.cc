@@ -149,12 +149,14 @@ class DnsTest : public EgressTest {
         fetch.took = Clock::now() - start;
       });
     }
-    const auto give_up = Clock::now() + Gap(300);
-    for (const auto& name : names) {
-      while (dns_->Queries(name) == 0 && Clock::now() < give_up) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-    }
+    WaitFor(
+        [&] {
+          for (const auto& name : names) {
+            if (dns_->Queries(name) == 0) return false;
+          }
+          return true;
+        },
+        absl::FromChrono(Gap(300)));
   }
 
   void JoinUnanswered() {
@@ -260,12 +262,8 @@ TEST_F(DnsTest, PreWarmingUnderAWildcardLetsGoOfNamesNoLongerAskedFor) {
     }
     return total;
   };
-  int left = open();
-  for (int i = 0; i < 500 && left > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    left = open();
-  }
-  EXPECT_EQ(left, 0);
+  WaitFor([&] { return open() == 0; }, absl::Seconds(10));
+  EXPECT_EQ(open(), 0);
   // One warm-up per fetch (kMinIdle connections a name), and at most one more a name: a
   // warm connection whose idle timeout ends as its origin's warm window does may be
   // replaced once on a loaded machine (161 of 160 seen under load 10). Before, the dials
@@ -389,10 +387,7 @@ TEST_F(DnsTest, PreWarmingLookupsDoNotSpendTheAllowanceOfCallersWithoutAnIdentit
   // The pool keeps dialing towards 3 idle connections: its next lookup hangs (asking for
   // A and AAAA), and holds the pool's allowance of one.
   const int before = dns_->Queries("warm.test");
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (dns_->Queries("warm.test") < before + 2 && Clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return dns_->Queries("warm.test") >= before + 2; }, absl::Seconds(10));
   ASSERT_GE(dns_->Queries("warm.test"), before + 2) << "no re-dial looked the name up";
   const grpc::Status anonymous = Fetch(RequestFor("answered.test"), &response);
   EXPECT_TRUE(anonymous.ok()) << anonymous.error_message();

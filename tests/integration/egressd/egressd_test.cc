@@ -23,6 +23,7 @@
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -126,10 +127,7 @@ class ReloadTest : public ::testing::Test {
     return config.drain().max_bytes();
   }
   bool WaitForMaxBytes(uint64_t expected) {
-    for (int i = 0; i < 100 && MaxBytesInForce() != expected; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return MaxBytesInForce() == expected;
+    return WaitFor([&] { return MaxBytesInForce() == expected; });
   }
   void Update(uint64_t max_bytes) {
     egress::v1::UpdateConfigRequest request;
@@ -253,10 +251,7 @@ TEST(EgressdTest, SigtermDuringLoadLosesNoAcceptedFetch) {
   ASSERT_TRUE(egressd.WaitUntilListening()) << ReadFile(egressd.log_file());
   auto channel = grpc::CreateChannel(egressd.grpc_target(), grpc::InsecureChannelCredentials());
   HealthWatch watch(channel);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (watch.SoFar().empty() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return !watch.SoFar().empty(); }, absl::Seconds(10));
   ASSERT_EQ(watch.SoFar(), std::vector<std::string>{kServing});
 
   const std::string uri = "/slow-300ms?t=sigterm";

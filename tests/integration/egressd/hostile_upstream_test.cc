@@ -190,10 +190,7 @@ TEST_F(HostileUpstreamTest, ExceptionFromACallbackOnAnIoThreadClosesTheConnectio
                                });
     called.get_future().wait();
   }
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (observer_.exceptions < 2 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor([&] { return observer_.exceptions >= 2; });
   EXPECT_EQ(observer_.exceptions, 2);
   FetchResponse response;
   ASSERT_TRUE(Fetch(Request(faults().Url("/ok")), &response).ok());
@@ -215,27 +212,19 @@ TEST_F(HostileUpstreamTest, CancellingAFetchThatWaitsForAConnectionEndsItCancell
     FetchResponse response;
     Fetch(Request(faults().Url("/never")), &response);
   });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (FaultOrigin().active == 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor([&] { return FaultOrigin().active != 0; });
   grpc::ClientContext context;
   const FetchRequest request = Request(faults().Url("/ok"));
   FetchResponse response;
   std::promise<grpc::Status> waited;
   stub_->async()->Fetch(&context, &request, &response,
                         [&](grpc::Status status) { waited.set_value(status); });
-  while (FaultOrigin().waiting == 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor([&] { return FaultOrigin().waiting != 0; });
   EXPECT_EQ(FaultOrigin().waiting, 1);
   context.TryCancel();
   EXPECT_EQ(waited.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
   // The service finished it too (a deadlock in Cancel never gets here).
-  while (observer_.Fetches(grpc::StatusCode::CANCELLED) == 0 &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) != 0; });
   EXPECT_EQ(observer_.Fetches(grpc::StatusCode::CANCELLED), 1);
   EXPECT_EQ(FaultOrigin().waiting, 0);
   holder.join();

@@ -39,9 +39,7 @@ class KeepAliveTest : public EgressAdminTest {
 
   // Waits (up to 5 s) until `origin` has `idle` idle connections; returns how many it has.
   int WaitForIdle(const std::string& origin, int idle) {
-    for (int i = 0; i < 250 && PoolStatsFor(origin).idle != idle; ++i) {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
+    WaitFor([&] { return PoolStatsFor(origin).idle == idle; });
     return PoolStatsFor(origin).idle;
   }
 
@@ -189,9 +187,7 @@ TEST_F(KeepAliveTest, PreWarmingDialsOnlyWhereThePolicyAllows) {
     FetchResponse response;
     slow = Fetch(Request(nginx().HttpUrl("/slow-head")), &response);
   });
-  for (int i = 0; i < 1000 && PoolStatsFor(Origin(url)).active == 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
+  WaitFor([&] { return PoolStatsFor(Origin(url)).active != 0; });
   ASSERT_EQ(WaitForIdle(Origin(url), 2), 2);  // the one taken was replaced
   egress::v1::Config config = server_->config().Get()->proto;
   config.mutable_policy()->add_deny_cidrs("127.0.0.1/32");

@@ -240,10 +240,7 @@ TEST_F(LimitsTest, FetchStreamWhoseCallerStopsReadingEndsAtTheFetchDeadline) {
   EXPECT_EQ(chunk.head().status_code(), 200);
   ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 1; }));
 
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (faults().open_connections() > 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return faults().open_connections() == 0; }, absl::Seconds(10));
   EXPECT_EQ(faults().open_connections(), 0) << "the upstream connection is still held";
   EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
   EXPECT_TRUE(WaitFor([&] {

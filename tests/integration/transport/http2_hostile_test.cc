@@ -20,6 +20,7 @@
 #include "tests/support/counting_observer.h"
 #include "tests/support/http2_client.h"
 #include "tests/support/scripted_h2_server.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::transport::http2 {
 namespace {
@@ -85,10 +86,7 @@ class Http2HostileTest : public ::testing::Test {
 
   // Waits until the session is unusable, then returns why.
   absl::Status UnusableStatus(const Http2Client& client) {
-    const absl::Time give_up = absl::Now() + absl::Seconds(10);
-    while (client.unusable_events() == 0 && absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    testing::WaitFor([&] { return client.unusable_events() != 0; }, absl::Seconds(10));
     EXPECT_EQ(client.unusable_events(), 1);
     return client.unusable_status();
   }
@@ -491,10 +489,7 @@ TEST_F(Http2HostileTest, ServersConcurrencyLimitBoundsOpenStreams) {
   EXPECT_EQ(client->ReadAll(*first.stream).value_or("?"), "first");
   ASSERT_TRUE(second.head.get().ok());
   EXPECT_EQ(client->ReadAll(*second.stream).value_or("?"), "second");
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (client->stream_closed_events() < 2 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  testing::WaitFor([&] { return client->stream_closed_events() >= 2; });
   EXPECT_EQ(client->stream_closed_events(), 2);  // the third never had a place
   EXPECT_TRUE(client->session()->CanOpenStream());
 }

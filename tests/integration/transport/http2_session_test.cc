@@ -20,6 +20,7 @@
 #include "tests/support/counting_observer.h"
 #include "tests/support/http2_client.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::transport::http2 {
 namespace {
@@ -50,10 +51,7 @@ class Http2SessionTest : public ::testing::Test {
   void TearDown() override {
     if (!client_ || !client_->session()) return;
     // Every stream has given its place back, and nothing is left buffered.
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (client_->session()->open_streams() > 0 && absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(2));
-    }
+    testing::WaitFor([&] { return client_->session()->open_streams() == 0; });
     EXPECT_EQ(client_->session()->open_streams(), 0u);
     EXPECT_EQ(client_->session()->stats().buffered_body_bytes, 0u);
   }
@@ -198,10 +196,7 @@ TEST_F(Http2SessionTest, ResetStreamsGiveTheirBufferedBytesBackToTheConnectionWi
   for (int i = 0; i < 24; ++i) {
     auto exchange = client_->Open("GET", "/cl/6m?window");
     ASSERT_TRUE(exchange.head.get().ok());
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (exchange.stream->buffered_bytes() < kWindow && absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    testing::WaitFor([&] { return exchange.stream->buffered_bytes() >= kWindow; });
     ASSERT_EQ(exchange.stream->buffered_bytes(), kWindow) << "stream " << i;
     exchange.stream->Reset();
   }

@@ -89,10 +89,7 @@ TEST_F(Http2TransportTest, FetchesFindingNoConnectionWaitForTheOneBeingDialed) {
   // together, the first dials and the others wait for its connection, not dial their own.
   StartTransport([](TransportSettings& s) { s.idle_timeout = absl::Milliseconds(100); });
   ASSERT_TRUE(GetBody(nginx().Http2Url("/cl/1k?t=cold")).ok());
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (observer_.Closed(CloseReason::kIdleTimeout) < 1 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  testing::WaitFor([&] { return observer_.Closed(CloseReason::kIdleTimeout) >= 1; });
   ASSERT_EQ(observer_.Closed(CloseReason::kIdleTimeout), 1);
   constexpr int kFetches = 16;
   std::vector<std::future<absl::StatusOr<std::string>>> fetches;

@@ -62,19 +62,13 @@ class TransportTest : public testing::TransportTest {
     WaitForDrainsCompleted(1);
     // The connection joins the pool just after its drain is counted: the second drain is
     // to run on it, warm, not on a new one (a TSan run dialed a second connection).
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (transport_->PoolStats().front().idle < 1 && absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(2));
-    }
+    testing::WaitFor([&] { return transport_->PoolStats().front().idle >= 1; });
     EXPECT_EQ(transport_->PoolStats().front().idle, 1);
     return StartStalledDrain();
   }
 
   void WaitForDrainsCompleted(int count) {
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (observer_.drains_completed < count && absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(2));
-    }
+    testing::WaitFor([&] { return observer_.drains_completed >= count; });
     ASSERT_EQ(observer_.drains_completed, count);
   }
 };
@@ -156,8 +150,7 @@ TEST_F(TransportTest, CloseWhileAReadIsInFlightNeitherDeadlocksNorLeaks) {
     body->Close();
     body->Read(10, [](absl::StatusOr<std::string> b) { EXPECT_TRUE(b.ok() && b->empty()); });
   }
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
+  testing::WaitFor([&] { return Quiet(); });
   EXPECT_EQ(observer_.drains_started,
             observer_.drains_completed + observer_.Abandoned(DrainAbandonReason::kByteCap) +
                 observer_.Abandoned(DrainAbandonReason::kTimeCap) +
@@ -170,8 +163,7 @@ TEST_F(TransportTest, DestroyingABodyUnreadLeavesItToDrain) {
     auto response = GetHttps("/cl/4k");
     ASSERT_TRUE(response.ok());
   }  // the body goes out of scope unread
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
+  testing::WaitFor([&] { return Quiet(); });
   EXPECT_EQ(observer_.drains_completed, 1);
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
 }
@@ -188,9 +180,7 @@ TEST_F(TransportTest, ADrainWhoseByteCapIsTheLargestNumberDrainsTheBody) {
       auto response = Get(nginx().HttpUrl(path));
       ASSERT_TRUE(response.ok()) << response.status();
     }  // the body goes out of scope unread
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
-    ASSERT_TRUE(Quiet()) << path << ": the drain never ended";
+    ASSERT_TRUE(testing::WaitFor([&] { return Quiet(); })) << path << ": the drain never ended";
   }
   EXPECT_EQ(observer_.drains_completed, 2);
   EXPECT_EQ(observer_.drain_bytes, 4096u + 1024u);
@@ -215,8 +205,7 @@ TEST_F(TransportTest, ABodyThatHasArrivedEndsAfterTheDeadlineToo) {
   absl::SleepFor(absl::Milliseconds(400));
   EXPECT_EQ(read().value_or("failed"), "");
   response->body.reset();
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (absl::Now() < give_up && !Quiet()) absl::SleepFor(absl::Milliseconds(5));
+  testing::WaitFor([&] { return Quiet(); });
   EXPECT_EQ(transport_->PoolStats().front().idle, 1);
   EXPECT_EQ(observer_.AllClosed(), 0);
 }
@@ -325,10 +314,7 @@ TEST_F(TransportTest, AdaptiveRequestDialsWhileTheDrainGoesOnWhenADialIsCheap) {
   // The drain still ends and its connection joins the pool (just after the drain is
   // counted as completed).
   WaitForDrainsCompleted(2);
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (transport_->PoolStats().front().idle < 2 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  testing::WaitFor([&] { return transport_->PoolStats().front().idle >= 2; });
   EXPECT_EQ(transport_->PoolStats().front().idle, 2);
 }
 
@@ -347,8 +333,7 @@ TEST_F(TransportTest, AdaptiveDrainsNeverHoldMoreThanTheBudget) {
     ASSERT_TRUE(response.ok()) << response.status();
     response->body->Close();
   }
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (Quiet() == false && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+  testing::WaitFor([&] { return Quiet(); }, absl::Seconds(10));
 
   const int skipped = observer_.Skipped(DrainSkipReason::kOverBudget);
   EXPECT_GT(skipped, 0);
@@ -482,10 +467,7 @@ TEST_F(TransportTest, AdaptiveRequestDialingWhileADrainRunsTakesTheDrainedConnec
 
   // The dial still ends, and its connection waits in the pool for the next request.
   upstream.LetNewConnectionsIn();
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (observer_.surplus_kept == 0 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  testing::WaitFor([&] { return observer_.surplus_kept != 0; }, absl::Seconds(10));
   EXPECT_EQ(observer_.surplus_kept, 1);
   EXPECT_EQ(observer_.opened, 2);
   EXPECT_EQ(transport_->PoolStats().front().idle, 2);

@@ -8,17 +8,16 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/base/log_text.h"
 #include "service/base/poller.h"
+#include "tests/support/wait_for.h"
 
 namespace egress {
 namespace {
@@ -172,9 +171,7 @@ TEST(PollerTest, WakeAsksForAPollWithoutWaitingForThePeriod) {
   Poller poller(absl::Hours(1), [&] { ++polls; });
   EXPECT_EQ(polls, 0);
   poller.Wake();
-  for (int i = 0; i < 1000 && polls == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing::WaitFor([&] { return polls != 0; }, absl::Seconds(10));
   EXPECT_EQ(polls, 1);
 }
 

@@ -4,9 +4,7 @@
 
 #include <dirent.h>
 
-#include <chrono>
 #include <future>
-#include <thread>
 #include <vector>
 
 #include "service/limits/quota_store.h"
@@ -15,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "service/base/error_reason.h"
 #include "tests/support/counting_observer.h"
+#include "tests/support/wait_for.h"
 
 namespace egress {
 namespace {
@@ -185,18 +184,6 @@ size_t ThreadCount() {
   return count;
 }
 
-// The threads of this process once a joined thread has left /proc/self/task: the kernel
-// lists a thread until it is reaped, a moment after pthread_join returned. A thread never
-// joined stays listed, so a count above `expected` that lasts 5 s is a thread kept.
-size_t ThreadCountSettledAt(size_t expected) {
-  size_t count = ThreadCount();
-  for (int i = 0; i < 500 && count != expected; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    count = ThreadCount();
-  }
-  return count;
-}
-
 QuotaStoreSettings StoreAt(int port) {
   QuotaStoreSettings settings;
   settings.host = "127.0.0.1";
@@ -214,7 +201,10 @@ TEST(QuotaStoresTest, AStoreForAnAddressNoLongerConfiguredIsStoppedAndJoined) {
   ASSERT_GT(with_one, 1u);
   for (int i = 1; i < 12; ++i) {
     ASSERT_NE(stores.For(StoreAt(1 + i % 4)), nullptr);
-    EXPECT_EQ(ThreadCountSettledAt(with_one), with_one) << "after " << i + 1 << " stores";
+    // The kernel lists a joined thread until it is reaped, a moment after pthread_join
+    // returned; a thread never joined stays listed.
+    EXPECT_TRUE(testing::WaitFor([&] { return ThreadCount() == with_one; }))
+        << ThreadCount() << " threads after " << i + 1 << " stores, not " << with_one;
   }
   EXPECT_EQ(stores.For(StoreAt(4)), stores.For(StoreAt(4)));  // the one in force is kept
 }

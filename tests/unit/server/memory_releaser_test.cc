@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/wait_for.h"
 
 namespace egress {
 namespace {
@@ -74,12 +75,12 @@ std::map<std::string, double> Samples(const MemoryReleaser& releaser) {
 
 void WaitForRelease(const MemoryReleaser& releaser, double baseline, double within_mib,
                     double releases) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while ((ResidentMiB() - baseline > within_mib ||
-          Samples(releaser)["egress_memory_releases_total"] < releases) &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing::WaitFor(
+      [&] {
+        return ResidentMiB() - baseline <= within_mib &&
+               Samples(releaser)["egress_memory_releases_total"] >= releases;
+      },
+      absl::Seconds(10));
 }
 
 // With little unused heap there is nothing worth a trim: the releaser looks and leaves it.

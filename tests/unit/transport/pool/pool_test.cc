@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "service/transport/dns/caching_resolver.h"
 #include "tests/support/counting_observer.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::transport {
 namespace {
@@ -249,15 +250,12 @@ TEST_F(PoolTest, PreWarmingKeepsOnlyRecentlyUsedOriginsWarmAndLetsUnusedOnesGo) 
   }
   // Once the warming dials are done: the warm origins' min_idle each (the connection its
   // fetch returned and those dialed beside it), the others only their own.
-  for (int i = 0; i < 250 && count(/*dialing_only=*/true) > 0; ++i) {
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  testing::WaitFor([&] { return count(/*dialing_only=*/true) == 0; });
   const int warm = static_cast<int>(ConnectionPool::kMaxWarmOrigins);
   EXPECT_LE(count(false), warm * static_cast<int>(limits.min_idle) + (names - warm));
   // No more traffic: every origin ends with no connection (its entry gone), and nothing
   // was dialed beyond one warm-up per fetch.
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!pool_->Stats().empty() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  testing::WaitFor([&] { return pool_->Stats().empty(); }, absl::Seconds(10));
   EXPECT_EQ(pool_->Stats().size(), 0u) << count(false) << " connections still open";
   EXPECT_LE(dials.load(), names * static_cast<int>(limits.min_idle))
       << "dials to origins nobody used again";
@@ -268,8 +266,7 @@ TEST_F(PoolTest, IdleConnectionsPastTheIdleTimeoutAreClosed) {
   auto a = Acquire();
   pool_->Return(a->connection);
   EXPECT_EQ(Stats().idle, 1);
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (Stats().idle > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  testing::WaitFor([&] { return Stats().idle == 0; });
   EXPECT_EQ(Stats().idle, 0);
   EXPECT_EQ(a->connection->state(), ConnectionState::kClosed);
 }
@@ -321,8 +318,7 @@ TEST_F(PoolTest, AnOriginWhoseLastIdleConnectionTimesOutIsDropped) {
   MakePool({100, 0, absl::Milliseconds(50)});
   auto a = Acquire();
   pool_->Return(a->connection);
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
-  while (!pool_->Stats().empty() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  testing::WaitFor([&] { return pool_->Stats().empty(); });
   EXPECT_TRUE(pool_->Stats().empty());
 }
 
