@@ -486,8 +486,7 @@ TEST_F(TransportTest, ARequestTheDrainedConnectionFailedAsStaleIsCarriedByADialO
   // dial, which must carry it (the first dial, still stalled, is the surplus).
   std::promise<absl::StatusOr<Response>> promise;
   auto pending = Begin(upstream.Url("/next"), promise, absl::Seconds(30));
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (observer_.retries == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  testing::WaitFor([&] { return observer_.retries != 0; }, absl::Seconds(10));
   ASSERT_EQ(observer_.got_drained_connection, 1);
   ASSERT_EQ(observer_.retries_by_reason[static_cast<size_t>(RetryReason::kStale)], 1);
   upstream.LetNewConnectionsIn();
@@ -499,9 +498,7 @@ TEST_F(TransportTest, ARequestTheDrainedConnectionFailedAsStaleIsCarriedByADialO
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(ReadAll(*next->body).value_or(""), "ok");
   EXPECT_TRUE(next->connection.retried);
-  while (observer_.surplus_kept == 0 && absl::Now() < give_up + absl::Seconds(10)) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  testing::WaitFor([&] { return observer_.surplus_kept != 0; }, absl::Seconds(10));
   EXPECT_EQ(observer_.surplus_kept, 1);
   EXPECT_EQ(observer_.opened, 3);
 }
