@@ -11,6 +11,7 @@ namespace egress::dataplane {
 namespace {
 
 constexpr absl::string_view kFetch = "/egress.v1.Egress/Fetch";
+constexpr absl::string_view kFetchStream = "/egress.v1.Egress/FetchStream";
 constexpr absl::string_view kHealthCheck = "/grpc.health.v1.Health/Check";
 
 // grpc.health.v1 (Debian ships no stubs for it): HealthCheckRequest.service is field 1,
@@ -39,11 +40,17 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
 }
 
 bool LoopServer::Serves(absl::string_view path) const {
-  return path == kFetch || path == kHealthCheck;
+  return path == kFetch || path == kFetchStream || path == kHealthCheck;
 }
 
 void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) {
-  if (call.path == kFetch) return StartFetch(service_, session, std::move(call), counts_);
+  if (call.path == kFetch) {
+    return StartFetch(fetch::FetchCall::Rpc::kFetch, service_, session, std::move(call), counts_);
+  }
+  if (call.path == kFetchStream) {
+    return StartFetch(fetch::FetchCall::Rpc::kFetchStream, service_, session, std::move(call),
+                      counts_);
+  }
   CheckHealth(*session, call);
 }
 

@@ -2,9 +2,9 @@
 #define EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_
 
 // egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
-// Fetch and grpc.health.v1.Health Check over HTTP/2 (nghttp2, cleartext with prior
-// knowledge), by a gRPC server of egressd's own, so that a fetch's call and its upstream
-// I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
+// Fetch and FetchStream, and grpc.health.v1.Health Check, over HTTP/2 (nghttp2, cleartext
+// with prior knowledge), by a gRPC server of egressd's own, so that a fetch's call and its
+// upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
 
 #include <memory>
 #include <string>

@@ -122,12 +122,22 @@ void ServerSession::End() {
   boost::system::error_code ignored;  // closing a socket the caller already closed
   socket_.close(ignored);
   auto streams = std::move(streams_);
-  for (auto& [id, stream] : streams) {
-    if (stream.watcher && !stream.answered) {
-      counts_.streams_reset.fetch_add(1, std::memory_order_relaxed);
-      stream.watcher->OnStreamReset();
-    }
+  for (auto& [id, stream] : streams) Gone(stream);
+}
+
+// A call that has finished learns nothing more: its stream ended as it should.
+void ServerSession::Gone(Stream& stream) {
+  if (stream.watcher && !stream.answered) {
+    counts_.streams_reset.fetch_add(1, std::memory_order_relaxed);
+    stream.watcher->OnStreamReset();
   }
+  if (stream.on_taken) Cancelled(std::move(stream.on_taken));
+}
+
+void ServerSession::Cancelled(OnTaken on_taken) {
+  net::post(executor(), [on_taken = std::move(on_taken)] {
+    on_taken(absl::CancelledError("the caller went away"));
+  });
 }
 
 ServerSession::Stream* ServerSession::Find(int32_t stream_id) {
@@ -242,38 +252,82 @@ void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status
 
 void ServerSession::Answer(int32_t stream_id, const std::string* message,
                            const grpc::Status& status) {
+  if (message) Send(stream_id, *message, nullptr);
+  Finish(stream_id, status);
+}
+
+void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken on_taken) {
   Stream* stream = Find(stream_id);
-  if (!stream || stream->answered || ended_) return;
-  stream->answered = true;
-  Metadata head = {{":status", "200"}, {"content-type", "application/grpc"}};
-  if (!message) {
-    // Trailers-Only: the status in the one HEADERS frame, which ends the stream.
-    for (auto& field : StatusFields(status)) head.push_back(std::move(field));
+  if (!stream || stream->answered || ended_) {
+    if (on_taken) Cancelled(std::move(on_taken));
+    return;
+  }
+  stream->pending = FrameMessage(message);
+  stream->pending_sent = 0;
+  stream->on_taken = std::move(on_taken);
+  if (!stream->head_sent) {
+    stream->head_sent = true;
+    const Metadata head = {{":status", "200"}, {"content-type", "application/grpc"}};
     const auto nv = Fields(head);
-    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
-  } else {
-    stream->answer = FrameMessage(*message);
-    stream->trailers = StatusFields(status);
     nghttp2_data_provider body;
     body.source.ptr = stream;
     body.read_callback = ReadAnswer;
-    const auto nv = Fields(head);
     nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), &body);
+  } else if (stream->deferred) {
+    stream->deferred = false;
+    nghttp2_session_resume_data(session_, stream_id);
   }
   Flush();
 }
 
+void ServerSession::Finish(int32_t stream_id, const grpc::Status& status) {
+  Stream* stream = Find(stream_id);
+  if (!stream || stream->answered || ended_) return;
+  stream->answered = true;
+  if (!stream->head_sent) {
+    // Trailers-Only: the status in the one HEADERS frame, which ends the stream.
+    stream->head_sent = true;
+    Metadata head = {{":status", "200"}, {"content-type", "application/grpc"}};
+    for (auto& field : StatusFields(status)) head.push_back(std::move(field));
+    const auto nv = Fields(head);
+    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
+  } else {
+    stream->trailers = StatusFields(status);
+    if (stream->deferred) {
+      stream->deferred = false;
+      nghttp2_session_resume_data(session_, stream_id);
+    }
+  }
+  Flush();
+}
+
+// nghttp2 asks for the stream's next DATA bytes, as much as the flow-control windows let
+// it take: the pending message's, then, once finished, the end of the body and the
+// trailers; until then nothing (deferred: Send or Finish resume it).
 ssize_t ServerSession::ReadAnswer(nghttp2_session* session, int32_t stream_id, uint8_t* buffer,
                                   size_t length, uint32_t* flags, nghttp2_data_source* source,
-                                  void*) {
+                                  void* self) {
   Stream& stream = *static_cast<Stream*>(source->ptr);
-  const size_t size = std::min(length, stream.answer.size() - stream.answer_sent);
-  std::memcpy(buffer, stream.answer.data() + stream.answer_sent, size);
-  stream.answer_sent += size;
-  if (stream.answer_sent == stream.answer.size()) {
-    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    const auto nv = Fields(stream.trailers);
-    nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size());
+  const size_t size = std::min(length, stream.pending.size() - stream.pending_sent);
+  std::memcpy(buffer, stream.pending.data() + stream.pending_sent, size);
+  stream.pending_sent += size;
+  if (stream.pending_sent == stream.pending.size()) {
+    stream.pending.clear();
+    stream.pending_sent = 0;
+    if (stream.on_taken) {
+      net::post(Of(self).executor(), [on_taken = std::move(stream.on_taken)] {
+        on_taken(absl::OkStatus());
+      });
+      stream.on_taken = nullptr;
+    }
+    if (stream.answered) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      const auto nv = Fields(stream.trailers);
+      nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size());
+    } else if (size == 0) {
+      stream.deferred = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
   }
   return static_cast<ssize_t>(size);
 }
@@ -282,13 +336,9 @@ int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, 
   ServerSession& session = Of(self);
   auto it = session.streams_.find(stream_id);
   if (it == session.streams_.end()) return 0;
-  // A call that has answered learns nothing more: its stream ended as it should.
-  StreamWatcher* watcher = it->second.answered ? nullptr : it->second.watcher;
+  Stream stream = std::move(it->second);
   session.streams_.erase(it);
-  if (watcher) {
-    session.counts_.streams_reset.fetch_add(1, std::memory_order_relaxed);
-    watcher->OnStreamReset();
-  }
+  session.Gone(stream);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -99,9 +100,17 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // The caller's address as gRPC names it: "ipv4:127.0.0.1:41234", "ipv6:[::1]:41234".
   const std::string& peer() const { return peer_; }
 
-  // Answers a stream: `message` (framed here) then `status` in the trailers, or, with no
-  // message, `status` alone (Trailers-Only). Nothing when the stream is gone or answered.
+  // Answers a unary call: `message` then `status`, or `status` alone (Trailers-Only).
   void Answer(int32_t stream_id, const std::string* message, const grpc::Status& status);
+  // Sends one message (framed here) on the stream, after the response headers the first
+  // sends. `on_taken` follows, posted to the loop, once nghttp2 has taken the message's
+  // last byte (as the caller's flow-control window lets it), or with CANCELLED when the
+  // stream is gone or finished first; one message at a time.
+  using OnTaken = std::function<void(absl::Status)>;
+  void Send(int32_t stream_id, const std::string& message, OnTaken on_taken);
+  // Ends the call with `status`: in the trailers after the messages sent, or alone
+  // (Trailers-Only) when none was. Nothing when the stream is gone or finished.
+  void Finish(int32_t stream_id, const grpc::Status& status);
   // `watcher` learns when stream_id goes before Unwatch (at once if it is gone already).
   void Watch(int32_t stream_id, StreamWatcher* watcher);
   void Unwatch(int32_t stream_id);
@@ -113,9 +122,12 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     absl::Status refusal;     // what the request broke, answered once its headers are in
     MessageReader reader;
-    bool answered = false;
-    std::string answer;  // the framed response message
-    size_t answer_sent = 0;
+    bool head_sent = false;  // the response headers are submitted
+    bool answered = false;   // Finish came: the status is given
+    bool deferred = false;   // nghttp2 waits for ReadAnswer to have bytes again
+    std::string pending;     // the framed message being sent
+    size_t pending_sent = 0;
+    OnTaken on_taken;  // the pending message's
     Metadata trailers;
     StreamWatcher* watcher = nullptr;
   };
@@ -125,6 +137,10 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // neither side has more to say.
   void Flush();
   void End();
+  // The stream is gone: its call learns it, and so does a message's sender.
+  void Gone(Stream& stream);
+  // Tells a message's sender, on the loop, that the caller will not take it.
+  void Cancelled(OnTaken on_taken);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);

@@ -42,7 +42,9 @@ class LoopDataPlaneTest : public EgressFaultsTest {
     const grpc::Status status = done.get_future().get();
     std::vector<grpc::Slice> slices;
     if (status.ok() && response.Dump(&slices).ok()) {
-      for (const auto& s : slices) answer->append(reinterpret_cast<const char*>(s.begin()), s.size());
+      for (const auto& s : slices) {
+        answer->append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
     }
     return status;
   }
@@ -76,6 +78,56 @@ TEST_F(LoopDataPlaneTest, AFetchOfALoopbackUpstreamAnswersWhatTheLibraryServerAn
   EXPECT_EQ(loops.status_code(), 200);
   EXPECT_EQ(loops.body(), NginxUpstream::FileContent("1k"));
   EXPECT_EQ(Comparable(loops), Comparable(library));
+}
+
+// A FetchStream's head and its body's bytes, read to the end.
+grpc::Status ReadStream(egress::v1::Egress::Stub& stub, const FetchRequest& request,
+                        FetchResponse* head, std::string* body) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto reader = stub.FetchStream(&context, request);
+  egress::v1::FetchChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (chunk.has_head()) *head = chunk.head();
+    body->append(chunk.body());
+  }
+  return reader->Finish();
+}
+
+// 300 KiB is more than the caller's first flow-control windows: the body goes out as the
+// caller opens them.
+TEST_F(LoopDataPlaneTest, AFetchStreamAnswersTheHeadAndBodyTheLibraryServerAnswers) {
+  StartEgress();
+  FetchResponse library_head;
+  std::string library_body;
+  ASSERT_TRUE(ReadStream(*stub_, Request(nginx().HttpUrl("/chunked/300k")), &library_head,
+                         &library_body).ok());
+  WaitForQuietPool();
+  StartLoops();
+  FetchResponse head;
+  std::string body;
+  const grpc::Status status =
+      ReadStream(*stub_, Request(nginx().HttpUrl("/chunked/300k")), &head, &body);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(head.status_code(), 200);
+  EXPECT_EQ(body, std::string(307200, 'c'));
+  EXPECT_EQ(Comparable(head), Comparable(library_head));
+}
+
+TEST_F(LoopDataPlaneTest, AFetchStreamCancelledAfterItsHeadLeavesNoUpstreamConnectionBehind) {
+  StartLoops();
+  {
+    grpc::ClientContext context;
+    auto reader = stub_->FetchStream(&context, Request(faults().Url("/stall-body")));
+    egress::v1::FetchChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    EXPECT_EQ(chunk.head().status_code(), 200);
+    context.TryCancel();
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(WaitFor([&] { return FaultOrigin().active == 0 && FaultOrigin().draining == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return counts().streams_reset == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) == 1; }));
 }
 
 TEST_F(LoopDataPlaneTest, AFetchOfAClosedPortIsUnavailableWithTheLibraryServersReason) {
