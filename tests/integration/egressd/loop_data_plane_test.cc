@@ -184,6 +184,27 @@ TEST_F(LoopDataPlaneTest, AnUnreadableGrpcTimeoutIsRefusedAndCounted) {
   EXPECT_EQ(counts().bad_timeout, 1u);
 }
 
+TEST_F(LoopDataPlaneTest, MetadataOverTheHeaderListLimitIsResourceExhaustedAndCounted) {
+  StartLoops();
+  std::string message;
+  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
+  const std::string framed = dataplane::FrameMessage(message);
+  const int port = server_->grpc_port();
+  // 16 KiB as HTTP/2 counts a header list (name + value + 32 per field) is the limit.
+  const auto within = RawGrpcCall(port, "/egress.v1.Egress/Fetch", framed,
+                                  {{"x-big", std::string(15 * 1024, 'a')}}, absl::Seconds(10));
+  ASSERT_TRUE(within.ok()) << within.status();
+  EXPECT_EQ(within->Field("grpc-status"), "0");
+  const auto over = RawGrpcCall(port, "/egress.v1.Egress/Fetch", framed,
+                                {{"x-big", std::string(17 * 1024, 'a')}}, absl::Seconds(10));
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ(over->Field("grpc-status"), "8");  // RESOURCE_EXHAUSTED
+  EXPECT_EQ(over->Field("grpc-message"),
+            "the call's metadata is larger than egressd accepts (16384 bytes, as HTTP/2 counts "
+            "a header list)");
+  EXPECT_EQ(counts().metadata_too_large, 1u);
+}
+
 TEST_F(LoopDataPlaneTest, HealthCheckIsServing) {
   StartLoops();
   std::string answer;
