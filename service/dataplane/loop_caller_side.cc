@@ -100,11 +100,10 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
 }  // namespace
 
 void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
-                const std::shared_ptr<ServerSession>& session, IncomingCall call,
-                SessionCounts& counts) {
+                const std::shared_ptr<ServerSession>& session, IncomingCall call) {
   egress::v1::FetchRequest request;
   if (!request.ParseFromString(call.message)) {
-    counts.bad_request_message.fetch_add(1, std::memory_order_relaxed);
+    service.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
     return session->Answer(
         call.stream_id, nullptr,
         ToGrpcStatus(transport::WithReason(

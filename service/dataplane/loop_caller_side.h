@@ -13,11 +13,10 @@
 namespace egress::dataplane {
 
 // Starts the Fetch or FetchStream `call` asks for: its FetchCall answers on `session`'s
-// stream. A message that is no FetchRequest is answered INVALID_ARGUMENT and counted in
-// `counts`. Runs on the session's loop.
+// stream. A message that is no FetchRequest is answered INVALID_ARGUMENT and counted
+// (service.observer). Runs on the session's loop.
 void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
-                const std::shared_ptr<ServerSession>& session, IncomingCall call,
-                SessionCounts& counts);
+                const std::shared_ptr<ServerSession>& session, IncomingCall call);
 
 }  // namespace egress::dataplane
 

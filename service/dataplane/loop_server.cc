@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
         Methods& methods = *server;
         std::make_shared<ServerSession>(std::move(socket), methods, server->limits_,
-                                        server->counts_)
+                                        server->service_.observer)
             ->Start();
       });
   if (!listener.ok()) return listener.status();
@@ -45,11 +45,10 @@ bool LoopServer::Serves(absl::string_view path) const {
 
 void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) {
   if (call.path == kFetch) {
-    return StartFetch(fetch::FetchCall::Rpc::kFetch, service_, session, std::move(call), counts_);
+    return StartFetch(fetch::FetchCall::Rpc::kFetch, service_, session, std::move(call));
   }
   if (call.path == kFetchStream) {
-    return StartFetch(fetch::FetchCall::Rpc::kFetchStream, service_, session, std::move(call),
-                      counts_);
+    return StartFetch(fetch::FetchCall::Rpc::kFetchStream, service_, session, std::move(call));
   }
   CheckHealth(*session, call);
 }
@@ -59,7 +58,7 @@ void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCa
 void LoopServer::CheckHealth(ServerSession& session, const IncomingCall& call) {
   google::protobuf::UnknownFieldSet request;
   if (!request.ParseFromString(call.message)) {
-    counts_.bad_request_message.fetch_add(1, std::memory_order_relaxed);
+    service_.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
     return session.Answer(call.stream_id, nullptr,
                           ToGrpcStatus(transport::WithReason(
                               absl::InvalidArgumentError(

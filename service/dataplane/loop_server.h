@@ -27,7 +27,6 @@ class LoopServer final : private Methods {
                                                            const SessionLimits& limits);
 
   int port() const { return listener_->port(); }
-  const SessionCounts& counts() const { return counts_; }
   // Accepts no more connections; those open go on until the loops stop.
   void StopAccepting() { listener_->Stop(); }
 
@@ -41,7 +40,6 @@ class LoopServer final : private Methods {
 
   const fetch::Context& service_;
   const SessionLimits limits_;
-  SessionCounts counts_;
   std::unique_ptr<LoopListener> listener_;
 };
 

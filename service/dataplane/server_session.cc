@@ -45,8 +45,8 @@ ServerSession& Of(void* self) { return *static_cast<ServerSession*>(self); }
 }  // namespace
 
 ServerSession::ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
-                             const SessionLimits& limits, SessionCounts& counts)
-    : socket_(std::move(socket)), methods_(methods), limits_(limits), counts_(counts) {
+                             const SessionLimits& limits, FetchObserver& observer)
+    : socket_(std::move(socket)), methods_(methods), limits_(limits), observer_(observer) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
@@ -85,7 +85,7 @@ void ServerSession::Read() {
         self->receiving_ = false;
         if (taken < 0) {
           // nghttp2 has queued its GOAWAY where it could; the connection is over.
-          self->counts_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+          self->observer_.OnCallRefused(CallRefusal::kProtocolError);
           self->Flush();
           return self->End();
         }
@@ -127,10 +127,7 @@ void ServerSession::End() {
 
 // A call that has finished learns nothing more: its stream ended as it should.
 void ServerSession::Gone(Stream& stream) {
-  if (stream.watcher && !stream.answered) {
-    counts_.streams_reset.fetch_add(1, std::memory_order_relaxed);
-    stream.watcher->OnStreamReset();
-  }
+  if (stream.watcher && !stream.answered) stream.watcher->OnStreamReset();
   if (stream.on_taken) Cancelled(std::move(stream.on_taken));
 }
 
@@ -165,7 +162,7 @@ int ServerSession::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const 
   if (!stream || frame->headers.cat != NGHTTP2_HCAT_REQUEST || !stream->refusal.ok()) return 0;
   stream->header_bytes += name_size + value_size + 32;
   if (stream->header_bytes > session.limits_.max_header_list_bytes) {
-    session.counts_.metadata_too_large.fetch_add(1, std::memory_order_relaxed);
+    session.observer_.OnCallRefused(CallRefusal::kMetadataTooLarge);
     stream->refusal = transport::WithReason(
         absl::ResourceExhaustedError(absl::StrCat(
             "the call's metadata is larger than egressd accepts (",
@@ -181,7 +178,7 @@ int ServerSession::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const 
   } else if (field == "grpc-timeout") {
     const auto timeout = ParseGrpcTimeout(text);
     if (!timeout.ok()) {
-      session.counts_.bad_timeout.fetch_add(1, std::memory_order_relaxed);
+      session.observer_.OnCallRefused(CallRefusal::kBadTimeout);
       stream->refusal = timeout.status();
       return 0;
     }
@@ -201,7 +198,7 @@ int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const ui
   Stream* stream = session.Find(stream_id);
   if (!stream || stream->answered) return 0;  // a refused request's bytes are dropped
   if (absl::Status status = stream->reader.Append(View(data, size)); !status.ok()) {
-    session.counts_.bad_request_message.fetch_add(1, std::memory_order_relaxed);
+    session.observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     session.Refuse(stream_id, *stream, status);
   }
   return 0;
@@ -227,7 +224,7 @@ int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* s
 void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   if (!stream.refusal.ok()) return Refuse(stream_id, stream, stream.refusal);
   if (!methods_.Serves(stream.call.path)) {
-    counts_.unimplemented.fetch_add(1, std::memory_order_relaxed);
+    observer_.OnCallRefused(CallRefusal::kUnimplemented);
     Refuse(stream_id, stream,
            transport::WithReason(absl::UnimplementedError(absl::StrCat(
                                      "egressd serves no method ", stream.call.path)),
@@ -238,7 +235,7 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
   auto message = stream.reader.Take();
   if (!message.ok()) {
-    counts_.bad_request_message.fetch_add(1, std::memory_order_relaxed);
+    observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     return Refuse(stream_id, stream, message.status());
   }
   stream.call.message = *std::move(message);
@@ -346,7 +343,6 @@ void ServerSession::Watch(int32_t stream_id, StreamWatcher* watcher) {
   if (Stream* stream = Find(stream_id)) {
     stream->watcher = watcher;
   } else {
-    counts_.streams_reset.fetch_add(1, std::memory_order_relaxed);
     watcher->OnStreamReset();
   }
 }

@@ -9,7 +9,6 @@
 #include <nghttp2/nghttp2.h>
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "grpcpp/support/status.h"
 #include "service/dataplane/grpc_framing.h"
+#include "service/fetch/fetch_observer.h"
 
 namespace egress::dataplane {
 
@@ -37,16 +37,6 @@ struct SessionLimits {
   uint32_t max_header_list_bytes = 16 * 1024;
   // The largest request message accepted (RESOURCE_EXHAUSTED past it).
   uint64_t max_message_bytes = 4 << 20;
-};
-
-// The refusals of every session of a server, by kind (each failure path its counter).
-struct SessionCounts {
-  std::atomic<uint64_t> unimplemented{0};         // a :path no method serves
-  std::atomic<uint64_t> metadata_too_large{0};    // over max_header_list_bytes
-  std::atomic<uint64_t> bad_request_message{0};   // too large, compressed, cut short, extra
-  std::atomic<uint64_t> bad_timeout{0};           // an unreadable grpc-timeout
-  std::atomic<uint64_t> streams_reset{0};         // a call's stream reset before its answer
-  std::atomic<uint64_t> protocol_errors{0};       // a connection nghttp2 gave up on
 };
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -86,8 +76,9 @@ class Methods {
 
 class ServerSession : public std::enable_shared_from_this<ServerSession> {
  public:
+  // Each refusal is reported to `observer` (egress_calls_refused_total).
   ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
-                const SessionLimits& limits, SessionCounts& counts);
+                const SessionLimits& limits, FetchObserver& observer);
   ~ServerSession();
   ServerSession(const ServerSession&) = delete;
   ServerSession& operator=(const ServerSession&) = delete;
@@ -162,7 +153,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   boost::asio::ip::tcp::socket socket_;
   Methods& methods_;
   const SessionLimits limits_;
-  SessionCounts& counts_;
+  FetchObserver& observer_;
   std::string peer_;
   nghttp2_session* session_ = nullptr;
   std::array<char, 16384> input_;

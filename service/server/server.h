@@ -63,8 +63,6 @@ class EgressServer {
   // Fetch and FetchStream RPCs gRPC is not done with (what shutdown waits for).
   uint32_t fetches_in_flight() const { return fetch_service_->fetches_in_flight(); }
   transport::Transport& transport() { return *transport_; }
-  // The data plane's own server; null unless started with DataPlane::kLoops.
-  const dataplane::LoopServer* loop_server() const { return loop_server_.get(); }
   const ConfigStore& config() const { return *config_; }
 
   // Validates a whole new config and swaps it in atomically; returns the config now in

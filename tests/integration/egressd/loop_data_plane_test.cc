@@ -24,8 +24,6 @@ class LoopDataPlaneTest : public EgressFaultsTest {
  protected:
   void StartLoops() { StartEgress({}, DataPlane::kLoops); }
 
-  const dataplane::SessionCounts& counts() const { return server_->loop_server()->counts(); }
-
   // A unary call by method name, through the generic stub; the answer's bytes.
   grpc::Status GenericCall(const std::string& method, const std::string& request,
                            std::string* answer) {
@@ -126,7 +124,6 @@ TEST_F(LoopDataPlaneTest, AFetchStreamCancelledAfterItsHeadLeavesNoUpstreamConne
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
   EXPECT_TRUE(WaitFor([&] { return FaultOrigin().active == 0 && FaultOrigin().draining == 0; }));
-  EXPECT_TRUE(WaitFor([&] { return counts().streams_reset == 1; }));
   EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) == 1; }));
 }
 
@@ -181,7 +178,7 @@ TEST_F(LoopDataPlaneTest, AnUnreadableGrpcTimeoutIsRefusedAndCounted) {
   EXPECT_EQ(answer->Field("grpc-status"), "3");  // INVALID_ARGUMENT
   EXPECT_EQ(answer->Field("grpc-message"),
             "grpc-timeout \"5 s\" is not 1 to 8 digits followed by a unit of H, M, S, m, u or n");
-  EXPECT_EQ(counts().bad_timeout, 1u);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kBadTimeout), 1);
 }
 
 TEST_F(LoopDataPlaneTest, MetadataOverTheHeaderListLimitIsResourceExhaustedAndCounted) {
@@ -202,7 +199,7 @@ TEST_F(LoopDataPlaneTest, MetadataOverTheHeaderListLimitIsResourceExhaustedAndCo
   EXPECT_EQ(over->Field("grpc-message"),
             "the call's metadata is larger than egressd accepts (16384 bytes, as HTTP/2 counts "
             "a header list)");
-  EXPECT_EQ(counts().metadata_too_large, 1u);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kMetadataTooLarge), 1);
 }
 
 TEST_F(LoopDataPlaneTest, HealthCheckIsServing) {
@@ -219,7 +216,7 @@ TEST_F(LoopDataPlaneTest, AnUnknownMethodIsUnimplementedAndCounted) {
   const grpc::Status status = GenericCall("/egress.v1.Egress/NoSuchMethod", "", &answer);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_EQ(status.error_message(), "egressd serves no method /egress.v1.Egress/NoSuchMethod");
-  EXPECT_EQ(counts().unimplemented, 1u);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kUnimplemented), 1);
 }
 
 TEST_F(LoopDataPlaneTest, ARequestMessageOverTheLimitIsResourceExhaustedBeforeItArrives) {
@@ -234,7 +231,7 @@ TEST_F(LoopDataPlaneTest, ARequestMessageOverTheLimitIsResourceExhaustedBeforeIt
   const auto info = ErrorInfoOf(status);
   ASSERT_TRUE(info.has_value()) << status.error_message();
   EXPECT_EQ(info->reason(), "REQUEST_MESSAGE_TOO_LARGE");
-  EXPECT_EQ(counts().bad_request_message, 1u);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kBadRequestMessage), 1);
   ExpectHealthy();
 }
 
@@ -247,7 +244,6 @@ TEST_F(LoopDataPlaneTest, ACallerThatCancelsMidFetchLeavesNoUpstreamConnectionBe
   fetch.Cancel();
   EXPECT_EQ(fetch.Wait().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(WaitFor([&] { return FaultOrigin().active == 0; }));
-  EXPECT_TRUE(WaitFor([&] { return counts().streams_reset == 1; }));
   EXPECT_TRUE(WaitFor([&] {
     return observer_.Fetches(grpc::StatusCode::CANCELLED) == 1;
   }));
