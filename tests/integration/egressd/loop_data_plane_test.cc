@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "google/rpc/status.pb.h"
@@ -208,6 +209,33 @@ TEST_F(LoopDataPlaneTest, HealthCheckIsServing) {
   const grpc::Status status = GenericCall("/grpc.health.v1.Health/Check", "", &answer);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(answer, std::string("\x08\x01", 2));  // status: SERVING
+}
+
+// Shutdown turns health NOT_SERVING and refuses new fetches at once, lets the one in
+// flight finish within the grace, and then accepts no more connections.
+TEST_F(LoopDataPlaneTest, ShutdownSaysNotServingRefusesNewFetchesAndThenStopsAccepting) {
+  StartLoops();
+  const int port = server_->grpc_port();
+  const int never_before = faults().never_requests();
+  BackgroundFetch holder(*stub_, Request(faults().Url("/never")));
+  ASSERT_TRUE(WaitFor([&] { return faults().never_requests() == never_before + 1; }));
+  std::thread shutdown([&] { server_->Shutdown(absl::Seconds(20)); });
+  std::string answer;
+  EXPECT_TRUE(WaitFor([&] {
+    answer.clear();
+    return GenericCall("/grpc.health.v1.Health/Check", "", &answer).ok() &&
+           answer == std::string("\x08\x02", 2);  // status: NOT_SERVING
+  }));
+  FetchResponse response;
+  const grpc::Status refused = Fetch(Request(nginx().HttpUrl("/cl/1k")), &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  holder.Cancel();
+  EXPECT_EQ(holder.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  shutdown.join();
+  EXPECT_EQ(server_->fetches_in_flight(), 0u);
+  EXPECT_FALSE(RawGrpcCall(port, "/grpc.health.v1.Health/Check", dataplane::FrameMessage(""), {},
+                           absl::Seconds(2))
+                   .ok());
 }
 
 TEST_F(LoopDataPlaneTest, AnUnknownMethodIsUnimplementedAndCounted) {
