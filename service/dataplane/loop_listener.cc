@@ -43,10 +43,12 @@ absl::StatusOr<tcp::endpoint> Endpoint(const std::string& address) {
 
 absl::StatusOr<std::unique_ptr<LoopListener>> LoopListener::Start(transport::EventLoops& loops,
                                                                   const std::string& address,
-                                                                  OnAccept on_accept) {
+                                                                  OnAccept on_accept,
+                                                                  OnAcceptError on_error) {
   auto endpoint = Endpoint(address);
   if (!endpoint.ok()) return endpoint.status();
-  std::unique_ptr<LoopListener> listener(new LoopListener(std::move(on_accept)));
+  std::unique_ptr<LoopListener> listener(
+      new LoopListener(std::move(on_accept), std::move(on_error)));
   for (size_t i = 0; i < loops.size(); ++i) {
     auto acceptor = std::make_shared<Acceptor>(loops.at(i));
     boost::system::error_code ec;
@@ -76,7 +78,7 @@ void LoopListener::Accept(const std::shared_ptr<Acceptor>& acceptor) {
       [this, acceptor](boost::system::error_code ec, tcp::socket socket) {
         if (!acceptor->socket.is_open()) return;  // Stop
         if (ec) {
-          accept_errors_.fetch_add(1, std::memory_order_relaxed);
+          on_error_();
           acceptor->retry.expires_after(kAcceptRetry);
           acceptor->retry.async_wait([this, acceptor](boost::system::error_code wait) {
             if (!wait && acceptor->socket.is_open()) Accept(acceptor);

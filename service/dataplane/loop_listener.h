@@ -5,7 +5,6 @@
 // of its own bound to the port (SO_REUSEPORT), so the kernel spreads connections over the
 // loops and a connection is served by the loop that accepted it, with no hand-off.
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,21 +20,23 @@ namespace egress::dataplane {
 class LoopListener {
  public:
   using OnAccept = std::function<void(boost::asio::ip::tcp::socket)>;
+  using OnAcceptError = std::function<void()>;
 
   // Listens on `address` ("host:port", an IP address; port 0 picks a free one) on every
-  // loop; `on_accept` gets each connection on the loop that accepted it. UNAVAILABLE
-  // when the address cannot be bound, INVALID_ARGUMENT when it is not host:port.
+  // loop; `on_accept` gets each connection on the loop that accepted it, `on_error` hears
+  // of each accept that failed (descriptors exhausted, say; retried after a pause).
+  // UNAVAILABLE when the address cannot be bound, INVALID_ARGUMENT when it is not
+  // host:port.
   static absl::StatusOr<std::unique_ptr<LoopListener>> Start(transport::EventLoops& loops,
                                                              const std::string& address,
-                                                             OnAccept on_accept);
+                                                             OnAccept on_accept,
+                                                             OnAcceptError on_error);
 
   int port() const { return port_; }
   // Closes every listening socket, each on its loop, and returns once they are closed
   // and let go of: nothing more is accepted. The loops must be running; the listener
   // holds nothing of theirs afterwards.
   void Stop();
-  // Accepts that failed (descriptors exhausted, say); each is retried after a pause.
-  uint64_t accept_errors() const { return accept_errors_; }
 
  private:
   // Shared with its pending accept and retry: the last to go frees it, on its loop.
@@ -44,13 +45,14 @@ class LoopListener {
     boost::asio::ip::tcp::acceptor socket;
     boost::asio::steady_timer retry;
   };
-  explicit LoopListener(OnAccept on_accept) : on_accept_(std::move(on_accept)) {}
+  LoopListener(OnAccept on_accept, OnAcceptError on_error)
+      : on_accept_(std::move(on_accept)), on_error_(std::move(on_error)) {}
   void Accept(const std::shared_ptr<Acceptor>& acceptor);
 
   const OnAccept on_accept_;
+  const OnAcceptError on_error_;
   std::vector<std::shared_ptr<Acceptor>> acceptors_;  // one per loop, until Stop
   int port_ = 0;
-  std::atomic<uint64_t> accept_errors_{0};
 };
 
 }  // namespace egress::dataplane

@@ -33,7 +33,8 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
         std::make_shared<ServerSession>(std::move(socket), methods, server->limits_,
                                         server->service_.observer)
             ->Start();
-      });
+      },
+      [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();
   server->listener_ = *std::move(listener);
   return server;

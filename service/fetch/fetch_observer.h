@@ -68,8 +68,9 @@ enum class CallRefusal {
   kBadRequestMessage,  // too large, compressed, cut short, more than one, unreadable
   kBadTimeout,         // an unreadable grpc-timeout
   kProtocolError,      // a connection that broke HTTP/2 (closed, its calls with it)
+  kAcceptFailed,       // a connection not accepted (descriptors exhausted, say)
 };
-inline constexpr size_t kCallRefusalCount = 5;
+inline constexpr size_t kCallRefusalCount = 6;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -77,6 +78,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kBadRequestMessage: return "bad_request_message";
     case CallRefusal::kBadTimeout: return "bad_timeout";
     case CallRefusal::kProtocolError: return "protocol_error";
+    case CallRefusal::kAcceptFailed: return "accept_failed";
   }
   return "unknown";
 }
