@@ -39,6 +39,11 @@ ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge()
           "how long calls under way may take to finish on a connection past "
           "--grpc_max_connection_age before it is closed (the default is "
           "limits.max_timeout's, so no fetch is cut short before its deadline)");
+ABSL_FLAG(std::string, data_plane, "grpc_library",
+          "what serves Egress and health on --grpc_listen: grpc_library (gRPC's server) or "
+          "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
+          "first slice: cleartext Fetch, FetchStream and health Check only, not yet with "
+          "--grpc_tls_*)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
@@ -160,6 +165,18 @@ int main(int argc, char** argv) {
   if (auto age = egress::CheckConnectionAge(connection_age); !age.ok()) {
     return Fail(std::string(age.message()));
   }
+  const std::string data_plane_name = absl::GetFlag(FLAGS_data_plane);
+  if (data_plane_name != "grpc_library" && data_plane_name != "loops") {
+    return Fail(absl::StrCat("--data_plane=", data_plane_name,
+                             ": give grpc_library or loops"));
+  }
+  const egress::DataPlane data_plane = data_plane_name == "loops"
+                                           ? egress::DataPlane::kLoops
+                                           : egress::DataPlane::kGrpcLibrary;
+  if (data_plane == egress::DataPlane::kLoops && !absl::GetFlag(FLAGS_grpc_tls_cert).empty()) {
+    return Fail("--data_plane=loops serves cleartext only so far: drop --grpc_tls_cert, or "
+                "use --data_plane=grpc_library");
+  }
   auto credentials = egress::MakeServerCredentials(
       {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
        absl::GetFlag(FLAGS_grpc_tls_client_ca)},
@@ -195,7 +212,7 @@ int main(int argc, char** argv) {
 
   auto server = egress::EgressServer::Start(
       *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
-      access_log.get(), connection_age);
+      access_log.get(), connection_age, data_plane);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(**server, admin_options);

@@ -59,6 +59,30 @@ struct CallerCost {
   }
 };
 
+// Why the data plane's own server (service/dataplane) refused a call before it reached
+// FetchCall, or a connection; these strings are the `reason` label of
+// egress_calls_refused_total.
+enum class CallRefusal {
+  kUnimplemented,      // a method it does not serve
+  kMetadataTooLarge,   // a header list over the limit
+  kBadRequestMessage,  // too large, compressed, cut short, more than one, unreadable
+  kBadTimeout,         // an unreadable grpc-timeout
+  kProtocolError,      // a connection that broke HTTP/2 (closed, its calls with it)
+  kAcceptFailed,       // a connection not accepted (descriptors exhausted, say)
+};
+inline constexpr size_t kCallRefusalCount = 6;
+inline absl::string_view ToString(CallRefusal reason) {
+  switch (reason) {
+    case CallRefusal::kUnimplemented: return "unimplemented";
+    case CallRefusal::kMetadataTooLarge: return "metadata_too_large";
+    case CallRefusal::kBadRequestMessage: return "bad_request_message";
+    case CallRefusal::kBadTimeout: return "bad_timeout";
+    case CallRefusal::kProtocolError: return "protocol_error";
+    case CallRefusal::kAcceptFailed: return "accept_failed";
+  }
+  return "unknown";
+}
+
 // What the gRPC front end reports: one call per finished Fetch or FetchStream.
 // Thread-safe and non-blocking, like transport::TransportObserver.
 class FetchObserver {
@@ -75,6 +99,8 @@ class FetchObserver {
   // The quota store could not answer for a global rule; the fetch went on (fail open) or
   // was refused (fail closed).
   virtual void OnQuotaStoreError(bool failed_closed) = 0;
+  // The data plane's own server refused a call (or a connection) for `reason`.
+  virtual void OnCallRefused(CallRefusal reason) = 0;
 };
 
 // Why an access log line was not written; these strings are the `reason` label of

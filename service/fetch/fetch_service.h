@@ -38,6 +38,8 @@ class FetchService final : public egress::v1::Egress::CallbackService {
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
   void StopAccepting() { stopped_ = true; }
   uint32_t fetches_in_flight() const { return fetches_in_flight_; }
+  // What every call works with, for a front end other than gRPC's (service/dataplane).
+  const Context& context() const { return context_; }
 
   grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context,
                                   const egress::v1::FetchRequest* request,

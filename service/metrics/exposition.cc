@@ -114,9 +114,14 @@ void Metrics::CollectCallerCosts(std::vector<MetricFamily>& families) const {
 void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
   MetricFamily rejected = Family(Id::kQuotaRejected);
   MetricFamily store_errors = Family(Id::kQuotaStoreErrors);
+  MetricFamily refused = Family(Id::kCallsRefused);
   std::lock_guard<std::mutex> lock(mu_);
   AddSample(store_errors, {{"outcome", "fail_open"}}, quota_store_errors_[0]);
   AddSample(store_errors, {{"outcome", "fail_closed"}}, quota_store_errors_[1]);
+  for (size_t i = 0; i < calls_refused_.size(); ++i) {
+    AddSample(refused, {{"reason", std::string(ToString(static_cast<CallRefusal>(i)))}},
+              calls_refused_[i]);
+  }
   for (const auto& [key, counts] : quota_rejected_) {
     for (size_t i = 0; i < counts.size(); ++i) {
       if (counts[i] == 0) continue;
@@ -129,6 +134,7 @@ void Metrics::CollectQuotas(std::vector<MetricFamily>& families) const {
   }
   families.push_back(std::move(rejected));
   families.push_back(std::move(store_errors));
+  families.push_back(std::move(refused));
 }
 
 std::vector<MetricFamily> Metrics::Collect() const {

@@ -70,6 +70,7 @@ enum class Id {
   kAccessLogDropped,
   kQuotaRejected,
   kQuotaStoreErrors,
+  kCallsRefused,
   kCallerFetches,
   kCallerRequestBytes,
   kCallerResponseBytes,
@@ -238,6 +239,11 @@ inline constexpr FamilySpec kFamilies[] = {
      "Global quota checks the quota store (Redis) could not answer, by what the fetch did: "
      "fail_open or fail_closed.",
      {"outcome"}, {}},
+    {Id::kCallsRefused, "egress_calls_refused_total", internal::kCounter,
+     "Calls (or connections) the data plane's own server (--data_plane=loops) refused "
+     "before a fetch, by reason: unimplemented, metadata_too_large, bad_request_message, "
+     "bad_timeout, protocol_error, accept_failed.",
+     {"reason"}, {}},
     {Id::kCallerFetches, "egress_caller_fetches_total", internal::kCounter,
      "Fetch and FetchStream RPCs, by caller.",
      {"caller"}, {}},

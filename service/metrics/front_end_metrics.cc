@@ -52,4 +52,9 @@ void Metrics::OnQuotaStoreError(bool failed_closed) {
   ++quota_store_errors_[failed_closed ? 1 : 0];
 }
 
+void Metrics::OnCallRefused(CallRefusal reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++calls_refused_[static_cast<size_t>(reason)];
+}
+
 }  // namespace egress

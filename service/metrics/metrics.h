@@ -90,6 +90,7 @@ class Metrics final : public transport::TransportObserver,
   void OnQuotaRejected(absl::string_view rule, absl::string_view caller,
                        QuotaLimit limit) override;
   void OnQuotaStoreError(bool failed_closed) override;
+  void OnCallRefused(CallRefusal reason) override;
   void OnCallerCost(absl::string_view caller, const CallerCost& cost) override;
 
   // AccessLogObserver
@@ -207,7 +208,9 @@ class Metrics final : public transport::TransportObserver,
   // egress_caller_*_total.
   void CollectCallerCosts(std::vector<prometheus::MetricFamily>& families) const;
   std::array<uint64_t, 2> quota_store_errors_ ABSL_GUARDED_BY(mu_){};  // [open, closed]
-  // egress_quota_rejected_total and egress_quota_store_errors_total.
+  std::array<uint64_t, kCallRefusalCount> calls_refused_ ABSL_GUARDED_BY(mu_){};
+  // egress_quota_rejected_total, egress_quota_store_errors_total and
+  // egress_calls_refused_total.
   void CollectQuotas(std::vector<prometheus::MetricFamily>& families) const;
 };
 

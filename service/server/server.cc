@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
     transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
     std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log,
-    const ConnectionAge& connection_age) {
+    const ConnectionAge& connection_age, DataPlane data_plane) {
   if (absl::Status age = CheckConnectionAge(connection_age); !age.ok()) return age;
   std::unique_ptr<EgressServer> server(new EgressServer());
   auto transport = transport::Transport::Create(config.transport, transport_observer);
@@ -64,11 +64,21 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   server->fetch_service_ =
       std::make_unique<FetchService>(*server->transport_, *server->config_, fetch_observer,
                                      access_log);
+  server->max_request_message_bytes_ = MaxRequestMessageBytes(config.limits);
+  if (data_plane == DataPlane::kLoops) {
+    dataplane::SessionLimits limits;
+    limits.max_message_bytes = server->max_request_message_bytes_;
+    auto loop_server = dataplane::LoopServer::Start(server->transport_->loops(), grpc_listen,
+                                                    server->fetch_service_->context(), limits);
+    if (!loop_server.ok()) return loop_server.status();
+    server->loop_server_ = *std::move(loop_server);
+    server->grpc_port_ = server->loop_server_->port();
+    return server;
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  server->max_request_message_bytes_ = MaxRequestMessageBytes(config.limits);
   builder.SetMaxReceiveMessageSize(static_cast<int>(server->max_request_message_bytes_));
   if (connection_age.max_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
@@ -127,7 +137,8 @@ void EgressServer::Shutdown(absl::Duration grace) {
   // NOT_SERVING for good, new fetches refused, those under way given the grace period.
   // Only then does gRPC shut down, ending what is left at once (health Watch calls,
   // which gRPC would otherwise wait on for the whole grace period).
-  server_->GetHealthCheckService()->Shutdown();
+  // The loop server's health answers follow the fetch service's refusal.
+  if (server_) server_->GetHealthCheckService()->Shutdown();
   fetch_service_->StopAccepting();
   const absl::Time deadline = absl::Now() + grace;
   const auto wait_for_fetches = [&] {
@@ -141,12 +152,17 @@ void EgressServer::Shutdown(absl::Duration grace) {
   // callers that keep sending learn that first, and health-checking ones leave.
   absl::SleepFor(std::min(kRefusalTime, std::max(deadline - absl::Now(), absl::ZeroDuration())));
   wait_for_fetches();
+  if (loop_server_) {
+    // Connections already open stay until the transport stops its loops.
+    loop_server_->StopAccepting();
+    return;
+  }
   // The same moment for a call gRPC had accepted but not yet handed to the fetch service.
   server_->Shutdown(absl::ToChronoTime(absl::Now() + std::min(kRefusalTime, grace)));
 }
 
 EgressServer::~EgressServer() {
-  if (server_) Shutdown(absl::ZeroDuration());
+  if (server_ || loop_server_) Shutdown(absl::ZeroDuration());
   // The transport's I/O threads may still hold the last reference to a finished RPC,
   // whose destructor gives its bytes back to the fetch service's body budget: stop them
   // before the fetch service goes.

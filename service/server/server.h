@@ -13,6 +13,7 @@
 #include "grpcpp/server.h"
 #include "service/config/config.h"
 #include "service/config/config_store.h"
+#include "service/dataplane/loop_server.h"
 #include "service/fetch/fetch_service.h"
 #include "service/transport/transport.h"
 
@@ -35,18 +36,27 @@ struct ConnectionAge {
 // INVALID_ARGUMENT when the age or its grace is negative (EgressServer::Start checks it too).
 absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
 
+// What serves egress.v1.Egress and health on the Egress port (egressd's --data_plane).
+enum class DataPlane {
+  kGrpcLibrary,  // gRPC's library server (TLS, connection age, reflection, FetchStream)
+  kLoops,        // egressd's own server on the transport's loops (issue 37, first slice:
+                 // cleartext Fetch, FetchStream and health Check only)
+};
+
 // egressd without its flags: the transport and the gRPC server around it (Egress,
 // health, reflection). main.cc and the integration tests both start it this way.
 class EgressServer {
  public:
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
   // fetch gives a line to `access_log`, when there is one; it must outlive the server.
-  // INVALID_ARGUMENT for a negative connection age or grace.
+  // INVALID_ARGUMENT for a negative connection age or grace. With DataPlane::kLoops the
+  // credentials and the connection age are not used (cleartext only, so far).
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
       std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials(),
-      AccessLog* access_log = nullptr, const ConnectionAge& connection_age = {});
+      AccessLog* access_log = nullptr, const ConnectionAge& connection_age = {},
+      DataPlane data_plane = DataPlane::kGrpcLibrary);
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }
@@ -74,6 +84,7 @@ class EgressServer {
   // gRPC server: calls it had just accepted are refused too, and whatever is left after
   // another moment (health Watch calls) is cancelled.
   void Shutdown(absl::Duration grace);
+  // Until the gRPC library server stops (DataPlane::kGrpcLibrary only).
   void Wait() { server_->Wait(); }
 
  private:
@@ -84,7 +95,9 @@ class EgressServer {
   std::function<void(size_t)> apply_max_origin_labels_ ABSL_GUARDED_BY(apply_mu_);
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<FetchService> fetch_service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> server_;  // null with DataPlane::kLoops
+  // Serves on the transport's loops: stopped before the transport, destroyed after it.
+  std::unique_ptr<dataplane::LoopServer> loop_server_;
   int grpc_port_ = 0;
   // The largest request message gRPC accepts, fixed at Start (see ApplyConfig).
   uint64_t max_request_message_bytes_ = 0;

@@ -50,6 +50,10 @@ class Transport {
   std::shared_ptr<PendingFetch> Fetch(HttpRequest request, absl::Time deadline,
                                       ResponseCallback done);
 
+  // The transport's I/O loops, for a front end that serves its callers on them (the data
+  // plane, service/dataplane): the transport still runs them and stops them when it goes.
+  EventLoops& loops() { return loops_; }
+
   std::vector<OriginStats> PoolStats() const { return pool_.Stats(); }
   // The origins whose circuit breaker is not closed or has failures counted.
   std::vector<BreakerStats> CircuitBreakerStats() const {

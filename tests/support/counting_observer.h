@@ -153,6 +153,8 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   }
   int Skipped(transport::DrainSkipReason r) const { return skipped[static_cast<size_t>(r)]; }
   int Fetches(grpc::StatusCode code) const { return fetches[static_cast<size_t>(code)]; }
+  void OnCallRefused(CallRefusal reason) override { ++refused[static_cast<size_t>(reason)]; }
+  int Refused(CallRefusal reason) const { return refused[static_cast<size_t>(reason)]; }
   int AllClosed() const {
     int total = 0;
     for (const auto& c : closed) total += c;
@@ -180,6 +182,7 @@ class CountingObserver final : public transport::TransportObserver, public Fetch
   std::vector<uint64_t> streams_per_closed_connection;  // under streams_mu
   std::atomic<int> pool_waits{0};
   std::array<std::atomic<int>, 17> fetches{};
+  std::array<std::atomic<int>, kCallRefusalCount> refused{};
   std::array<std::atomic<int>, transport::kDenyReasonCount> policy_denied{};
   mutable std::mutex would_deny_mu;
   std::map<std::string, int> would_deny;  // by rule

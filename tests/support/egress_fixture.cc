@@ -28,14 +28,16 @@ std::chrono::milliseconds EgressTest::Gap(int milliseconds) {
   return std::chrono::milliseconds(milliseconds * (scale ? std::max(1, std::atoi(scale)) : 1));
 }
 
-void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& configure) {
+void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& configure,
+                             DataPlane data_plane) {
   egress::v1::Config proto;
   proto.mutable_transport()->set_extra_ca_file(nginx_->ca_file());
   proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");  // the test upstream
   if (configure) configure(proto);
   auto config = BuildConfig(proto);
   ASSERT_TRUE(config.ok()) << config.status();
-  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_);
+  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
+                                   grpc::InsecureServerCredentials(), nullptr, {}, data_plane);
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = *std::move(server);
   stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(

@@ -32,7 +32,9 @@ class EgressTest : public ::testing::Test {
   void TearDown() override;
 
   // Starts egress with the test CA trusted; `configure` may change the config first.
-  void StartEgress(const std::function<void(egress::v1::Config&)>& configure = {});
+  // `data_plane` says what serves the Egress port (gRPC's library server by default).
+  void StartEgress(const std::function<void(egress::v1::Config&)>& configure = {},
+                   DataPlane data_plane = DataPlane::kGrpcLibrary);
 
   // A request whose URL is made unique to this test, so access-log counts are its own.
   egress::v1::FetchRequest Request(const std::string& url,

@@ -27,6 +27,10 @@ class EventLoops {
   boost::asio::io_context& first() { return loops_.front()->context; }
   // The loop for the next connection: each in turn.
   boost::asio::io_context& Next();
+  // Every loop, by index (0 is first()): for a server that accepts on each loop, so that
+  // the calls it serves run on the threads their fetches' I/O runs on.
+  size_t size() const { return loops_.size(); }
+  boost::asio::io_context& at(size_t index) { return loops_[index]->context; }
   // Stops every loop (handlers not yet run are dropped) and joins the threads; once.
   void Stop();
 

@@ -114,6 +114,49 @@ TEST(EgressdTest, InvalidConfigFilesStopItWithTheFieldNamed) {
   }
 }
 
+// --data_plane=loops (issue 37's first slice): egressd's own server answers Fetch and
+// health on the Egress port, TransportAdmin stays on gRPC's; a value it does not know, or
+// TLS it does not serve yet, stops egressd at start.
+TEST(EgressdTest, WithDataPlaneLoopsServesFetchAndHealthAndRefusesWhatItCannotServe) {
+  const std::string dir = TestDir("egressd-loops");
+  const std::pair<const char*, const char*> refused[] = {
+      {"--data_plane=nghttp2", "--data_plane=nghttp2: give grpc_library or loops"},
+      {"--data_plane=loops --grpc_tls_cert=c.pem --grpc_tls_key=k.pem",
+       "--data_plane=loops serves cleartext only so far"},
+  };
+  for (const auto& [flags, words] : refused) {
+    int status = -1;
+    const std::string output =
+        RunShell(absl::StrCat(Runfile("service/egressd"), " ", flags, " 2>&1"), &status);
+    EXPECT_EQ(WEXITSTATUS(status), 2) << flags;
+    EXPECT_THAT(output, HasSubstr(words)) << flags;
+  }
+
+  auto nginx = NginxUpstream::Start(dir + "/nginx");
+  std::ofstream(dir + "/egress.textproto") << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
+  EgressdProcess egressd(Runfile("service/egressd"), dir + "/egress.textproto",
+                         dir + "/egressd.log", {"--data_plane=loops"});
+  ASSERT_TRUE(egressd.WaitUntilListening()) << ReadFile(egressd.log_file());
+  auto channel = grpc::CreateChannel(egressd.grpc_target(), grpc::InsecureChannelCredentials());
+  EXPECT_EQ(HealthCheck(channel), std::string("\x08\x01", 2));  // status: SERVING
+  egress::v1::FetchRequest request;
+  request.set_url(nginx->HttpUrl("/cl/1k"));
+  egress::v1::FetchResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  const grpc::Status status =
+      egress::v1::Egress::NewStub(channel)->Fetch(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  auto admin = egress::v1::TransportAdmin::NewStub(
+      grpc::CreateChannel(egressd.admin_target(), grpc::InsecureChannelCredentials()));
+  egress::v1::Config config;
+  grpc::ClientContext admin_context;
+  EXPECT_TRUE(admin->GetConfig(&admin_context, egress::v1::GetConfigRequest(), &config).ok());
+  ASSERT_EQ(egressd.process().Signal(SIGTERM), 0);
+  EXPECT_EQ(egressd.process().Wait(), 0);
+}
+
 class ReloadTest : public ::testing::Test {
  protected:
   void WriteConfig(const std::string& body) {

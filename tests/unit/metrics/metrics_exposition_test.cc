@@ -67,6 +67,7 @@ void RecordOneOfEach(Metrics& metrics) {
   metrics.OnBufferedBodyBytes(512);
   metrics.OnQuotaRejected("per-caller", "billing", QuotaLimit::kRequestsPerSecond);
   metrics.OnQuotaStoreError(true);
+  metrics.OnCallRefused(CallRefusal::kBadTimeout);
   CallerCost cost;
   cost.fetches = 1;
   cost.request_bytes = 10;

@@ -1,0 +1,59 @@
+#ifndef EGRESS_SERVICE_DATAPLANE_GRPC_FRAMING_H_
+#define EGRESS_SERVICE_DATAPLANE_GRPC_FRAMING_H_
+
+// gRPC over HTTP/2 as the wire carries it (PROTOCOL-HTTP2.md in gRPC's docs): the 5-byte
+// length prefix of each message, the grpc-timeout header, and the trailers that end a
+// call (grpc-status, a percent-encoded grpc-message, grpc-status-details-bin). No I/O.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/support/status.h"
+
+namespace egress::dataplane {
+
+// The bytes of one message on the wire: uncompressed flag, 4-byte big-endian length,
+// the serialized message.
+std::string FrameMessage(absl::string_view message);
+
+// Collects one request message from a stream's DATA bytes, refusing one larger than
+// `max_bytes` as soon as its prefix says so (before its bytes arrive), a compressed one
+// (egressd offers no grpc-encoding), and a second message on a unary call.
+class MessageReader {
+ public:
+  explicit MessageReader(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // RESOURCE_EXHAUSTED over max_bytes, UNIMPLEMENTED when compressed, INVALID_ARGUMENT
+  // for bytes after the message; nothing more should be appended after an error.
+  absl::Status Append(absl::string_view bytes);
+  // The message is whole: Take may be called.
+  bool complete() const;
+  // INVALID_ARGUMENT unless one whole message came (the request ended early).
+  absl::StatusOr<std::string> Take();
+
+ private:
+  uint64_t max_bytes_;
+  std::string bytes_;  // the prefix, then the message
+};
+
+// The caller's deadline in a grpc-timeout value: at most 8 ASCII digits and a unit, H M
+// S m u n (hours to nanoseconds). INVALID_ARGUMENT for anything else.
+absl::StatusOr<absl::Duration> ParseGrpcTimeout(absl::string_view value);
+
+// grpc-message's encoding: bytes outside printable ASCII, and '%', as %XX.
+std::string PercentEncode(absl::string_view text);
+
+// The header fields that end a call with `status` (the trailers, or the whole answer of
+// a Trailers-Only response): grpc-status, grpc-message when there is one, and
+// grpc-status-details-bin (base64) when the status carries details.
+std::vector<std::pair<std::string, std::string>> StatusFields(const grpc::Status& status);
+
+}  // namespace egress::dataplane
+
+#endif  // EGRESS_SERVICE_DATAPLANE_GRPC_FRAMING_H_

@@ -1,0 +1,118 @@
+#include "service/dataplane/loop_caller_side.h"
+
+#include <string>
+#include <utility>
+
+#include "boost/asio/post.hpp"
+#include "service/base/error_reason.h"
+#include "service/fetch/caller_side.h"
+#include "service/fetch/fetch_call.h"
+#include "service/fetch/status_mapping.h"
+
+namespace egress::dataplane {
+namespace {
+
+// One Fetch's or FetchStream's caller side on a ServerSession. FetchCall calls it from any
+// thread (the transport answers on its own loops); each call into the session is posted
+// to the session's loop, where the stream lives, and so is the caller side's own end.
+class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
+ public:
+  LoopCallerSide(fetch::FetchCall::Rpc rpc, std::shared_ptr<ServerSession> session,
+                 IncomingCall call)
+      : rpc_(rpc), session_(std::move(session)), call_(std::move(call)), fetch_(rpc, *this) {}
+
+  // On the loop: watches the stream, then starts the fetch (which may finish at once).
+  void Start(const fetch::Context& service, egress::v1::FetchRequest& request) {
+    session_->Watch(call_.stream_id, this);
+    fetch_.Start(service, request);
+  }
+
+ private:
+  ~LoopCallerSide() { session_->Unwatch(call_.stream_id); }  // on the loop
+
+  std::string Peer() const override { return session_->peer(); }
+  absl::InlinedVector<absl::string_view, 1> Metadata(absl::string_view key) const override {
+    absl::InlinedVector<absl::string_view, 1> values;
+    for (const auto& [name, value] : call_.metadata) {
+      if (name == key) values.emplace_back(value);
+    }
+    return values;
+  }
+  // Cleartext callers only, so far: no certificate names a caller.
+  std::string CertificateName(egress::v1::IdentitySource) const override { return ""; }
+  absl::Time Deadline() const override { return call_.deadline; }
+
+  egress::v1::FetchResponse& Response() override { return *chunk_.mutable_head(); }
+  // FetchStream: the head, then each body chunk, one message at a time; OnSent once the
+  // session's nghttp2 has taken it (the caller's window let it), so a caller that stops
+  // reading holds back its own fetch only.
+  void SendHead() override { Send(); }
+  void SendBody(std::string bytes) override {
+    chunk_.Clear();
+    chunk_.set_body(std::move(bytes));
+    Send();
+  }
+  void Send() {
+    std::string message;
+    chunk_.SerializeToString(&message);
+    boost::asio::post(session_->executor(), [this, message = std::move(message)] {
+      session_->Send(call_.stream_id, message,
+                     [this](absl::Status taken) { fetch_.OnSent(std::move(taken)); });
+    });
+  }
+
+  // Fetch: FetchCall touches the response no more; it is serialized here, on whichever
+  // thread finishes the call, and the loop sends it. Done follows once the answer is
+  // handed to the session (gRPC's OnDone).
+  void Finish(const grpc::Status& status) override {
+    std::string message;
+    if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
+      chunk_.head().SerializeToString(&message);
+    }
+    boost::asio::post(session_->executor(), [this, status, message = std::move(message)] {
+      if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
+        session_->Answer(call_.stream_id, &message, status);
+      } else {
+        session_->Finish(call_.stream_id, status);
+      }
+      fetch_.Done();
+    });
+  }
+  // Freed on the loop, where the stream it watches lives; freed with the loop's pending
+  // handlers if the loop stops first.
+  void Release() override {
+    boost::asio::post(session_->executor(),
+                      [owned = std::unique_ptr<LoopCallerSide>(this)] {});
+  }
+
+  void OnStreamReset() override { fetch_.Cancel(); }
+
+  friend std::default_delete<LoopCallerSide>;
+
+  const fetch::FetchCall::Rpc rpc_;
+  const std::shared_ptr<ServerSession> session_;
+  const IncomingCall call_;
+  // Fetch's answer in its head; FetchStream's message being sent (the head, then a chunk).
+  egress::v1::FetchChunk chunk_;
+  fetch::FetchCall fetch_;
+};
+
+}  // namespace
+
+void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
+                const std::shared_ptr<ServerSession>& session, IncomingCall call) {
+  egress::v1::FetchRequest request;
+  if (!request.ParseFromString(call.message)) {
+    service.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
+    return session->Answer(
+        call.stream_id, nullptr,
+        ToGrpcStatus(transport::WithReason(
+            absl::InvalidArgumentError("the request message is not an egress.v1.FetchRequest"),
+            "REQUEST_MESSAGE_UNREADABLE")));
+  }
+  call.message.clear();
+  // Owned by itself from here: freed by Release, once FetchCall is done with it.
+  (new LoopCallerSide(rpc, session, std::move(call)))->Start(service, request);
+}
+
+}  // namespace egress::dataplane

@@ -1,0 +1,48 @@
+#ifndef EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_
+#define EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_
+
+// egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
+// Fetch and FetchStream, and grpc.health.v1.Health Check, over HTTP/2 (nghttp2, cleartext
+// with prior knowledge), by a gRPC server of egressd's own, so that a fetch's call and its
+// upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "service/dataplane/loop_listener.h"
+#include "service/dataplane/server_session.h"
+#include "service/fetch/fetch_context.h"
+
+namespace egress::dataplane {
+
+class LoopServer final : private Methods {
+ public:
+  // Serves on `address` ("ip:port"; port 0 picks one) on every loop of `loops`, with the
+  // calls' shared `service`; both must outlive the server's connections (the loops own
+  // them: stopping the loops ends them).
+  static absl::StatusOr<std::unique_ptr<LoopServer>> Start(transport::EventLoops& loops,
+                                                           const std::string& address,
+                                                           const fetch::Context& service,
+                                                           const SessionLimits& limits);
+
+  int port() const { return listener_->port(); }
+  // Accepts no more connections; those open go on until the loops stop.
+  void StopAccepting() { listener_->Stop(); }
+
+ private:
+  LoopServer(const fetch::Context& service, const SessionLimits& limits)
+      : service_(service), limits_(limits) {}
+
+  bool Serves(absl::string_view path) const override;
+  void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
+  void CheckHealth(ServerSession& session, const IncomingCall& call);
+
+  const fetch::Context& service_;
+  const SessionLimits limits_;
+  std::unique_ptr<LoopListener> listener_;
+};
+
+}  // namespace egress::dataplane
+
+#endif  // EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_

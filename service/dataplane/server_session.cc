@@ -1,0 +1,354 @@
+#include "service/dataplane/server_session.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "boost/asio/buffer.hpp"
+#include "boost/asio/write.hpp"
+#include "service/base/error_reason.h"
+#include "service/fetch/status_mapping.h"
+
+namespace egress::dataplane {
+namespace {
+
+namespace net = boost::asio;
+
+absl::string_view View(const uint8_t* bytes, size_t size) {
+  return absl::string_view(reinterpret_cast<const char*>(bytes), size);
+}
+
+nghttp2_nv Field(const std::string& name, const std::string& value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+// nghttp2 copies the fields it is given: `fields` need live only for the call.
+std::vector<nghttp2_nv> Fields(const Metadata& fields) {
+  std::vector<nghttp2_nv> nv;
+  nv.reserve(fields.size());
+  for (const auto& [name, value] : fields) nv.push_back(Field(name, value));
+  return nv;
+}
+
+std::string PeerName(const boost::asio::ip::tcp::endpoint& endpoint) {
+  const auto address = endpoint.address();
+  if (address.is_v4()) return absl::StrCat("ipv4:", address.to_string(), ":", endpoint.port());
+  return absl::StrCat("ipv6:[", address.to_string(), "]:", endpoint.port());
+}
+
+ServerSession& Of(void* self) { return *static_cast<ServerSession*>(self); }
+
+}  // namespace
+
+ServerSession::ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
+                             const SessionLimits& limits, FetchObserver& observer)
+    : socket_(std::move(socket)), methods_(methods), limits_(limits), observer_(observer) {
+  nghttp2_session_callbacks* callbacks;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, OnHeader);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
+  nghttp2_session_server_new(&session_, callbacks, this);
+  nghttp2_session_callbacks_del(callbacks);
+}
+
+ServerSession::~ServerSession() { nghttp2_session_del(session_); }
+
+void ServerSession::Start() {
+  boost::system::error_code ec;
+  const auto remote = socket_.remote_endpoint(ec);
+  if (ec) return End();  // the caller left before its first byte
+  peer_ = PeerName(remote);
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // best effort: latency only
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  Flush();
+  Read();
+}
+
+void ServerSession::Read() {
+  socket_.async_read_some(
+      net::buffer(input_), [self = shared_from_this()](boost::system::error_code ec, size_t got) {
+        if (ec) return self->End();  // the caller went away, or End closed the socket
+        self->receiving_ = true;
+        const ssize_t taken = nghttp2_session_mem_recv(
+            self->session_, reinterpret_cast<const uint8_t*>(self->input_.data()), got);
+        self->receiving_ = false;
+        if (taken < 0) {
+          // nghttp2 has queued its GOAWAY where it could; the connection is over.
+          self->observer_.OnCallRefused(CallRefusal::kProtocolError);
+          self->Flush();
+          return self->End();
+        }
+        self->Flush();
+        if (!self->ended_) self->Read();
+      });
+}
+
+void ServerSession::Flush() {
+  if (writing_ || receiving_ || ended_) return;
+  output_.clear();
+  const uint8_t* data;
+  ssize_t size;
+  while ((size = nghttp2_session_mem_send(session_, &data)) > 0) {
+    output_.append(reinterpret_cast<const char*>(data), size);
+  }
+  if (output_.empty()) {
+    if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) End();
+    return;
+  }
+  writing_ = true;
+  net::async_write(socket_, net::buffer(output_),
+                   [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                     self->writing_ = false;
+                     if (ec) return self->End();
+                     self->Flush();
+                   });
+}
+
+// The connection is over: every call not yet answered learns it, as of a reset.
+void ServerSession::End() {
+  if (ended_) return;
+  ended_ = true;
+  boost::system::error_code ignored;  // closing a socket the caller already closed
+  socket_.close(ignored);
+  auto streams = std::move(streams_);
+  for (auto& [id, stream] : streams) Gone(stream);
+}
+
+// A call that has finished learns nothing more: its stream ended as it should.
+void ServerSession::Gone(Stream& stream) {
+  if (stream.watcher && !stream.answered) stream.watcher->OnStreamReset();
+  if (stream.on_taken) Cancelled(std::move(stream.on_taken));
+}
+
+void ServerSession::Cancelled(OnTaken on_taken) {
+  net::post(executor(), [on_taken = std::move(on_taken)] {
+    on_taken(absl::CancelledError("the caller went away"));
+  });
+}
+
+ServerSession::Stream* ServerSession::Find(int32_t stream_id) {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : &it->second;
+}
+
+int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    ServerSession& session = Of(self);
+    auto& stream = session.streams_.try_emplace(frame->hd.stream_id,
+                                                session.limits_.max_message_bytes)
+                       .first->second;
+    stream.call.stream_id = frame->hd.stream_id;
+  }
+  return 0;
+}
+
+int ServerSession::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                            size_t name_size, const uint8_t* value, size_t value_size, uint8_t,
+                            void* self) {
+  ServerSession& session = Of(self);
+  Stream* stream = session.Find(frame->hd.stream_id);
+  // The caller's trailers (a request has none that matter) and refused requests: ignored.
+  if (!stream || frame->headers.cat != NGHTTP2_HCAT_REQUEST || !stream->refusal.ok()) return 0;
+  stream->header_bytes += name_size + value_size + 32;
+  if (stream->header_bytes > session.limits_.max_header_list_bytes) {
+    session.observer_.OnCallRefused(CallRefusal::kMetadataTooLarge);
+    stream->refusal = transport::WithReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "the call's metadata is larger than egressd accepts (",
+            session.limits_.max_header_list_bytes, " bytes, as HTTP/2 counts a header list)")),
+        "METADATA_TOO_LARGE");
+    stream->call.metadata.clear();
+    return 0;
+  }
+  const absl::string_view field = View(name, name_size);
+  const absl::string_view text = View(value, value_size);
+  if (field == ":path") {
+    stream->call.path = std::string(text);
+  } else if (field == "grpc-timeout") {
+    const auto timeout = ParseGrpcTimeout(text);
+    if (!timeout.ok()) {
+      session.observer_.OnCallRefused(CallRefusal::kBadTimeout);
+      stream->refusal = timeout.status();
+      return 0;
+    }
+    stream->call.deadline = absl::Now() + *timeout;
+  } else if (!absl::StartsWith(field, ":")) {
+    std::string decoded(text);
+    // A -bin value that is not base64 is kept as it came: the method decides.
+    if (absl::EndsWith(field, "-bin")) absl::Base64Unescape(text, &decoded);
+    stream->call.metadata.emplace_back(std::string(field), std::move(decoded));
+  }
+  return 0;
+}
+
+int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data,
+                          size_t size, void* self) {
+  ServerSession& session = Of(self);
+  Stream* stream = session.Find(stream_id);
+  if (!stream || stream->answered) return 0;  // a refused request's bytes are dropped
+  if (absl::Status status = stream->reader.Append(View(data, size)); !status.ok()) {
+    session.observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
+    session.Refuse(stream_id, *stream, status);
+  }
+  return 0;
+}
+
+int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  ServerSession& session = Of(self);
+  const int32_t stream_id = frame->hd.stream_id;
+  Stream* stream = session.Find(stream_id);
+  if (!stream) return 0;
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    session.OnRequestHeaders(stream_id, *stream);
+  }
+  const bool request_ends = (frame->hd.type == NGHTTP2_DATA ||
+                             frame->hd.type == NGHTTP2_HEADERS) &&
+                            (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+  if (request_ends && !stream->answered) session.OnRequestEnd(stream_id, *stream);
+  return 0;
+}
+
+// What the headers alone decide is answered at once: the rest of the request is not
+// waited for.
+void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
+  if (!stream.refusal.ok()) return Refuse(stream_id, stream, stream.refusal);
+  if (!methods_.Serves(stream.call.path)) {
+    observer_.OnCallRefused(CallRefusal::kUnimplemented);
+    Refuse(stream_id, stream,
+           transport::WithReason(absl::UnimplementedError(absl::StrCat(
+                                     "egressd serves no method ", stream.call.path)),
+                                 "METHOD_NOT_FOUND"));
+  }
+}
+
+void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
+  auto message = stream.reader.Take();
+  if (!message.ok()) {
+    observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
+    return Refuse(stream_id, stream, message.status());
+  }
+  stream.call.message = *std::move(message);
+  methods_.Start(shared_from_this(), std::move(stream.call));
+}
+
+void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status& status) {
+  if (stream.answered) return;
+  Answer(stream_id, nullptr, ToGrpcStatus(status));
+}
+
+void ServerSession::Answer(int32_t stream_id, const std::string* message,
+                           const grpc::Status& status) {
+  if (message) Send(stream_id, *message, nullptr);
+  Finish(stream_id, status);
+}
+
+void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken on_taken) {
+  Stream* stream = Find(stream_id);
+  if (!stream || stream->answered || ended_) {
+    if (on_taken) Cancelled(std::move(on_taken));
+    return;
+  }
+  stream->pending = FrameMessage(message);
+  stream->pending_sent = 0;
+  stream->on_taken = std::move(on_taken);
+  if (!stream->head_sent) {
+    stream->head_sent = true;
+    const Metadata head = {{":status", "200"}, {"content-type", "application/grpc"}};
+    const auto nv = Fields(head);
+    nghttp2_data_provider body;
+    body.source.ptr = stream;
+    body.read_callback = ReadAnswer;
+    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), &body);
+  } else if (stream->deferred) {
+    stream->deferred = false;
+    nghttp2_session_resume_data(session_, stream_id);
+  }
+  Flush();
+}
+
+void ServerSession::Finish(int32_t stream_id, const grpc::Status& status) {
+  Stream* stream = Find(stream_id);
+  if (!stream || stream->answered || ended_) return;
+  stream->answered = true;
+  if (!stream->head_sent) {
+    // Trailers-Only: the status in the one HEADERS frame, which ends the stream.
+    stream->head_sent = true;
+    Metadata head = {{":status", "200"}, {"content-type", "application/grpc"}};
+    for (auto& field : StatusFields(status)) head.push_back(std::move(field));
+    const auto nv = Fields(head);
+    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
+  } else {
+    stream->trailers = StatusFields(status);
+    if (stream->deferred) {
+      stream->deferred = false;
+      nghttp2_session_resume_data(session_, stream_id);
+    }
+  }
+  Flush();
+}
+
+// nghttp2 asks for the stream's next DATA bytes, as much as the flow-control windows let
+// it take: the pending message's, then, once finished, the end of the body and the
+// trailers; until then nothing (deferred: Send or Finish resume it).
+ssize_t ServerSession::ReadAnswer(nghttp2_session* session, int32_t stream_id, uint8_t* buffer,
+                                  size_t length, uint32_t* flags, nghttp2_data_source* source,
+                                  void* self) {
+  Stream& stream = *static_cast<Stream*>(source->ptr);
+  const size_t size = std::min(length, stream.pending.size() - stream.pending_sent);
+  std::memcpy(buffer, stream.pending.data() + stream.pending_sent, size);
+  stream.pending_sent += size;
+  if (stream.pending_sent == stream.pending.size()) {
+    stream.pending.clear();
+    stream.pending_sent = 0;
+    if (stream.on_taken) {
+      net::post(Of(self).executor(), [on_taken = std::move(stream.on_taken)] {
+        on_taken(absl::OkStatus());
+      });
+      stream.on_taken = nullptr;
+    }
+    if (stream.answered) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      const auto nv = Fields(stream.trailers);
+      nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size());
+    } else if (size == 0) {
+      stream.deferred = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+  }
+  return static_cast<ssize_t>(size);
+}
+
+int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* self) {
+  ServerSession& session = Of(self);
+  auto it = session.streams_.find(stream_id);
+  if (it == session.streams_.end()) return 0;
+  Stream stream = std::move(it->second);
+  session.streams_.erase(it);
+  session.Gone(stream);
+  return 0;
+}
+
+void ServerSession::Watch(int32_t stream_id, StreamWatcher* watcher) {
+  if (Stream* stream = Find(stream_id)) {
+    stream->watcher = watcher;
+  } else {
+    watcher->OnStreamReset();
+  }
+}
+
+void ServerSession::Unwatch(int32_t stream_id) {
+  if (Stream* stream = Find(stream_id)) stream->watcher = nullptr;
+}
+
+}  // namespace egress::dataplane

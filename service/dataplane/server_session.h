@@ -1,0 +1,169 @@
+#ifndef EGRESS_SERVICE_DATAPLANE_SERVER_SESSION_H_
+#define EGRESS_SERVICE_DATAPLANE_SERVER_SESSION_H_
+
+// One caller's HTTP/2 connection to the data plane: an nghttp2 server session pumped on
+// the event loop that accepted it. It collects each stream's request (headers, one
+// length-prefixed message), hands it to the method its :path names, and sends the answer
+// a method gives back, on the same loop. Everything here runs on that loop's thread.
+
+#include <nghttp2/nghttp2.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "boost/asio/ip/tcp.hpp"
+#include "grpcpp/support/status.h"
+#include "service/dataplane/grpc_framing.h"
+#include "service/fetch/fetch_observer.h"
+
+namespace egress::dataplane {
+
+// What a session refuses its caller, bounded and counted.
+struct SessionLimits {
+  // SETTINGS_MAX_CONCURRENT_STREAMS: nghttp2 refuses a stream past it (REFUSED_STREAM,
+  // which clients retry).
+  uint32_t max_concurrent_streams = 100;
+  // SETTINGS_MAX_HEADER_LIST_SIZE, as RFC 9113 counts it (name + value + 32 per field):
+  // a request whose metadata is larger is answered RESOURCE_EXHAUSTED. gRPC's default.
+  uint32_t max_header_list_bytes = 16 * 1024;
+  // The largest request message accepted (RESOURCE_EXHAUSTED past it).
+  uint64_t max_message_bytes = 4 << 20;
+};
+
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+// One request, whole, as a method gets it.
+struct IncomingCall {
+  int32_t stream_id = 0;
+  std::string path;
+  // The caller's metadata: names in lower case (HTTP/2 has no other), -bin values decoded.
+  Metadata metadata;
+  absl::Time deadline = absl::InfiniteFuture();  // from grpc-timeout
+  std::string message;                           // the request message, unframed
+};
+
+// A call that wants to learn that its stream went before its answer (RST_STREAM, or the
+// connection closed): gRPC's cancellation.
+class StreamWatcher {
+ public:
+  virtual void OnStreamReset() = 0;
+
+ protected:
+  ~StreamWatcher() = default;
+};
+
+class ServerSession;
+
+// The methods a server offers, by :path.
+class Methods {
+ public:
+  virtual ~Methods() = default;
+  // Whether a method answers `path`; a request for any other is answered UNIMPLEMENTED.
+  virtual bool Serves(absl::string_view path) const = 0;
+  // A whole request for a method that Serves; the answer comes back through
+  // session->Answer, on the session's loop. Runs on the loop.
+  virtual void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) = 0;
+};
+
+class ServerSession : public std::enable_shared_from_this<ServerSession> {
+ public:
+  // Each refusal is reported to `observer` (egress_calls_refused_total).
+  ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
+                const SessionLimits& limits, FetchObserver& observer);
+  ~ServerSession();
+  ServerSession(const ServerSession&) = delete;
+  ServerSession& operator=(const ServerSession&) = delete;
+
+  // Sends the server's SETTINGS and starts reading; once, on the socket's loop.
+  void Start();
+
+  // The loop the session runs on: what a call posts its answer to.
+  boost::asio::any_io_executor executor() { return socket_.get_executor(); }
+  // The caller's address as gRPC names it: "ipv4:127.0.0.1:41234", "ipv6:[::1]:41234".
+  const std::string& peer() const { return peer_; }
+
+  // Answers a unary call: `message` then `status`, or `status` alone (Trailers-Only).
+  void Answer(int32_t stream_id, const std::string* message, const grpc::Status& status);
+  // Sends one message (framed here) on the stream, after the response headers the first
+  // sends. `on_taken` follows, posted to the loop, once nghttp2 has taken the message's
+  // last byte (as the caller's flow-control window lets it), or with CANCELLED when the
+  // stream is gone or finished first; one message at a time.
+  using OnTaken = std::function<void(absl::Status)>;
+  void Send(int32_t stream_id, const std::string& message, OnTaken on_taken);
+  // Ends the call with `status`: in the trailers after the messages sent, or alone
+  // (Trailers-Only) when none was. Nothing when the stream is gone or finished.
+  void Finish(int32_t stream_id, const grpc::Status& status);
+  // `watcher` learns when stream_id goes before Unwatch (at once if it is gone already).
+  void Watch(int32_t stream_id, StreamWatcher* watcher);
+  void Unwatch(int32_t stream_id);
+
+ private:
+  struct Stream {
+    explicit Stream(uint64_t max_message_bytes) : reader(max_message_bytes) {}
+    IncomingCall call;
+    size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
+    absl::Status refusal;     // what the request broke, answered once its headers are in
+    MessageReader reader;
+    bool head_sent = false;  // the response headers are submitted
+    bool answered = false;   // Finish came: the status is given
+    bool deferred = false;   // nghttp2 waits for ReadAnswer to have bytes again
+    std::string pending;     // the framed message being sent
+    size_t pending_sent = 0;
+    OnTaken on_taken;  // the pending message's
+    Metadata trailers;
+    StreamWatcher* watcher = nullptr;
+  };
+
+  void Read();
+  // Gives nghttp2's output to the socket, one write at a time; closes the connection once
+  // neither side has more to say.
+  void Flush();
+  void End();
+  // The stream is gone: its call learns it, and so does a message's sender.
+  void Gone(Stream& stream);
+  // Tells a message's sender, on the loop, that the caller will not take it.
+  void Cancelled(OnTaken on_taken);
+  void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
+  void OnRequestHeaders(int32_t stream_id, Stream& stream);
+  void OnRequestEnd(int32_t stream_id, Stream& stream);
+  Stream* Find(int32_t stream_id);
+
+  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                      size_t name_size, const uint8_t* value, size_t value_size, uint8_t flags,
+                      void* self);
+  static int OnData(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data,
+                    size_t size, void* self);
+  static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
+                           void* self);
+  static ssize_t ReadAnswer(nghttp2_session* session, int32_t stream_id, uint8_t* buffer,
+                            size_t length, uint32_t* flags, nghttp2_data_source* source,
+                            void* self);
+
+  boost::asio::ip::tcp::socket socket_;
+  Methods& methods_;
+  const SessionLimits limits_;
+  FetchObserver& observer_;
+  std::string peer_;
+  nghttp2_session* session_ = nullptr;
+  std::array<char, 16384> input_;
+  std::string output_;
+  bool writing_ = false;
+  bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
+  bool ended_ = false;
+  std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
+};
+
+}  // namespace egress::dataplane
+
+#endif  // EGRESS_SERVICE_DATAPLANE_SERVER_SESSION_H_
