@@ -29,6 +29,11 @@ void Append16(std::string& out, uint16_t value) {
   out.push_back(static_cast<char>(value & 0xff));
 }
 
+int CountFor(const std::map<std::string, int>& counts, const std::string& name) {
+  const auto it = counts.find(absl::AsciiStrToLower(name));
+  return it == counts.end() ? 0 : it->second;
+}
+
 }  // namespace
 
 std::unique_ptr<DnsServer> DnsServer::Start(const std::string& ip, uint16_t port) {
@@ -91,8 +96,12 @@ void DnsServer::Forget(const std::string& name) {
 
 int DnsServer::Queries(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto it = queries_.find(absl::AsciiStrToLower(name));
-  return it == queries_.end() ? 0 : it->second;
+  return CountFor(queries_, name);
+}
+
+int DnsServer::Unanswered(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CountFor(unanswered_, name);
 }
 
 void DnsServer::Serve() {
@@ -134,7 +143,10 @@ std::string DnsServer::Reply(const std::string& query) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++queries_[name];
-    if (ignored_.count(name)) return "";
+    if (ignored_.count(name)) {
+      ++unanswered_[name];
+      return "";
+    }
     if (failing_.count(name)) rcode = kRcodeServfail;
     if (const auto it = answers_.find(name); it != answers_.end()) {
       rcode = 0;

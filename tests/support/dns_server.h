@@ -37,6 +37,8 @@ class DnsServer {
   uint16_t port() const { return port_; }
   // Queries received for `name`, of any type, answered or not.
   int Queries(const std::string& name) const;
+  // Queries for `name` it stayed silent to (the lookups left hanging).
+  int Unanswered(const std::string& name) const;
 
  private:
   DnsServer(int fd, uint16_t port);
@@ -59,6 +61,7 @@ class DnsServer {
   std::set<std::string> ignored_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> failing_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> queries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> unanswered_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
