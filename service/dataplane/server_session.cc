@@ -128,12 +128,16 @@ void ServerSession::End() {
 // A call that has finished learns nothing more: its stream ended as it should.
 void ServerSession::Gone(Stream& stream) {
   if (stream.watcher && !stream.answered) stream.watcher->OnStreamReset();
-  if (stream.on_taken) Cancelled(std::move(stream.on_taken));
+  if (stream.on_taken) {
+    Cancelled(std::move(stream.on_taken),
+              stream.reset.ok() ? absl::CancelledError("the caller went away") : stream.reset);
+  }
+  if (stream.on_finished) net::post(executor(), std::move(stream.on_finished));
 }
 
-void ServerSession::Cancelled(OnTaken on_taken) {
-  net::post(executor(), [on_taken = std::move(on_taken)] {
-    on_taken(absl::CancelledError("the caller went away"));
+void ServerSession::Cancelled(OnTaken on_taken, absl::Status why) {
+  net::post(executor(), [on_taken = std::move(on_taken), why = std::move(why)] {
+    on_taken(why);
   });
 }
 
@@ -146,7 +150,8 @@ int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, 
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     ServerSession& session = Of(self);
     auto& stream = session.streams_.try_emplace(frame->hd.stream_id,
-                                                session.limits_.max_message_bytes)
+                                                session.limits_.max_message_bytes,
+                                                session.executor())
                        .first->second;
     stream.call.stream_id = frame->hd.stream_id;
   }
@@ -225,11 +230,44 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   if (!stream.refusal.ok()) return Refuse(stream_id, stream, stream.refusal);
   if (!methods_.Serves(stream.call.path)) {
     observer_.OnCallRefused(CallRefusal::kUnimplemented);
-    Refuse(stream_id, stream,
-           transport::WithReason(absl::UnimplementedError(absl::StrCat(
-                                     "egressd serves no method ", stream.call.path)),
-                                 "METHOD_NOT_FOUND"));
+    return Refuse(stream_id, stream,
+                  transport::WithReason(absl::UnimplementedError(absl::StrCat(
+                                            "egressd serves no method ", stream.call.path)),
+                                        "METHOD_NOT_FOUND"));
   }
+  const absl::Duration left =
+      std::min(stream.call.deadline - absl::Now(), limits_.max_call_time);
+  stream.deadline.expires_after(absl::ToChronoNanoseconds(std::max(left, absl::ZeroDuration())));
+  stream.deadline.async_wait([self = shared_from_this(), stream_id](boost::system::error_code ec) {
+    if (!ec) self->OnDeadline(stream_id);  // else the stream went first
+  });
+}
+
+// What gRPC's library does at a call's deadline. A call whose answer has begun is reset
+// (its sender learns DEADLINE_EXCEEDED); a request not yet whole is answered
+// DEADLINE_EXCEEDED. A call under way that has sent nothing is left to the fetch's own
+// deadline, never later than this one, at which the transport answers DEADLINE_EXCEEDED:
+// cancelling it here would race that answer and count the fetch CANCELLED.
+void ServerSession::OnDeadline(int32_t stream_id) {
+  Stream* stream = Find(stream_id);
+  if (!stream || stream->answered || ended_) return;
+  if (stream->head_sent) {
+    stream->reset = transport::WithReason(
+        absl::DeadlineExceededError(
+            "the call's deadline (grpc-timeout, at most limits.max_timeout) passed before the "
+            "caller took the answer"),
+        "DEADLINE_EXCEEDED");
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    return Flush();
+  }
+  if (stream->started) return;
+  observer_.OnCallRefused(CallRefusal::kDeadlineBeforeRequest);
+  Refuse(stream_id, *stream,
+         transport::WithReason(
+             absl::DeadlineExceededError(
+                 "the request message did not arrive whole before the call's deadline "
+                 "(grpc-timeout, at most limits.max_timeout)"),
+             "DEADLINE_EXCEEDED"));
 }
 
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
@@ -239,6 +277,7 @@ void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
     return Refuse(stream_id, stream, message.status());
   }
   stream.call.message = *std::move(message);
+  stream.started = true;
   methods_.Start(shared_from_this(), std::move(stream.call));
 }
 
@@ -248,15 +287,15 @@ void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status
 }
 
 void ServerSession::Answer(int32_t stream_id, const std::string* message,
-                           const grpc::Status& status) {
+                           const grpc::Status& status, OnFinished on_finished) {
   if (message) Send(stream_id, *message, nullptr);
-  Finish(stream_id, status);
+  Finish(stream_id, status, std::move(on_finished));
 }
 
 void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken on_taken) {
   Stream* stream = Find(stream_id);
   if (!stream || stream->answered || ended_) {
-    if (on_taken) Cancelled(std::move(on_taken));
+    if (on_taken) Cancelled(std::move(on_taken), absl::CancelledError("the caller went away"));
     return;
   }
   stream->pending = FrameMessage(message);
@@ -277,9 +316,15 @@ void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken 
   Flush();
 }
 
-void ServerSession::Finish(int32_t stream_id, const grpc::Status& status) {
+void ServerSession::Finish(int32_t stream_id, const grpc::Status& status,
+                           OnFinished on_finished) {
   Stream* stream = Find(stream_id);
-  if (!stream || stream->answered || ended_) return;
+  if (!stream || ended_) {
+    if (on_finished) net::post(executor(), std::move(on_finished));
+    return;
+  }
+  stream->on_finished = std::move(on_finished);
+  if (stream->answered) return;
   stream->answered = true;
   if (!stream->head_sent) {
     // Trailers-Only: the status in the one HEADERS frame, which ends the stream.

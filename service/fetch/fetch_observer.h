@@ -69,8 +69,9 @@ enum class CallRefusal {
   kBadTimeout,         // an unreadable grpc-timeout
   kProtocolError,      // a connection that broke HTTP/2 (closed, its calls with it)
   kAcceptFailed,       // a connection not accepted (descriptors exhausted, say)
+  kDeadlineBeforeRequest,  // the call's deadline came before its request message did
 };
-inline constexpr size_t kCallRefusalCount = 6;
+inline constexpr size_t kCallRefusalCount = 7;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -79,6 +80,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kBadTimeout: return "bad_timeout";
     case CallRefusal::kProtocolError: return "protocol_error";
     case CallRefusal::kAcceptFailed: return "accept_failed";
+    case CallRefusal::kDeadlineBeforeRequest: return "deadline_before_request";
   }
   return "unknown";
 }

@@ -1,6 +1,8 @@
 // egressd's own gRPC server on the transport's loops (--data_plane=loops, issue 37's first
 // slice) against real gRPC clients: what it answers must be what gRPC's library server
 // answers for the same call.
+#include <nghttp2/nghttp2.h>
+
 #include <chrono>
 #include <future>
 #include <string>
@@ -275,6 +277,73 @@ TEST_F(LoopDataPlaneTest, ACallerThatCancelsMidFetchLeavesNoUpstreamConnectionBe
   EXPECT_TRUE(WaitFor([&] {
     return observer_.Fetches(grpc::StatusCode::CANCELLED) == 1;
   }));
+}
+
+// A raw caller that announces a window of 0 gets the answer's HEADERS but none of its
+// DATA: the answer stays in egressd, and so the fetch stays in flight (under
+// limits.max_concurrent_fetches, its body under the budget) until the caller takes it,
+// as gRPC's library server counts a call until OnDone, after the send.
+TEST_F(LoopDataPlaneTest, AFetchStaysInFlightUntilTheCallerTakesItsAnswer) {
+  StartLoops();
+  std::string message;
+  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  RawGrpcConnection& caller = **connection;
+  const int32_t id = caller.Start("/egress.v1.Egress/Fetch", dataplane::FrameMessage(message), {});
+  ASSERT_TRUE(caller.Pump([&] { return caller.head_seen(id); }, absl::Seconds(10)));
+  // A call the session answers with HEADERS alone, on the same loop after the fetch's
+  // answer: what the loop did for the fetch is done by the time this comes back.
+  const int32_t later = caller.Start("/egress.v1.Egress/NoSuchMethod", "", {});
+  ASSERT_TRUE(caller.Pump([&] { return caller.closed(later); }, absl::Seconds(10)));
+  EXPECT_EQ(server_->fetches_in_flight(), 1u);
+  caller.OpenWindow();
+  const auto answer = caller.Wait(id, absl::Seconds(10));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->Field("grpc-status"), "0");
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 1);
+}
+
+// The caller's deadline ends a FetchStream whose caller takes nothing (window 0): the
+// stream is reset (its HEADERS went), the upstream connection let go, the fetch counted.
+TEST_F(LoopDataPlaneTest, AFetchStreamWhoseCallerTakesNothingEndsAtItsGrpcTimeout) {
+  StartLoops();
+  std::string message;
+  ASSERT_TRUE(Request(faults().Url("/stall-body")).SerializeToString(&message));
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/FetchStream",
+                                          dataplane::FrameMessage(message),
+                                          {{"grpc-timeout", "500m"}});
+  const auto answer = (*connection)->Wait(id, absl::Seconds(10));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->error_code, uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(answer->data.empty());
+  EXPECT_TRUE(WaitFor([&] { return FaultOrigin().active == 0 && FaultOrigin().draining == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::DEADLINE_EXCEEDED) == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+}
+
+
+// A request whose message is still incomplete at its deadline is answered then.
+TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExceeded) {
+  StartLoops();
+  std::string message;
+  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
+  const std::string framed = dataplane::FrameMessage(message);
+  auto connection = RawGrpcConnection::Open(server_->grpc_port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/Fetch",
+                                          framed.substr(0, framed.size() / 2),
+                                          {{"grpc-timeout", "300m"}}, /*end_request=*/false);
+  RawGrpcConnection& caller = **connection;
+  // The stream stays open on the caller's side: the answer is what ends the wait.
+  ASSERT_TRUE(caller.Pump([&] { return !caller.answer(id).Field("grpc-status").empty(); },
+                          absl::Seconds(10)));
+  EXPECT_EQ(caller.answer(id).Field("grpc-status"), "4");  // DEADLINE_EXCEEDED
+  EXPECT_TRUE(caller.answer(id).data.empty());             // Trailers-Only
+  EXPECT_EQ(observer_.Refused(CallRefusal::kDeadlineBeforeRequest), 1);
 }
 
 }  // namespace
