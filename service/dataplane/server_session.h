@@ -38,6 +38,10 @@ struct SessionLimits {
   uint32_t max_header_list_bytes = 16 * 1024;
   // The largest request message accepted (RESOURCE_EXHAUSTED past it).
   uint64_t max_message_bytes = 4 << 20;
+  // The bytes of request messages still arriving that one connection holds, all its
+  // streams together, in max_message_bytes: a stream whose bytes would pass it is
+  // answered RESOURCE_EXHAUSTED. Two: one whole message always fits, beside another.
+  uint64_t max_buffered_messages = 2;
   // The longest a call may last from its request's headers, whatever its grpc-timeout
   // (limits.max_timeout, which LoopServer gives each connection; its default here).
   absl::Duration max_call_time = absl::Minutes(5);
@@ -124,6 +128,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     absl::Status refusal;     // what the request broke, answered once its headers are in
     MessageReader reader;
+    uint64_t buffered = 0;  // the reader's bytes, in the session's buffered_bytes_
     // The call's deadline (grpc-timeout), at most limits_.max_call_time after the headers.
     boost::asio::steady_timer deadline;
     bool started = false;    // the method has the call
@@ -151,6 +156,12 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // The call's deadline came (see OnDeadline in the .cc).
   void OnDeadline(int32_t stream_id);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
+  // Lets go of the stream's incomplete request bytes (its message is whole, or refused,
+  // or the stream is gone).
+  void Unbuffer(Stream& stream);
+  // Queues one message for the stream (Send without the write); false when the stream
+  // is gone or finished.
+  bool Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);
   Stream* Find(int32_t stream_id);
@@ -179,6 +190,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool writing_ = false;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
   bool ended_ = false;
+  uint64_t buffered_bytes_ = 0;  // of incomplete request messages, every stream's
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
 };
 

@@ -57,6 +57,8 @@ class RawGrpcConnection {
 
   bool head_seen(int32_t stream_id) const { return calls_.at(stream_id)->head_seen; }
   bool closed(int32_t stream_id) const { return calls_.at(stream_id)->closed; }
+  // The request's bytes are all on the wire.
+  bool request_sent(int32_t stream_id) const { return calls_.at(stream_id)->body.empty(); }
   const RawGrpcAnswer& answer(int32_t stream_id) const { return calls_.at(stream_id)->answer; }
   // The stream's answer once it ends, waiting up to `wait`.
   absl::StatusOr<RawGrpcAnswer> Wait(int32_t stream_id, absl::Duration wait);

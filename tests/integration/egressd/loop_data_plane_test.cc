@@ -7,6 +7,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "google/rpc/status.pb.h"
@@ -26,6 +27,13 @@ using egress::v1::FetchResponse;
 class LoopDataPlaneTest : public EgressFaultsTest {
  protected:
   void StartLoops() { StartEgress({}, DataPlane::kLoops); }
+
+  // Request(url) as a raw call sends it: serialized and length-prefixed.
+  std::string Framed(const std::string& url) const {
+    std::string message;
+    Request(url).SerializeToString(&message);
+    return dataplane::FrameMessage(message);
+  }
 
   // A unary call by method name, through the generic stub; the answer's bytes.
   grpc::Status GenericCall(const std::string& method, const std::string& request,
@@ -285,12 +293,10 @@ TEST_F(LoopDataPlaneTest, ACallerThatCancelsMidFetchLeavesNoUpstreamConnectionBe
 // as gRPC's library server counts a call until OnDone, after the send.
 TEST_F(LoopDataPlaneTest, AFetchStaysInFlightUntilTheCallerTakesItsAnswer) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
   auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
   ASSERT_TRUE(connection.ok()) << connection.status();
   RawGrpcConnection& caller = **connection;
-  const int32_t id = caller.Start("/egress.v1.Egress/Fetch", dataplane::FrameMessage(message), {});
+  const int32_t id = caller.Start("/egress.v1.Egress/Fetch", Framed(nginx().HttpUrl("/cl/1k")), {});
   ASSERT_TRUE(caller.Pump([&] { return caller.head_seen(id); }, absl::Seconds(10)));
   // A call the session answers with HEADERS alone, on the same loop after the fetch's
   // answer: what the loop did for the fetch is done by the time this comes back.
@@ -309,12 +315,10 @@ TEST_F(LoopDataPlaneTest, AFetchStaysInFlightUntilTheCallerTakesItsAnswer) {
 // stream is reset (its HEADERS went), the upstream connection let go, the fetch counted.
 TEST_F(LoopDataPlaneTest, AFetchStreamWhoseCallerTakesNothingEndsAtItsGrpcTimeout) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(faults().Url("/stall-body")).SerializeToString(&message));
   auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
   ASSERT_TRUE(connection.ok()) << connection.status();
   const int32_t id = (*connection)->Start("/egress.v1.Egress/FetchStream",
-                                          dataplane::FrameMessage(message),
+                                          Framed(faults().Url("/stall-body")),
                                           {{"grpc-timeout", "500m"}});
   const auto answer = (*connection)->Wait(id, absl::Seconds(10));
   ASSERT_TRUE(answer.ok()) << answer.status();
@@ -329,9 +333,7 @@ TEST_F(LoopDataPlaneTest, AFetchStreamWhoseCallerTakesNothingEndsAtItsGrpcTimeou
 // A request whose message is still incomplete at its deadline is answered then.
 TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExceeded) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
-  const std::string framed = dataplane::FrameMessage(message);
+  const std::string framed = Framed(nginx().HttpUrl("/cl/1k"));
   auto connection = RawGrpcConnection::Open(server_->grpc_port());
   ASSERT_TRUE(connection.ok()) << connection.status();
   const int32_t id = (*connection)->Start("/egress.v1.Egress/Fetch",
@@ -344,6 +346,50 @@ TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExc
   EXPECT_EQ(caller.answer(id).Field("grpc-status"), "4");  // DEADLINE_EXCEEDED
   EXPECT_TRUE(caller.answer(id).data.empty());             // Trailers-Only
   EXPECT_EQ(observer_.Refused(CallRefusal::kDeadlineBeforeRequest), 1);
+}
+
+// The bytes of request messages still arriving are bounded per connection, at twice the
+// largest message (here 2 x 2.1 MiB): the stream whose bytes would pass the bound is
+// refused, and the streams within it go on.
+TEST_F(LoopDataPlaneTest, TheStreamThatWouldPassItsConnectionsBoundOnIncompleteRequestsIsRefused) {
+  StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(1 << 20); },
+              DataPlane::kLoops);
+  // A message of 2000 KiB declared, 1900 KiB of it sent: two fit under the bound, three not.
+  const std::string part =
+      dataplane::FrameMessage(std::string(2000 << 10, 'x')).substr(0, 5 + (1900 << 10));
+  auto connection = RawGrpcConnection::Open(server_->grpc_port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  RawGrpcConnection& caller = **connection;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(caller.Start("/egress.v1.Egress/Fetch", part, {}, /*end_request=*/false));
+    ASSERT_TRUE(caller.Pump([&] { return caller.request_sent(ids.back()); }, absl::Seconds(10)));
+  }
+  ASSERT_TRUE(caller.Pump([&] { return !caller.answer(ids[2]).Field("grpc-status").empty(); },
+                          absl::Seconds(10)));
+  EXPECT_EQ(caller.answer(ids[2]).Field("grpc-status"), "8");  // RESOURCE_EXHAUSTED
+  EXPECT_FALSE(caller.head_seen(ids[0]));
+  EXPECT_FALSE(caller.head_seen(ids[1]));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kRequestBytesLimit), 1);
+}
+
+// A -bin metadata value that is not base64 is refused with the code gRPC's library server
+// gives it, not passed on empty.
+TEST_F(LoopDataPlaneTest, MalformedBinaryMetadataIsRefusedAsTheLibraryServerRefusesIt) {
+  const std::string framed = Framed(nginx().HttpUrl("/cl/1k"));
+  const RawHeaders malformed = {{"x-egress-test-bin", "not base64!"}};
+  StartEgress();
+  const auto library = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch", framed,
+                                   malformed, absl::Seconds(10));
+  StartLoops();
+  const auto loops = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch", framed,
+                                 malformed, absl::Seconds(10));
+  ASSERT_TRUE(library.ok()) << library.status();
+  ASSERT_TRUE(loops.ok()) << loops.status();
+  EXPECT_NE(library->Field("grpc-status"), "0") << library->error_code;
+  EXPECT_EQ(loops->Field("grpc-status"), library->Field("grpc-status"))
+      << loops->Field("grpc-message") << " / " << library->Field("grpc-message");
+  EXPECT_EQ(observer_.Refused(CallRefusal::kBadMetadata), 1);
 }
 
 }  // namespace
