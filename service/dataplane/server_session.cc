@@ -198,7 +198,7 @@ int ServerSession::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const 
       session.observer_.OnCallRefused(CallRefusal::kBadMetadata);
       stream->refusal = transport::WithReason(
           absl::UnavailableError(absl::StrCat("the value of metadata \"", field.substr(0, 64),
-                                           "\" is not base64, as a -bin value must be")),
+                                              "\" is not base64, as a -bin value must be")),
           "MALFORMED_BINARY_METADATA");
       stream->call.metadata.clear();
       return 0;

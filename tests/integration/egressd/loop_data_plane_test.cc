@@ -352,8 +352,9 @@ TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExc
 // largest message (here 2 x 2.1 MiB): the stream whose bytes would pass the bound is
 // refused, and the streams within it go on.
 TEST_F(LoopDataPlaneTest, TheStreamThatWouldPassItsConnectionsBoundOnIncompleteRequestsIsRefused) {
-  StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(1 << 20); },
-              DataPlane::kLoops);
+  StartEgress(
+      [](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(1 << 20); },
+      DataPlane::kLoops);
   // A message of 2000 KiB declared, 1900 KiB of it sent: two fit under the bound, three not.
   const std::string part =
       dataplane::FrameMessage(std::string(2000 << 10, 'x')).substr(0, 5 + (1900 << 10));
