@@ -330,6 +330,23 @@ TEST_F(LoopDataPlaneTest, AFetchStreamWhoseCallerTakesNothingEndsAtItsGrpcTimeou
 }
 
 
+// A unary answer the caller has not taken by the deadline is reset then, and the fetch
+// leaves the in-flight count: it was answered, and counted OK.
+TEST_F(LoopDataPlaneTest, AFetchAnswerTheCallerHasNotTakenByItsGrpcTimeoutIsReset) {
+  StartLoops();
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/Fetch",
+                                          Framed(nginx().HttpUrl("/cl/1k")),
+                                          {{"grpc-timeout", "500m"}});
+  const auto answer = (*connection)->Wait(id, absl::Seconds(10));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->error_code, uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(answer->data.empty());
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 1);
+}
+
 // A request whose message is still incomplete at its deadline is answered then.
 TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExceeded) {
   StartLoops();
