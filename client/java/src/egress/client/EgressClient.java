@@ -59,12 +59,11 @@ public final class EgressClient implements AutoCloseable {
 
     /** How many times a fetch (blocking or async) that a stopping egressd turned away is
      *  sent again, to the next replica, within the same deadline: refused (UNAVAILABLE,
-     *  reason SHUTTING_DOWN: nothing was sent upstream), or its HTTP/2 stream by a GOAWAY
-     *  (UNAVAILABLE "GOAWAY shut down transport": the server never saw it, as on a
-     *  connection that reached its max age) or, for a GET, HEAD, OPTIONS or
+     *  reason SHUTTING_DOWN: nothing was sent upstream) or, for a GET, HEAD, OPTIONS or
      *  TRACE (safe to repeat), cancelled (CANCELLED while the caller's io.grpc.Context is
-     *  not: gRPC cancels calls that reach a server after its shutdown began). Default 3;
-     *  0: none. */
+     *  not: gRPC cancels calls that reach a server after its shutdown began) or failed by
+     *  a GOAWAY (UNAVAILABLE "GOAWAY shut down transport", as on a connection that reached
+     *  its max age). Default 3; 0: none. */
     public Builder shutdownRetries(int retries) {
       this.shutdownRetries = Math.max(retries, 0);
       return this;
@@ -137,13 +136,16 @@ public final class EgressClient implements AutoCloseable {
   static boolean turnedAway(EgressException e, String method, Context caller) {
     if (caller.isCancelled()) return false;  // the caller's own cancellation
     if (e.code() == Status.Code.CANCELLED) return SAFE_TO_REPEAT.contains(method);
-    return e.code() == Status.Code.UNAVAILABLE
-        && ("SHUTTING_DOWN".equals(e.reason()) || e.description().startsWith(STREAM_REFUSED_BY_GOAWAY));
+    if (e.code() != Status.Code.UNAVAILABLE) return false;
+    return "SHUTTING_DOWN".equals(e.reason())
+        || (e.description().startsWith(FAILED_BY_GOAWAY) && SAFE_TO_REPEAT.contains(method));
   }
 
-  /** How grpc-java fails a call whose stream a GOAWAY left unprocessed (its id above the
-   *  GOAWAY's last stream id, or not yet opened): nothing reached egressd. */
-  static final String STREAM_REFUSED_BY_GOAWAY = "GOAWAY shut down transport";
+  /** How grpc-java fails a call on a connection the server sent GOAWAY: a stream the
+   *  server never saw (its id above the GOAWAY's last stream id, or not yet opened), and
+   *  also one it did see, cut when the connection closed after the grace. So only a
+   *  request safe to repeat goes again. */
+  static final String FAILED_BY_GOAWAY = "GOAWAY shut down transport";
 
   /** How long to wait before sending a fetch again after `e`, or -1 not to. The first
    *  retry goes at once (round_robin hands it to the next replica); later ones give the
