@@ -35,6 +35,13 @@ class LoopDataPlaneTest : public EgressFaultsTest {
     return dataplane::FrameMessage(message);
   }
 
+  // A Fetch of `url` over a raw HTTP/2 connection with `headers` added, on the server
+  // running now.
+  absl::StatusOr<RawGrpcAnswer> RawFetch(const std::string& url, const RawHeaders& headers) {
+    return RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch", Framed(url), headers,
+                       absl::Seconds(10));
+  }
+
   // A unary call by method name, through the generic stub; the answer's bytes.
   grpc::Status GenericCall(const std::string& method, const std::string& request,
                            std::string* answer) {
@@ -160,11 +167,7 @@ TEST_F(LoopDataPlaneTest, AFetchOfAClosedPortIsUnavailableWithTheLibraryServersR
 // only the grpc-timeout header can give the server the deadline it answers with.
 TEST_F(LoopDataPlaneTest, AnUpstreamThatOverrunsTheGrpcTimeoutIsDeadlineExceeded) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(faults().Url("/never")).SerializeToString(&message));
-  const auto answer = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch",
-                                  dataplane::FrameMessage(message), {{"grpc-timeout", "300m"}},
-                                  absl::Seconds(10));
+  const auto answer = RawFetch(faults().Url("/never"), {{"grpc-timeout", "300m"}});
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->Field("grpc-status"), "4");  // DEADLINE_EXCEEDED
   EXPECT_TRUE(answer->data.empty());             // Trailers-Only
@@ -180,11 +183,7 @@ TEST_F(LoopDataPlaneTest, AnUpstreamThatOverrunsTheGrpcTimeoutIsDeadlineExceeded
 
 TEST_F(LoopDataPlaneTest, AnUnreadableGrpcTimeoutIsRefusedAndCounted) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
-  const auto answer = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch",
-                                  dataplane::FrameMessage(message), {{"grpc-timeout", "5 s"}},
-                                  absl::Seconds(10));
+  const auto answer = RawFetch(nginx().HttpUrl("/cl/1k"), {{"grpc-timeout", "5 s"}});
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->Field("grpc-status"), "3");  // INVALID_ARGUMENT
   EXPECT_EQ(answer->Field("grpc-message"),
@@ -194,17 +193,12 @@ TEST_F(LoopDataPlaneTest, AnUnreadableGrpcTimeoutIsRefusedAndCounted) {
 
 TEST_F(LoopDataPlaneTest, MetadataOverTheHeaderListLimitIsResourceExhaustedAndCounted) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
-  const std::string framed = dataplane::FrameMessage(message);
-  const int port = server_->grpc_port();
+  const std::string url = nginx().HttpUrl("/cl/1k");
   // 16 KiB as HTTP/2 counts a header list (name + value + 32 per field) is the limit.
-  const auto within = RawGrpcCall(port, "/egress.v1.Egress/Fetch", framed,
-                                  {{"x-big", std::string(15 * 1024, 'a')}}, absl::Seconds(10));
+  const auto within = RawFetch(url, {{"x-big", std::string(15 * 1024, 'a')}});
   ASSERT_TRUE(within.ok()) << within.status();
   EXPECT_EQ(within->Field("grpc-status"), "0");
-  const auto over = RawGrpcCall(port, "/egress.v1.Egress/Fetch", framed,
-                                {{"x-big", std::string(17 * 1024, 'a')}}, absl::Seconds(10));
+  const auto over = RawFetch(url, {{"x-big", std::string(17 * 1024, 'a')}});
   ASSERT_TRUE(over.ok()) << over.status();
   EXPECT_EQ(over->Field("grpc-status"), "8");  // RESOURCE_EXHAUSTED
   EXPECT_EQ(over->Field("grpc-message"),
@@ -394,14 +388,12 @@ TEST_F(LoopDataPlaneTest, TheStreamThatWouldPassItsConnectionsBoundOnIncompleteR
 // A -bin metadata value that is not base64 is refused with the code gRPC's library server
 // gives it, not passed on empty.
 TEST_F(LoopDataPlaneTest, MalformedBinaryMetadataIsRefusedAsTheLibraryServerRefusesIt) {
-  const std::string framed = Framed(nginx().HttpUrl("/cl/1k"));
+  const std::string url = nginx().HttpUrl("/cl/1k");
   const RawHeaders malformed = {{"x-egress-test-bin", "not base64!"}};
   StartEgress();
-  const auto library = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch", framed,
-                                   malformed, absl::Seconds(10));
+  const auto library = RawFetch(url, malformed);
   StartLoops();
-  const auto loops = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch", framed,
-                                 malformed, absl::Seconds(10));
+  const auto loops = RawFetch(url, malformed);
   ASSERT_TRUE(library.ok()) << library.status();
   ASSERT_TRUE(loops.ok()) << loops.status();
   EXPECT_NE(library->Field("grpc-status"), "0") << library->error_code;
