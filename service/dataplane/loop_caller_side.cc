@@ -62,20 +62,21 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
   }
 
   // Fetch: FetchCall touches the response no more; it is serialized here, on whichever
-  // thread finishes the call, and the loop sends it. Done follows once the answer is
-  // handed to the session (gRPC's OnDone).
+  // thread finishes the call, and the loop sends it. Done follows once nghttp2 has taken
+  // the answer's last byte, or the stream went (gRPC's OnDone, after the send): until
+  // then the call counts in flight and its body stays in the budget.
   void Finish(const grpc::Status& status) override {
     std::string message;
     if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
       chunk_.head().SerializeToString(&message);
     }
     boost::asio::post(session_->executor(), [this, status, message = std::move(message)] {
+      const auto done = [this] { fetch_.Done(); };
       if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
-        session_->Answer(call_.stream_id, &message, status);
+        session_->Answer(call_.stream_id, &message, status, done);
       } else {
-        session_->Finish(call_.stream_id, status);
+        session_->Finish(call_.stream_id, status, done);
       }
-      fetch_.Done();
     });
   }
   // Freed on the loop, where the stream it watches lives; freed with the loop's pending

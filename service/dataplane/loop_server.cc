@@ -30,7 +30,9 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
   auto listener = LoopListener::Start(
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
         Methods& methods = *server;
-        std::make_shared<ServerSession>(std::move(socket), methods, server->limits_,
+        SessionLimits limits = server->limits_;
+        limits.max_call_time = server->service_.config.Get()->limits.max_timeout;  // now
+        std::make_shared<ServerSession>(std::move(socket), methods, limits,
                                         server->service_.observer)
             ->Start();
       },

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -127,13 +128,18 @@ void ServerSession::End() {
 
 // A call that has finished learns nothing more: its stream ended as it should.
 void ServerSession::Gone(Stream& stream) {
+  Unbuffer(stream);
   if (stream.watcher && !stream.answered) stream.watcher->OnStreamReset();
-  if (stream.on_taken) Cancelled(std::move(stream.on_taken));
+  if (stream.on_taken) {
+    Cancelled(std::move(stream.on_taken),
+              stream.reset.ok() ? absl::CancelledError("the caller went away") : stream.reset);
+  }
+  if (stream.on_finished) net::post(executor(), std::move(stream.on_finished));
 }
 
-void ServerSession::Cancelled(OnTaken on_taken) {
-  net::post(executor(), [on_taken = std::move(on_taken)] {
-    on_taken(absl::CancelledError("the caller went away"));
+void ServerSession::Cancelled(OnTaken on_taken, absl::Status why) {
+  net::post(executor(), [on_taken = std::move(on_taken), why = std::move(why)] {
+    on_taken(why);
   });
 }
 
@@ -146,7 +152,8 @@ int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, 
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     ServerSession& session = Of(self);
     auto& stream = session.streams_.try_emplace(frame->hd.stream_id,
-                                                session.limits_.max_message_bytes)
+                                                session.limits_.max_message_bytes,
+                                                session.executor())
                        .first->second;
     stream.call.stream_id = frame->hd.stream_id;
   }
@@ -185,8 +192,17 @@ int ServerSession::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const 
     stream->call.deadline = absl::Now() + *timeout;
   } else if (!absl::StartsWith(field, ":")) {
     std::string decoded(text);
-    // A -bin value that is not base64 is kept as it came: the method decides.
-    if (absl::EndsWith(field, "-bin")) absl::Base64Unescape(text, &decoded);
+    // UNAVAILABLE, as gRPC's library server (C-core 1.51) answers it ("Failed parsing
+    // HTTP/2"); grpc-go answers INTERNAL.
+    if (absl::EndsWith(field, "-bin") && !absl::Base64Unescape(text, &decoded)) {
+      session.observer_.OnCallRefused(CallRefusal::kBadMetadata);
+      stream->refusal = transport::WithReason(
+          absl::UnavailableError(absl::StrCat("the value of metadata \"", field.substr(0, 64),
+                                              "\" is not base64, as a -bin value must be")),
+          "MALFORMED_BINARY_METADATA");
+      stream->call.metadata.clear();
+      return 0;
+    }
     stream->call.metadata.emplace_back(std::string(field), std::move(decoded));
   }
   return 0;
@@ -197,6 +213,21 @@ int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const ui
   ServerSession& session = Of(self);
   Stream* stream = session.Find(stream_id);
   if (!stream || stream->answered) return 0;  // a refused request's bytes are dropped
+  const uint64_t limit = session.limits_.max_buffered_messages * session.limits_.max_message_bytes;
+  if (session.buffered_bytes_ + size > limit) {
+    session.observer_.OnCallRefused(CallRefusal::kRequestBytesLimit);
+    session.Refuse(stream_id, *stream,
+                   transport::WithReason(
+                       absl::ResourceExhaustedError(absl::StrCat(
+                           "this connection already holds ", session.buffered_bytes_,
+                           " bytes of request messages still arriving, and egressd holds at "
+                           "most ", limit, " for one connection; send fewer large requests "
+                           "at once on it, or spread them over more connections")),
+                       "CONNECTION_REQUEST_BYTES_LIMIT"));
+    return 0;
+  }
+  stream->buffered += size;
+  session.buffered_bytes_ += size;
   if (absl::Status status = stream->reader.Append(View(data, size)); !status.ok()) {
     session.observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     session.Refuse(stream_id, *stream, status);
@@ -225,11 +256,45 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   if (!stream.refusal.ok()) return Refuse(stream_id, stream, stream.refusal);
   if (!methods_.Serves(stream.call.path)) {
     observer_.OnCallRefused(CallRefusal::kUnimplemented);
-    Refuse(stream_id, stream,
-           transport::WithReason(absl::UnimplementedError(absl::StrCat(
-                                     "egressd serves no method ", stream.call.path)),
-                                 "METHOD_NOT_FOUND"));
+    return Refuse(stream_id, stream,
+                  transport::WithReason(absl::UnimplementedError(absl::StrCat(
+                                            "egressd serves no method ", stream.call.path)),
+                                        "METHOD_NOT_FOUND"));
   }
+  const absl::Duration left =
+      std::min(stream.call.deadline - absl::Now(), limits_.max_call_time);
+  stream.deadline.expires_after(absl::ToChronoNanoseconds(std::max(left, absl::ZeroDuration())));
+  stream.deadline.async_wait([self = shared_from_this(), stream_id](boost::system::error_code ec) {
+    if (!ec) self->OnDeadline(stream_id);  // else the stream went first
+  });
+}
+
+// What gRPC's library does at a call's deadline. A call whose answer has begun and is not
+// all taken (a FetchStream, or an answer the caller's window holds back) is reset: its
+// sender learns DEADLINE_EXCEEDED. A request not yet whole is answered DEADLINE_EXCEEDED.
+// A call under way that has sent nothing is left to the fetch's own deadline, never later
+// than this one, at which the transport answers DEADLINE_EXCEEDED: cancelling it here
+// would race that answer and count the fetch CANCELLED.
+void ServerSession::OnDeadline(int32_t stream_id) {
+  Stream* stream = Find(stream_id);
+  if (!stream || ended_ || (stream->answered && stream->pending.empty())) return;
+  if (stream->head_sent) {
+    stream->reset = transport::WithReason(
+        absl::DeadlineExceededError(
+            "the call's deadline (grpc-timeout, at most limits.max_timeout) passed before the "
+            "caller took the answer"),
+        "DEADLINE_EXCEEDED");
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    return Flush();
+  }
+  if (stream->started) return;
+  observer_.OnCallRefused(CallRefusal::kDeadlineBeforeRequest);
+  Refuse(stream_id, *stream,
+         transport::WithReason(
+             absl::DeadlineExceededError(
+                 "the request message did not arrive whole before the call's deadline "
+                 "(grpc-timeout, at most limits.max_timeout)"),
+             "DEADLINE_EXCEEDED"));
 }
 
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
@@ -239,26 +304,42 @@ void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
     return Refuse(stream_id, stream, message.status());
   }
   stream.call.message = *std::move(message);
+  Unbuffer(stream);
+  stream.started = true;
   methods_.Start(shared_from_this(), std::move(stream.call));
 }
 
 void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status& status) {
+  Unbuffer(stream);
   if (stream.answered) return;
   Answer(stream_id, nullptr, ToGrpcStatus(status));
 }
 
+void ServerSession::Unbuffer(Stream& stream) {
+  buffered_bytes_ -= std::exchange(stream.buffered, 0);
+  stream.reader = MessageReader(limits_.max_message_bytes);  // frees its bytes
+}
+
 void ServerSession::Answer(int32_t stream_id, const std::string* message,
-                           const grpc::Status& status) {
-  if (message) Send(stream_id, *message, nullptr);
-  Finish(stream_id, status);
+                           const grpc::Status& status, OnFinished on_finished) {
+  // The message is queued, not written: Finish writes it with the trailers, so that the
+  // whole answer (HEADERS, DATA, trailers) goes in one write when the window allows.
+  OnTaken none;
+  if (message) Queue(stream_id, *message, none);
+  Finish(stream_id, status, std::move(on_finished));
 }
 
 void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken on_taken) {
-  Stream* stream = Find(stream_id);
-  if (!stream || stream->answered || ended_) {
-    if (on_taken) Cancelled(std::move(on_taken));
+  if (!Queue(stream_id, message, on_taken)) {
+    if (on_taken) Cancelled(std::move(on_taken), absl::CancelledError("the caller went away"));
     return;
   }
+  Flush();
+}
+
+bool ServerSession::Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken) {
+  Stream* stream = Find(stream_id);
+  if (!stream || stream->answered || ended_) return false;
   stream->pending = FrameMessage(message);
   stream->pending_sent = 0;
   stream->on_taken = std::move(on_taken);
@@ -274,12 +355,18 @@ void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken 
     stream->deferred = false;
     nghttp2_session_resume_data(session_, stream_id);
   }
-  Flush();
+  return true;
 }
 
-void ServerSession::Finish(int32_t stream_id, const grpc::Status& status) {
+void ServerSession::Finish(int32_t stream_id, const grpc::Status& status,
+                           OnFinished on_finished) {
   Stream* stream = Find(stream_id);
-  if (!stream || stream->answered || ended_) return;
+  if (!stream || ended_) {
+    if (on_finished) net::post(executor(), std::move(on_finished));
+    return;
+  }
+  stream->on_finished = std::move(on_finished);
+  if (stream->answered) return;
   stream->answered = true;
   if (!stream->head_sent) {
     // Trailers-Only: the status in the one HEADERS frame, which ends the stream.

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "grpcpp/support/status.h"
 #include "service/dataplane/grpc_framing.h"
 #include "service/fetch/fetch_observer.h"
@@ -37,6 +38,13 @@ struct SessionLimits {
   uint32_t max_header_list_bytes = 16 * 1024;
   // The largest request message accepted (RESOURCE_EXHAUSTED past it).
   uint64_t max_message_bytes = 4 << 20;
+  // The bytes of request messages still arriving that one connection holds, all its
+  // streams together, in max_message_bytes: a stream whose bytes would pass it is
+  // answered RESOURCE_EXHAUSTED. Two: one whole message always fits, beside another.
+  uint64_t max_buffered_messages = 2;
+  // The longest a call may last from its request's headers, whatever its grpc-timeout
+  // (limits.max_timeout, which LoopServer gives each connection; its default here).
+  absl::Duration max_call_time = absl::Minutes(5);
 };
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -91,8 +99,13 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // The caller's address as gRPC names it: "ipv4:127.0.0.1:41234", "ipv6:[::1]:41234".
   const std::string& peer() const { return peer_; }
 
-  // Answers a unary call: `message` then `status`, or `status` alone (Trailers-Only).
-  void Answer(int32_t stream_id, const std::string* message, const grpc::Status& status);
+  // Posted to the loop once a call's stream is over: nghttp2 has taken the answer's last
+  // byte, or the stream went first (gRPC's OnDone).
+  using OnFinished = std::function<void()>;
+  // Answers a unary call: `message` then `status`, or `status` alone (Trailers-Only);
+  // `on_finished` (when given) follows as Finish says.
+  void Answer(int32_t stream_id, const std::string* message, const grpc::Status& status,
+              OnFinished on_finished = nullptr);
   // Sends one message (framed here) on the stream, after the response headers the first
   // sends. `on_taken` follows, posted to the loop, once nghttp2 has taken the message's
   // last byte (as the caller's flow-control window lets it), or with CANCELLED when the
@@ -100,19 +113,25 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   using OnTaken = std::function<void(absl::Status)>;
   void Send(int32_t stream_id, const std::string& message, OnTaken on_taken);
   // Ends the call with `status`: in the trailers after the messages sent, or alone
-  // (Trailers-Only) when none was. Nothing when the stream is gone or finished.
-  void Finish(int32_t stream_id, const grpc::Status& status);
+  // (Trailers-Only) when none was; nothing more when the stream is gone or ended already
+  // (its deadline). `on_finished` (when given) follows once the stream is over.
+  void Finish(int32_t stream_id, const grpc::Status& status, OnFinished on_finished = nullptr);
   // `watcher` learns when stream_id goes before Unwatch (at once if it is gone already).
   void Watch(int32_t stream_id, StreamWatcher* watcher);
   void Unwatch(int32_t stream_id);
 
  private:
   struct Stream {
-    explicit Stream(uint64_t max_message_bytes) : reader(max_message_bytes) {}
+    Stream(uint64_t max_message_bytes, const boost::asio::any_io_executor& loop)
+        : reader(max_message_bytes), deadline(loop) {}
     IncomingCall call;
     size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     absl::Status refusal;     // what the request broke, answered once its headers are in
     MessageReader reader;
+    uint64_t buffered = 0;  // the reader's bytes, in the session's buffered_bytes_
+    // The call's deadline (grpc-timeout), at most limits_.max_call_time after the headers.
+    boost::asio::steady_timer deadline;
+    bool started = false;    // the method has the call
     bool head_sent = false;  // the response headers are submitted
     bool answered = false;   // Finish came: the status is given
     bool deferred = false;   // nghttp2 waits for ReadAnswer to have bytes again
@@ -121,6 +140,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     OnTaken on_taken;  // the pending message's
     Metadata trailers;
     StreamWatcher* watcher = nullptr;
+    OnFinished on_finished;  // Finish's
+    absl::Status reset;      // why the server reset the stream, told to a message's sender
   };
 
   void Read();
@@ -130,9 +151,17 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void End();
   // The stream is gone: its call learns it, and so does a message's sender.
   void Gone(Stream& stream);
-  // Tells a message's sender, on the loop, that the caller will not take it.
-  void Cancelled(OnTaken on_taken);
+  // Tells a message's sender, on the loop, that the caller will not take it (`why`).
+  void Cancelled(OnTaken on_taken, absl::Status why);
+  // The call's deadline came (see OnDeadline in the .cc).
+  void OnDeadline(int32_t stream_id);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
+  // Lets go of the stream's incomplete request bytes (its message is whole, or refused,
+  // or the stream is gone).
+  void Unbuffer(Stream& stream);
+  // Queues one message for the stream (Send without the write); false when the stream
+  // is gone or finished.
+  bool Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);
   Stream* Find(int32_t stream_id);
@@ -161,6 +190,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool writing_ = false;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
   bool ended_ = false;
+  uint64_t buffered_bytes_ = 0;  // of incomplete request messages, every stream's
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
 };
 

@@ -69,8 +69,11 @@ enum class CallRefusal {
   kBadTimeout,         // an unreadable grpc-timeout
   kProtocolError,      // a connection that broke HTTP/2 (closed, its calls with it)
   kAcceptFailed,       // a connection not accepted (descriptors exhausted, say)
+  kDeadlineBeforeRequest,  // the call's deadline came before its request message did
+  kRequestBytesLimit,      // a connection's incomplete request messages over its bound
+  kBadMetadata,            // a -bin metadata value that is not base64
 };
-inline constexpr size_t kCallRefusalCount = 6;
+inline constexpr size_t kCallRefusalCount = 9;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -79,6 +82,9 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kBadTimeout: return "bad_timeout";
     case CallRefusal::kProtocolError: return "protocol_error";
     case CallRefusal::kAcceptFailed: return "accept_failed";
+    case CallRefusal::kDeadlineBeforeRequest: return "deadline_before_request";
+    case CallRefusal::kRequestBytesLimit: return "request_bytes_limit";
+    case CallRefusal::kBadMetadata: return "bad_metadata";
   }
   return "unknown";
 }

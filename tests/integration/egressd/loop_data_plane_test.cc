@@ -1,10 +1,13 @@
 // egressd's own gRPC server on the transport's loops (--data_plane=loops, issue 37's first
 // slice) against real gRPC clients: what it answers must be what gRPC's library server
 // answers for the same call.
+#include <nghttp2/nghttp2.h>
+
 #include <chrono>
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "google/rpc/status.pb.h"
@@ -24,6 +27,20 @@ using egress::v1::FetchResponse;
 class LoopDataPlaneTest : public EgressFaultsTest {
  protected:
   void StartLoops() { StartEgress({}, DataPlane::kLoops); }
+
+  // Request(url) as a raw call sends it: serialized and length-prefixed.
+  std::string Framed(const std::string& url) const {
+    std::string message;
+    Request(url).SerializeToString(&message);
+    return dataplane::FrameMessage(message);
+  }
+
+  // A Fetch of `url` over a raw HTTP/2 connection with `headers` added, on the server
+  // running now.
+  absl::StatusOr<RawGrpcAnswer> RawFetch(const std::string& url, const RawHeaders& headers) {
+    return RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch", Framed(url), headers,
+                       absl::Seconds(10));
+  }
 
   // A unary call by method name, through the generic stub; the answer's bytes.
   grpc::Status GenericCall(const std::string& method, const std::string& request,
@@ -150,11 +167,7 @@ TEST_F(LoopDataPlaneTest, AFetchOfAClosedPortIsUnavailableWithTheLibraryServersR
 // only the grpc-timeout header can give the server the deadline it answers with.
 TEST_F(LoopDataPlaneTest, AnUpstreamThatOverrunsTheGrpcTimeoutIsDeadlineExceeded) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(faults().Url("/never")).SerializeToString(&message));
-  const auto answer = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch",
-                                  dataplane::FrameMessage(message), {{"grpc-timeout", "300m"}},
-                                  absl::Seconds(10));
+  const auto answer = RawFetch(faults().Url("/never"), {{"grpc-timeout", "300m"}});
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->Field("grpc-status"), "4");  // DEADLINE_EXCEEDED
   EXPECT_TRUE(answer->data.empty());             // Trailers-Only
@@ -170,11 +183,7 @@ TEST_F(LoopDataPlaneTest, AnUpstreamThatOverrunsTheGrpcTimeoutIsDeadlineExceeded
 
 TEST_F(LoopDataPlaneTest, AnUnreadableGrpcTimeoutIsRefusedAndCounted) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
-  const auto answer = RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch",
-                                  dataplane::FrameMessage(message), {{"grpc-timeout", "5 s"}},
-                                  absl::Seconds(10));
+  const auto answer = RawFetch(nginx().HttpUrl("/cl/1k"), {{"grpc-timeout", "5 s"}});
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->Field("grpc-status"), "3");  // INVALID_ARGUMENT
   EXPECT_EQ(answer->Field("grpc-message"),
@@ -184,17 +193,12 @@ TEST_F(LoopDataPlaneTest, AnUnreadableGrpcTimeoutIsRefusedAndCounted) {
 
 TEST_F(LoopDataPlaneTest, MetadataOverTheHeaderListLimitIsResourceExhaustedAndCounted) {
   StartLoops();
-  std::string message;
-  ASSERT_TRUE(Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message));
-  const std::string framed = dataplane::FrameMessage(message);
-  const int port = server_->grpc_port();
+  const std::string url = nginx().HttpUrl("/cl/1k");
   // 16 KiB as HTTP/2 counts a header list (name + value + 32 per field) is the limit.
-  const auto within = RawGrpcCall(port, "/egress.v1.Egress/Fetch", framed,
-                                  {{"x-big", std::string(15 * 1024, 'a')}}, absl::Seconds(10));
+  const auto within = RawFetch(url, {{"x-big", std::string(15 * 1024, 'a')}});
   ASSERT_TRUE(within.ok()) << within.status();
   EXPECT_EQ(within->Field("grpc-status"), "0");
-  const auto over = RawGrpcCall(port, "/egress.v1.Egress/Fetch", framed,
-                                {{"x-big", std::string(17 * 1024, 'a')}}, absl::Seconds(10));
+  const auto over = RawFetch(url, {{"x-big", std::string(17 * 1024, 'a')}});
   ASSERT_TRUE(over.ok()) << over.status();
   EXPECT_EQ(over->Field("grpc-status"), "8");  // RESOURCE_EXHAUSTED
   EXPECT_EQ(over->Field("grpc-message"),
@@ -275,6 +279,127 @@ TEST_F(LoopDataPlaneTest, ACallerThatCancelsMidFetchLeavesNoUpstreamConnectionBe
   EXPECT_TRUE(WaitFor([&] {
     return observer_.Fetches(grpc::StatusCode::CANCELLED) == 1;
   }));
+}
+
+// A raw caller that announces a window of 0 gets the answer's HEADERS but none of its
+// DATA: the answer stays in egressd, and so the fetch stays in flight (under
+// limits.max_concurrent_fetches, its body under the budget) until the caller takes it,
+// as gRPC's library server counts a call until OnDone, after the send.
+TEST_F(LoopDataPlaneTest, AFetchStaysInFlightUntilTheCallerTakesItsAnswer) {
+  StartLoops();
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  RawGrpcConnection& caller = **connection;
+  const int32_t id = caller.Start("/egress.v1.Egress/Fetch", Framed(nginx().HttpUrl("/cl/1k")), {});
+  ASSERT_TRUE(caller.Pump([&] { return caller.head_seen(id); }, absl::Seconds(10)));
+  // A call the session answers with HEADERS alone, on the same loop after the fetch's
+  // answer: what the loop did for the fetch is done by the time this comes back.
+  const int32_t later = caller.Start("/egress.v1.Egress/NoSuchMethod", "", {});
+  ASSERT_TRUE(caller.Pump([&] { return caller.closed(later); }, absl::Seconds(10)));
+  EXPECT_EQ(server_->fetches_in_flight(), 1u);
+  caller.OpenWindow();
+  const auto answer = caller.Wait(id, absl::Seconds(10));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->Field("grpc-status"), "0");
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 1);
+}
+
+// The caller's deadline ends a FetchStream whose caller takes nothing (window 0): the
+// stream is reset (its HEADERS went), the upstream connection let go, the fetch counted.
+TEST_F(LoopDataPlaneTest, AFetchStreamWhoseCallerTakesNothingEndsAtItsGrpcTimeout) {
+  StartLoops();
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/FetchStream",
+                                          Framed(faults().Url("/stall-body")),
+                                          {{"grpc-timeout", "500m"}});
+  const auto answer = (*connection)->Wait(id, absl::Seconds(10));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->error_code, uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(answer->data.empty());
+  EXPECT_TRUE(WaitFor([&] { return FaultOrigin().active == 0 && FaultOrigin().draining == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::DEADLINE_EXCEEDED) == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+}
+
+
+// A unary answer the caller has not taken by the deadline is reset then, and the fetch
+// leaves the in-flight count: it was answered, and counted OK.
+TEST_F(LoopDataPlaneTest, AFetchAnswerTheCallerHasNotTakenByItsGrpcTimeoutIsReset) {
+  StartLoops();
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/Fetch",
+                                          Framed(nginx().HttpUrl("/cl/1k")),
+                                          {{"grpc-timeout", "500m"}});
+  const auto answer = (*connection)->Wait(id, absl::Seconds(10));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->error_code, uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(answer->data.empty());
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 1);
+}
+
+// A request whose message is still incomplete at its deadline is answered then.
+TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExceeded) {
+  StartLoops();
+  const std::string framed = Framed(nginx().HttpUrl("/cl/1k"));
+  auto connection = RawGrpcConnection::Open(server_->grpc_port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/Fetch",
+                                          framed.substr(0, framed.size() / 2),
+                                          {{"grpc-timeout", "300m"}}, /*end_request=*/false);
+  RawGrpcConnection& caller = **connection;
+  // The stream stays open on the caller's side: the answer is what ends the wait.
+  ASSERT_TRUE(caller.Pump([&] { return !caller.answer(id).Field("grpc-status").empty(); },
+                          absl::Seconds(10)));
+  EXPECT_EQ(caller.answer(id).Field("grpc-status"), "4");  // DEADLINE_EXCEEDED
+  EXPECT_TRUE(caller.answer(id).data.empty());             // Trailers-Only
+  EXPECT_EQ(observer_.Refused(CallRefusal::kDeadlineBeforeRequest), 1);
+}
+
+// The bytes of request messages still arriving are bounded per connection, at twice the
+// largest message (here 2 x 2.1 MiB): the stream whose bytes would pass the bound is
+// refused, and the streams within it go on.
+TEST_F(LoopDataPlaneTest, TheStreamThatWouldPassItsConnectionsBoundOnIncompleteRequestsIsRefused) {
+  StartEgress(
+      [](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(1 << 20); },
+      DataPlane::kLoops);
+  // A message of 2000 KiB declared, 1900 KiB of it sent: two fit under the bound, three not.
+  const std::string part =
+      dataplane::FrameMessage(std::string(2000 << 10, 'x')).substr(0, 5 + (1900 << 10));
+  auto connection = RawGrpcConnection::Open(server_->grpc_port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  RawGrpcConnection& caller = **connection;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(caller.Start("/egress.v1.Egress/Fetch", part, {}, /*end_request=*/false));
+    ASSERT_TRUE(caller.Pump([&] { return caller.request_sent(ids.back()); }, absl::Seconds(10)));
+  }
+  ASSERT_TRUE(caller.Pump([&] { return !caller.answer(ids[2]).Field("grpc-status").empty(); },
+                          absl::Seconds(10)));
+  EXPECT_EQ(caller.answer(ids[2]).Field("grpc-status"), "8");  // RESOURCE_EXHAUSTED
+  EXPECT_FALSE(caller.head_seen(ids[0]));
+  EXPECT_FALSE(caller.head_seen(ids[1]));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kRequestBytesLimit), 1);
+}
+
+// A -bin metadata value that is not base64 is refused with the code gRPC's library server
+// gives it, not passed on empty.
+TEST_F(LoopDataPlaneTest, MalformedBinaryMetadataIsRefusedAsTheLibraryServerRefusesIt) {
+  const std::string url = nginx().HttpUrl("/cl/1k");
+  const RawHeaders malformed = {{"x-egress-test-bin", "not base64!"}};
+  StartEgress();
+  const auto library = RawFetch(url, malformed);
+  StartLoops();
+  const auto loops = RawFetch(url, malformed);
+  ASSERT_TRUE(library.ok()) << library.status();
+  ASSERT_TRUE(loops.ok()) << loops.status();
+  EXPECT_NE(library->Field("grpc-status"), "0") << library->error_code;
+  EXPECT_EQ(loops->Field("grpc-status"), library->Field("grpc-status"))
+      << loops->Field("grpc-message") << " / " << library->Field("grpc-message");
+  EXPECT_EQ(observer_.Refused(CallRefusal::kBadMetadata), 1);
 }
 
 }  // namespace
