@@ -165,15 +165,9 @@ int main(int argc, char** argv) {
   if (auto age = egress::CheckConnectionAge(connection_age); !age.ok()) {
     return Fail(std::string(age.message()));
   }
-  const std::string data_plane_name = absl::GetFlag(FLAGS_data_plane);
-  if (data_plane_name != "grpc_library" && data_plane_name != "loops") {
-    return Fail(absl::StrCat("--data_plane=", data_plane_name,
-                             ": give grpc_library or loops"));
-  }
-  const egress::DataPlane data_plane = data_plane_name == "loops"
-                                           ? egress::DataPlane::kLoops
-                                           : egress::DataPlane::kGrpcLibrary;
-  if (data_plane == egress::DataPlane::kLoops && !absl::GetFlag(FLAGS_grpc_tls_cert).empty()) {
+  const auto data_plane = egress::ParseDataPlane(absl::GetFlag(FLAGS_data_plane));
+  if (!data_plane.ok()) return Fail(std::string(data_plane.status().message()));
+  if (*data_plane == egress::DataPlane::kLoops && !absl::GetFlag(FLAGS_grpc_tls_cert).empty()) {
     return Fail("--data_plane=loops serves cleartext only so far: drop --grpc_tls_cert, or "
                 "use --data_plane=grpc_library");
   }
@@ -212,7 +206,7 @@ int main(int argc, char** argv) {
 
   auto server = egress::EgressServer::Start(
       *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
-      access_log.get(), connection_age, data_plane);
+      access_log.get(), connection_age, *data_plane);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(**server, admin_options);

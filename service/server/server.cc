@@ -50,6 +50,13 @@ absl::Status CheckConnectionAge(const ConnectionAge& connection_age) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<DataPlane> ParseDataPlane(absl::string_view name) {
+  if (name == "grpc_library") return DataPlane::kGrpcLibrary;
+  if (name == "loops") return DataPlane::kLoops;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--data_plane=", name, ": give grpc_library or loops"));
+}
+
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
     transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,

@@ -8,6 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -42,6 +43,10 @@ enum class DataPlane {
   kLoops,        // egressd's own server on the transport's loops (issue 37, first slice:
                  // cleartext Fetch, FetchStream and health Check only)
 };
+
+// The DataPlane a --data_plane value names ("grpc_library" or "loops"); INVALID_ARGUMENT
+// naming the two otherwise.
+absl::StatusOr<DataPlane> ParseDataPlane(absl::string_view name);
 
 // egressd without its flags: the transport and the gRPC server around it (Egress,
 // health, reflection). main.cc and the integration tests both start it this way.

@@ -11,6 +11,7 @@
 #include "google/rpc/status.pb.h"
 #include "service/config/config.h"
 #include "service/config/proto_time.h"
+#include "tests/support/data_plane_under_test.h"
 
 namespace egress::testing {
 
@@ -26,6 +27,15 @@ void EgressTest::TearDownTestSuite() { nginx_.reset(); }
 std::chrono::milliseconds EgressTest::Gap(int milliseconds) {
   const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
   return std::chrono::milliseconds(milliseconds * (scale ? std::max(1, std::atoi(scale)) : 1));
+}
+
+DataPlane EgressTest::FixtureDataPlane() {
+  const auto data_plane = ParseDataPlane(DataPlaneUnderTest());
+  if (!data_plane.ok()) {
+    ADD_FAILURE() << "EGRESS_TEST_DATA_PLANE: " << data_plane.status();
+    return DataPlane::kGrpcLibrary;
+  }
+  return *data_plane;
 }
 
 void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& configure,

@@ -32,9 +32,12 @@ class EgressTest : public ::testing::Test {
   void TearDown() override;
 
   // Starts egress with the test CA trusted; `configure` may change the config first.
-  // `data_plane` says what serves the Egress port (gRPC's library server by default).
+  // `data_plane` says what serves the Egress port (by default the one
+  // EGRESS_TEST_DATA_PLANE names, see data_plane_under_test.h).
   void StartEgress(const std::function<void(egress::v1::Config&)>& configure = {},
-                   DataPlane data_plane = DataPlane::kGrpcLibrary);
+                   DataPlane data_plane = FixtureDataPlane());
+  // The DataPlane DataPlaneUnderTest() names.
+  static DataPlane FixtureDataPlane();
 
   // A request whose URL is made unique to this test, so access-log counts are its own.
   egress::v1::FetchRequest Request(const std::string& url,

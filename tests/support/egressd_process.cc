@@ -1,5 +1,7 @@
 #include "tests/support/egressd_process.h"
 
+#include "tests/support/data_plane_under_test.h"
+
 namespace egress::testing {
 namespace {
 
@@ -11,7 +13,8 @@ std::vector<std::string> Argv(const std::string& binary, int grpc_port, int admi
   std::vector<std::string> argv = {binary, "--grpc_listen=" + Loopback(grpc_port),
                                    "--admin_listen=" + Loopback(admin_port),
                                    "--metrics_listen=" + Loopback(metrics_port),
-                                   "--config=" + config_file};
+                                   "--config=" + config_file,
+                                   "--data_plane=" + DataPlaneUnderTest()};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   return argv;
 }

@@ -1,0 +1,12 @@
+#include "tests/support/data_plane_under_test.h"
+
+#include <cstdlib>
+
+namespace egress::testing {
+
+std::string DataPlaneUnderTest() {
+  const char* chosen = std::getenv("EGRESS_TEST_DATA_PLANE");
+  return chosen && *chosen ? chosen : "grpc_library";
+}
+
+}  // namespace egress::testing
