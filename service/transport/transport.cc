@@ -82,7 +82,7 @@ Transport::~Transport() {
 }
 
 std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
-  auto connection = std::make_shared<Connection>(loops_.Next().get_executor(),
+  auto connection = std::make_shared<Connection>(loops_.ForNewConnection().get_executor(),
                                                  Current()->TlsFor(origin.host), origin,
                                                  next_connection_id_++, observer_);
   connection->OnSessionEnded([this, weak = std::weak_ptr<Connection>(connection)] {

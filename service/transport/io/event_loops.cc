@@ -23,6 +23,13 @@ boost::asio::io_context& EventLoops::Next() {
   return loops_[next_.fetch_add(1, std::memory_order_relaxed) % loops_.size()]->context;
 }
 
+boost::asio::io_context& EventLoops::ForNewConnection() {
+  for (auto& loop : loops_) {
+    if (loop->context.get_executor().running_in_this_thread()) return loop->context;
+  }
+  return Next();
+}
+
 void EventLoops::Run(boost::asio::io_context& context) {
   // Connections catch what their handlers throw (and close); this catches the rest, so
   // that no exception ends egressd.

@@ -27,6 +27,10 @@ class EventLoops {
   boost::asio::io_context& first() { return loops_.front()->context; }
   // The loop for the next connection: each in turn.
   boost::asio::io_context& Next();
+  // The loop for a connection dialed now: the calling thread's own when it runs one (a
+  // fetch made on a loop, as the loop data plane makes them, keeps its I/O on its
+  // thread), else Next().
+  boost::asio::io_context& ForNewConnection();
   // Every loop, by index (0 is first()): for a server that accepts on each loop, so that
   // the calls it serves run on the threads their fetches' I/O runs on.
   size_t size() const { return loops_.size(); }

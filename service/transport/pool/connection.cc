@@ -24,6 +24,7 @@ Connection::Connection(Executor executor, std::shared_ptr<net::ssl::context> tls
                        Origin origin, uint64_t id, TransportObserver& observer)
     : id_(id),
       origin_(std::move(origin)),
+      loop_(executor),
       observer_(observer),
       tls_context_(std::move(tls_context)),
       stream_(executor, *tls_context_, origin_.tls),

@@ -68,6 +68,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
              Origin origin, uint64_t id, TransportObserver& observer);
 
   uint64_t id() const { return id_; }
+  // Whether the calling thread runs this connection's loop, so that a fetch made there
+  // keeps its I/O on its own thread (the pool prefers such a connection). From any thread.
+  bool OnCallersLoop() const { return loop_.running_in_this_thread(); }
   // Whether the dial succeeded. From any thread.
   bool opened() const { return opened_.load(); }
   // Set by the dial; kHttp1 until then. From any thread.
@@ -238,6 +241,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   const uint64_t id_;
   const Origin origin_;
+  const Executor loop_;
   TransportObserver& observer_;
   std::atomic<ConnectionState> state_{ConnectionState::kConnecting};
   std::atomic<Protocol> protocol_{Protocol::kHttp1};

@@ -93,8 +93,19 @@ ConnectionPool::Lease ConnectionPool::NewConnection(OriginPool& pool) {
 }
 
 ConnectionPool::Lease ConnectionPool::TakeIdle(OriginPool& pool, absl::Time now) {
-  IdleEntry entry = std::move(pool.idle.back());
-  pool.idle.pop_back();
+  // The most recently used connection of the caller's own loop, so that a fetch made on a
+  // loop (the loop data plane) keeps its I/O on its thread; else the most recently used.
+  auto taken = std::prev(pool.idle.end());
+  for (auto it = pool.idle.rbegin(); it != pool.idle.rend(); ++it) {
+    if (!it->connection->OnCallersLoop()) continue;
+    const IdleDeadline deadline = IdleDeadlineOf(FactsOf(*it->connection), it->since,
+                                                 LimitsOf(pool).idle_timeout,
+                                                 LimitsOf(pool).lifetime);
+    if (now < deadline.at) taken = std::prev(it.base());
+    break;
+  }
+  IdleEntry entry = std::move(*taken);
+  pool.idle.erase(taken);
   pool.warmed.erase(entry.connection->id());
   entry.connection->SetPooled(false);
   ++pool.reused;
@@ -116,7 +127,10 @@ ConnectionPool::Lease ConnectionPool::TakeIdle(OriginPool& pool, absl::Time now)
 
 std::optional<ConnectionPool::Lease> ConnectionPool::LeaseStream(OriginPool& pool) {
   const absl::Time now = absl::Now();
-  for (auto& [id, leased] : pool.streams) {
+  // A connection of the caller's own loop first (see TakeIdle), then any.
+  decltype(pool.streams)::value_type* chosen = nullptr;
+  for (auto& entry : pool.streams) {
+    const auto& [id, leased] = entry;
     const std::shared_ptr<Connection>& connection = pool.live.at(id);
     const http2::Session& session = *connection->session();
     // Being checked, past its lifetime, denied by a new policy or HTTP/2 turned off: its
@@ -126,15 +140,18 @@ std::optional<ConnectionPool::Lease> ConnectionPool::LeaseStream(OriginPool& poo
         RetireAfterExchange(FactsOf(*connection), LimitsOf(pool).lifetime, now)) {
       continue;
     }
-    ++leased;
-    ++pool.reused;
-    Lease lease;
-    lease.connection = connection;
-    lease.reused = true;
-    lease.multiplexed = true;
-    return lease;
+    const bool own_loop = connection->OnCallersLoop();
+    if (!chosen || own_loop) chosen = &entry;
+    if (own_loop) break;
   }
-  return std::nullopt;
+  if (!chosen) return std::nullopt;
+  ++chosen->second;
+  ++pool.reused;
+  Lease lease;
+  lease.connection = pool.live.at(chosen->first);
+  lease.reused = true;
+  lease.multiplexed = true;
+  return lease;
 }
 
 bool ConnectionPool::AwaitsHttp2Dial(const OriginPool& pool) const {

@@ -38,6 +38,22 @@ TEST(EventLoopsTest, EachLoopHasOneThreadAndNewConnectionsTakeThemInTurn) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(ThreadOf(a), thread_a);
 }
 
+// A connection dialed by a fetch made on a loop (the loop data plane's) lives on that
+// loop; one dialed from any other thread takes the loops in turn.
+TEST(EventLoopsTest, AConnectionDialedOnALoopStaysOnItAndElsewhereTakesTheLoopsInTurn) {
+  EventLoops loops(2, [](const char*) {});
+  for (size_t i = 0; i < loops.size(); ++i) {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::promise<net::io_context*> chosen;
+      net::post(loops.at(i), [&] { chosen.set_value(&loops.ForNewConnection()); });
+      EXPECT_EQ(chosen.get_future().get(), &loops.at(i));
+    }
+  }
+  net::io_context& a = loops.ForNewConnection();
+  net::io_context& b = loops.ForNewConnection();
+  EXPECT_NE(&a, &b);
+}
+
 TEST(EventLoopsTest, AHandlerThatThrowsIsReportedAndItsLoopGoesOn) {
   std::atomic<int> reported{0};
   std::string what;

@@ -42,12 +42,19 @@ class Signal {
 
 class PoolTest : public ::testing::Test {
  protected:
-  PoolTest() : work_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+  PoolTest()
+      : work_(io_.get_executor()),
+        thread_([this] { io_.run(); }),
+        other_work_(other_io_.get_executor()),
+        other_thread_([this] { other_io_.run(); }) {}
   ~PoolTest() override {
     if (pool_) pool_->Shutdown();
     work_.reset();
+    other_work_.reset();
     io_.stop();
+    other_io_.stop();
     thread_.join();
+    other_thread_.join();
   }
 
   // The connections here are never dialed: they model HTTP/1.1 unless `limits` offers
@@ -60,8 +67,8 @@ class PoolTest : public ::testing::Test {
     pool_ = std::make_unique<ConnectionPool>(
         io_.get_executor(), PoolLimitsByHost{limits, {}},
         [this](const Origin& origin) {
-          return std::make_shared<Connection>(io_.get_executor(), tls_, origin, ++next_id_,
-                                              observer_);
+          return std::make_shared<Connection>(dial_on_->get_executor(), tls_, origin,
+                                              ++next_id_, observer_);
         });
   }
 
@@ -90,6 +97,18 @@ class PoolTest : public ::testing::Test {
     return *std::move(pending->result);
   }
 
+  // Acquire called on `loop`'s thread, as a fetch the loop data plane serves calls it.
+  absl::StatusOr<ConnectionPool::Lease> AcquireOn(net::io_context& loop) {
+    std::promise<absl::StatusOr<ConnectionPool::Lease>> leased;
+    net::post(loop, [&] {
+      pool_->Acquire(origin_, false, absl::Now() + absl::Seconds(5),
+                     [&](absl::StatusOr<ConnectionPool::Lease> lease) {
+                       leased.set_value(std::move(lease));
+                     });
+    });
+    return leased.get_future().get();
+  }
+
   OriginStats Stats() {
     auto all = pool_->Stats();
     return all.empty() ? OriginStats{} : all.front();
@@ -98,6 +117,11 @@ class PoolTest : public ::testing::Test {
   net::io_context io_;
   net::executor_work_guard<net::io_context::executor_type> work_;
   std::thread thread_;
+  // A second loop, as the transport runs one per core.
+  net::io_context other_io_;
+  net::executor_work_guard<net::io_context::executor_type> other_work_;
+  std::thread other_thread_;
+  net::io_context* dial_on_ = &io_;  // the loop of the connections the pool makes
   std::shared_ptr<net::ssl::context> tls_ =
       std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
   CountingObserver observer_;
@@ -151,6 +175,31 @@ TEST_F(PoolTest, ReturnedConnectionIsReusedMostRecentFirst) {
   EXPECT_EQ(Stats().idle, 1);
   EXPECT_EQ(Stats().active, 1);
   EXPECT_EQ(Stats().reused, 1u);
+}
+
+// The loop data plane makes a fetch on one of the transport's loops: it takes an idle
+// connection of that loop before a more recently used one of another, so that its I/O
+// stays on its thread. Elsewhere (gRPC's library threads) the most recent comes first.
+TEST_F(PoolTest, AFetchOnALoopTakesAnIdleConnectionOfItsOwnLoopFirst) {
+  MakePool({});
+  auto own = Acquire();
+  dial_on_ = &other_io_;
+  auto other = Acquire();
+  pool_->Return(own->connection);
+  pool_->Return(other->connection);  // the most recently used
+  auto on_loop = AcquireOn(io_);
+  ASSERT_TRUE(on_loop.ok());
+  EXPECT_EQ(on_loop->connection->id(), own->connection->id());
+  EXPECT_TRUE(on_loop->reused);
+  pool_->Return(own->connection);  // the most recently used now
+  auto on_other_loop = AcquireOn(other_io_);
+  ASSERT_TRUE(on_other_loop.ok());
+  EXPECT_EQ(on_other_loop->connection->id(), other->connection->id());
+  pool_->Return(other->connection);
+  auto elsewhere = Acquire();
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_EQ(elsewhere->connection->id(), other->connection->id());
+  EXPECT_EQ(Stats().opened, 2u);
 }
 
 TEST_F(PoolTest, IdleConnectionsOverTheLimitAreClosed) {
