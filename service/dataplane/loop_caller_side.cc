@@ -111,7 +111,7 @@ void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
             absl::InvalidArgumentError("the request message is not an egress.v1.FetchRequest"),
             "REQUEST_MESSAGE_UNREADABLE")));
   }
-  call.message.clear();
+  std::string().swap(call.message);  // the parsed request holds the body now; once
   // Owned by itself from here: freed by Release, once FetchCall is done with it.
   (new LoopCallerSide(rpc, session, std::move(call)))->Start(service, request);
 }

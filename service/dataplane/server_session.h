@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,9 +39,10 @@ struct SessionLimits {
   uint32_t max_header_list_bytes = 16 * 1024;
   // The largest request message accepted (RESOURCE_EXHAUSTED past it).
   uint64_t max_message_bytes = 4 << 20;
-  // The bytes of request messages still arriving that one connection holds, all its
-  // streams together, in max_message_bytes: a stream whose bytes would pass it is
-  // answered RESOURCE_EXHAUSTED. Two: one whole message always fits, beside another.
+  // The bytes of request messages still arriving that one connection takes in, all its
+  // streams together, in max_message_bytes. A message larger than a stream's first
+  // flow-control window (64 KiB) waits, its window closed, until its whole size fits
+  // beside those under way; first come, first in. Two: one whole message always fits.
   uint64_t max_buffered_messages = 2;
   // The longest a call may last from its request's headers, whatever its grpc-timeout
   // (limits.max_timeout, which LoopServer gives each connection; its default here).
@@ -128,7 +130,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     absl::Status refusal;     // what the request broke, answered once its headers are in
     MessageReader reader;
-    uint64_t buffered = 0;  // the reader's bytes, in the session's buffered_bytes_
+    uint64_t admitted = 0;  // the message's size, in the session's admitted_bytes_
+    size_t unconsumed = 0;  // bytes received while waiting, not yet given back as window
+    bool waiting = false;   // in waiting_
     // The call's deadline (grpc-timeout), at most limits_.max_call_time after the headers.
     boost::asio::steady_timer deadline;
     bool started = false;    // the method has the call
@@ -156,8 +160,13 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // The call's deadline came (see OnDeadline in the .cc).
   void OnDeadline(int32_t stream_id);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
+  // Gives the caller window for `size` bytes of the stream's request: at once when its
+  // message is admitted (or fits in its first window), else once Admit lets it in.
+  void Consume(int32_t stream_id, Stream& stream, size_t size);
+  // Lets the waiting messages in, first come first, while they fit (see max_buffered_messages).
+  void Admit();
   // Lets go of the stream's incomplete request bytes (its message is whole, or refused,
-  // or the stream is gone).
+  // or the stream is gone), and of its place among those admitted.
   void Unbuffer(Stream& stream);
   // Queues one message for the stream (Send without the write); false when the stream
   // is gone or finished.
@@ -190,7 +199,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool writing_ = false;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
   bool ended_ = false;
-  uint64_t buffered_bytes_ = 0;  // of incomplete request messages, every stream's
+  uint64_t admitted_bytes_ = 0;  // the sizes of admitted messages still arriving
+  std::deque<int32_t> waiting_;  // streams whose messages wait to be admitted, oldest first
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
 };
 
