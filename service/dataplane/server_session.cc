@@ -310,13 +310,12 @@ void ServerSession::OnDeadline(int32_t stream_id) {
   Stream* stream = Find(stream_id);
   if (!stream || ended_ || (stream->answered && stream->pending.empty())) return;
   if (stream->head_sent) {
-    stream->reset = transport::WithReason(
-        absl::DeadlineExceededError(
-            "the call's deadline (grpc-timeout, at most limits.max_timeout) passed before the "
-            "caller took the answer"),
-        "DEADLINE_EXCEEDED");
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
-    return Flush();
+    return Reset(stream_id, *stream,
+                 transport::WithReason(
+                     absl::DeadlineExceededError(
+                         "the call's deadline (grpc-timeout, at most limits.max_timeout) "
+                         "passed before the caller took the answer"),
+                     "DEADLINE_EXCEEDED"));
   }
   if (stream->started) return;
   observer_.OnCallRefused(CallRefusal::kDeadlineBeforeRequest);
@@ -326,6 +325,27 @@ void ServerSession::OnDeadline(int32_t stream_id) {
                  "the request message did not arrive whole before the call's deadline "
                  "(grpc-timeout, at most limits.max_timeout)"),
              "DEADLINE_EXCEEDED"));
+}
+
+void ServerSession::Reset(int32_t stream_id, Stream& stream, absl::Status why) {
+  stream.reset = std::move(why);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+  Flush();
+}
+
+void ServerSession::ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Status why) {
+  Stream* stream = Find(stream_id);
+  if (!stream || ended_) return;
+  stream->stall_watch.emplace(executor());
+  stream->stall_watch->expires_after(
+      absl::ToChronoNanoseconds(std::max(at - absl::Now(), absl::ZeroDuration())));
+  stream->stall_watch->async_wait(
+      [self = shared_from_this(), stream_id, why = std::move(why)](boost::system::error_code ec) {
+        if (ec) return;  // the stream went first
+        Stream* stream = self->Find(stream_id);
+        if (!stream || self->ended_ || !stream->on_taken) return;  // nothing waits
+        self->Reset(stream_id, *stream, why);
+      });
 }
 
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {

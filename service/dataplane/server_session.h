@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -118,6 +119,10 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // (Trailers-Only) when none was; nothing more when the stream is gone or ended already
   // (its deadline). `on_finished` (when given) follows once the stream is over.
   void Finish(int32_t stream_id, const grpc::Status& status, OnFinished on_finished = nullptr);
+  // At `at`, resets the stream (RST_STREAM CANCEL, as gRPC's library cancels a call) if
+  // a message of it still waits for the caller; the message's sender learns `why`. For a
+  // FetchStream whose caller stops reading (fetch/stalled_write.h).
+  void ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Status why);
   // `watcher` learns when stream_id goes before Unwatch (at once if it is gone already).
   void Watch(int32_t stream_id, StreamWatcher* watcher);
   void Unwatch(int32_t stream_id);
@@ -135,6 +140,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     bool waiting = false;   // in waiting_
     // The call's deadline (grpc-timeout), at most limits_.max_call_time after the headers.
     boost::asio::steady_timer deadline;
+    std::optional<boost::asio::steady_timer> stall_watch;  // see ResetIfStalledAt
     bool started = false;    // the method has the call
     bool head_sent = false;  // the response headers are submitted
     bool answered = false;   // Finish came: the status is given
@@ -159,6 +165,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Cancelled(OnTaken on_taken, absl::Status why);
   // The call's deadline came (see OnDeadline in the .cc).
   void OnDeadline(int32_t stream_id);
+  // Resets a stream whose answer is under way; a message's sender learns `why`.
+  void Reset(int32_t stream_id, Stream& stream, absl::Status why);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
   // Gives the caller window for `size` bytes of the stream's request: at once when its
   // message is admitted (or fits in its first window), else once Admit lets it in.
