@@ -65,8 +65,11 @@ absl::Status MessageReader::Append(absl::string_view bytes) {
 }
 
 bool MessageReader::complete() const {
-  return bytes_.size() >= kPrefixBytes &&
-         bytes_.size() == kPrefixBytes + uint64_t{DeclaredLength(bytes_)};
+  return bytes_.size() >= kPrefixBytes && bytes_.size() == expected_bytes();
+}
+
+uint64_t MessageReader::expected_bytes() const {
+  return bytes_.size() < kPrefixBytes ? 0 : kPrefixBytes + uint64_t{DeclaredLength(bytes_)};
 }
 
 absl::StatusOr<std::string> MessageReader::Take() {
@@ -77,7 +80,14 @@ absl::StatusOr<std::string> MessageReader::Take() {
             " bytes, without one whole length-prefixed message")),
         "REQUEST_MESSAGE_INCOMPLETE");
   }
-  return bytes_.substr(kPrefixBytes);
+  bytes_.erase(0, kPrefixBytes);  // in place: a large message is not copied
+  return std::move(bytes_);
+}
+
+void MessageReader::ReserveWhole() {
+  if (const uint64_t expected = expected_bytes(); expected > bytes_.size()) {
+    bytes_.reserve(expected);
+  }
 }
 
 absl::StatusOr<absl::Duration> ParseGrpcTimeout(absl::string_view value) {

@@ -34,8 +34,15 @@ class MessageReader {
   absl::Status Append(absl::string_view bytes);
   // The message is whole: Take may be called.
   bool complete() const;
+  // The bytes the message takes on the wire (its prefix and itself), once its prefix is in;
+  // 0 before.
+  uint64_t expected_bytes() const;
   // INVALID_ARGUMENT unless one whole message came (the request ended early).
   absl::StatusOr<std::string> Take();
+  // Makes room for the whole message once its prefix is in: one allocation of its size,
+  // not the doublings of appending (up to twice its size). Only for a message the
+  // caller's connection has room for: the prefix alone costs a caller nothing.
+  void ReserveWhole();
 
  private:
   uint64_t max_bytes_;

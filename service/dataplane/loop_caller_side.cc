@@ -7,6 +7,7 @@
 #include "service/base/error_reason.h"
 #include "service/fetch/caller_side.h"
 #include "service/fetch/fetch_call.h"
+#include "service/fetch/stalled_write.h"
 #include "service/fetch/status_mapping.h"
 
 namespace egress::dataplane {
@@ -45,8 +46,14 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
   egress::v1::FetchResponse& Response() override { return *chunk_.mutable_head(); }
   // FetchStream: the head, then each body chunk, one message at a time; OnSent once the
   // session's nghttp2 has taken it (the caller's window let it), so a caller that stops
-  // reading holds back its own fetch only.
-  void SendHead() override { Send(); }
+  // reading holds back its own fetch only, and past the fetch's deadline not even that.
+  void SendHead() override {
+    const absl::Time stalled_at = fetch_.deadline() + fetch::kStalledWriteGrace;
+    boost::asio::post(session_->executor(), [this, stalled_at] {
+      session_->ResetIfStalledAt(call_.stream_id, stalled_at, fetch::StalledWrite());
+    });
+    Send();
+  }
   void SendBody(std::string bytes) override {
     chunk_.Clear();
     chunk_.set_body(std::move(bytes));
@@ -111,7 +118,7 @@ void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
             absl::InvalidArgumentError("the request message is not an egress.v1.FetchRequest"),
             "REQUEST_MESSAGE_UNREADABLE")));
   }
-  call.message.clear();
+  std::string().swap(call.message);  // the parsed request holds the body now; once
   // Owned by itself from here: freed by Release, once FetchCall is done with it.
   (new LoopCallerSide(rpc, session, std::move(call)))->Start(service, request);
 }

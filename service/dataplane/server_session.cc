@@ -55,7 +55,13 @@ ServerSession::ServerSession(boost::asio::ip::tcp::socket socket, Methods& metho
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
-  nghttp2_session_server_new(&session_, callbacks, this);
+  nghttp2_option* options;
+  nghttp2_option_new(&options);
+  // Window goes back as Consume decides, so that a connection takes in at most its bound
+  // of request bytes still arriving (SessionLimits::max_buffered_messages).
+  nghttp2_option_set_no_auto_window_update(options, 1);
+  nghttp2_session_server_new2(&session_, callbacks, this, options);
+  nghttp2_option_del(options);
   nghttp2_session_callbacks_del(callbacks);
 }
 
@@ -211,28 +217,53 @@ int ServerSession::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const 
 int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data,
                           size_t size, void* self) {
   ServerSession& session = Of(self);
+  // The connection's window goes back at once: each stream's own bounds what it sends.
+  nghttp2_session_consume_connection(session.session_, size);
   Stream* stream = session.Find(stream_id);
   if (!stream || stream->answered) return 0;  // a refused request's bytes are dropped
-  const uint64_t limit = session.limits_.max_buffered_messages * session.limits_.max_message_bytes;
-  if (session.buffered_bytes_ + size > limit) {
-    session.observer_.OnCallRefused(CallRefusal::kRequestBytesLimit);
-    session.Refuse(stream_id, *stream,
-                   transport::WithReason(
-                       absl::ResourceExhaustedError(absl::StrCat(
-                           "this connection already holds ", session.buffered_bytes_,
-                           " bytes of request messages still arriving, and egressd holds at "
-                           "most ", limit, " for one connection; send fewer large requests "
-                           "at once on it, or spread them over more connections")),
-                       "CONNECTION_REQUEST_BYTES_LIMIT"));
-    return 0;
-  }
-  stream->buffered += size;
-  session.buffered_bytes_ += size;
   if (absl::Status status = stream->reader.Append(View(data, size)); !status.ok()) {
     session.observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     session.Refuse(stream_id, *stream, status);
+    return 0;
   }
+  session.Consume(stream_id, *stream, size);
   return 0;
+}
+
+void ServerSession::Consume(int32_t stream_id, Stream& stream, size_t size) {
+  if (stream.reader.complete()) return;  // no more bytes to take
+  stream.unconsumed += size;
+  if (stream.admitted > 0) {
+    nghttp2_session_consume_stream(session_, stream_id, std::exchange(stream.unconsumed, 0));
+    return;
+  }
+  // Its size is known once its prefix is in (within its first window): it waits its turn.
+  if (stream.waiting || stream.reader.expected_bytes() == 0) return;
+  stream.waiting = true;
+  waiting_.push_back(stream_id);
+  Admit();
+}
+
+// Called where nghttp2's output is flushed next (after its callbacks, or by Answer): the
+// window updates go out with it.
+void ServerSession::Admit() {
+  const uint64_t limit = limits_.max_buffered_messages * limits_.max_message_bytes;
+  while (!waiting_.empty()) {
+    const int32_t stream_id = waiting_.front();
+    Stream* stream = Find(stream_id);
+    if (!stream || !stream->waiting) {  // gone, answered or refused meanwhile
+      waiting_.pop_front();
+      continue;
+    }
+    const uint64_t size = stream->reader.expected_bytes();
+    if (admitted_bytes_ > 0 && admitted_bytes_ + size > limit) return;
+    waiting_.pop_front();
+    stream->waiting = false;
+    stream->admitted = size;
+    admitted_bytes_ += size;
+    stream->reader.ReserveWhole();
+    nghttp2_session_consume_stream(session_, stream_id, std::exchange(stream->unconsumed, 0));
+  }
 }
 
 int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
@@ -279,13 +310,12 @@ void ServerSession::OnDeadline(int32_t stream_id) {
   Stream* stream = Find(stream_id);
   if (!stream || ended_ || (stream->answered && stream->pending.empty())) return;
   if (stream->head_sent) {
-    stream->reset = transport::WithReason(
-        absl::DeadlineExceededError(
-            "the call's deadline (grpc-timeout, at most limits.max_timeout) passed before the "
-            "caller took the answer"),
-        "DEADLINE_EXCEEDED");
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
-    return Flush();
+    return Reset(stream_id, *stream,
+                 transport::WithReason(
+                     absl::DeadlineExceededError(
+                         "the call's deadline (grpc-timeout, at most limits.max_timeout) "
+                         "passed before the caller took the answer"),
+                     "DEADLINE_EXCEEDED"));
   }
   if (stream->started) return;
   observer_.OnCallRefused(CallRefusal::kDeadlineBeforeRequest);
@@ -295,6 +325,27 @@ void ServerSession::OnDeadline(int32_t stream_id) {
                  "the request message did not arrive whole before the call's deadline "
                  "(grpc-timeout, at most limits.max_timeout)"),
              "DEADLINE_EXCEEDED"));
+}
+
+void ServerSession::Reset(int32_t stream_id, Stream& stream, absl::Status why) {
+  stream.reset = std::move(why);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+  Flush();
+}
+
+void ServerSession::ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Status why) {
+  Stream* stream = Find(stream_id);
+  if (!stream || ended_) return;
+  stream->stall_watch.emplace(executor());
+  stream->stall_watch->expires_after(
+      absl::ToChronoNanoseconds(std::max(at - absl::Now(), absl::ZeroDuration())));
+  stream->stall_watch->async_wait(
+      [self = shared_from_this(), stream_id, why = std::move(why)](boost::system::error_code ec) {
+        if (ec) return;  // the stream went first
+        Stream* stream = self->Find(stream_id);
+        if (!stream || self->ended_ || !stream->on_taken) return;  // nothing waits
+        self->Reset(stream_id, *stream, why);
+      });
 }
 
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
@@ -316,8 +367,11 @@ void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status
 }
 
 void ServerSession::Unbuffer(Stream& stream) {
-  buffered_bytes_ -= std::exchange(stream.buffered, 0);
+  admitted_bytes_ -= std::exchange(stream.admitted, 0);
+  stream.waiting = false;  // Admit drops it from waiting_
+  stream.unconsumed = 0;
   stream.reader = MessageReader(limits_.max_message_bytes);  // frees its bytes
+  Admit();
 }
 
 void ServerSession::Answer(int32_t stream_id, const std::string* message,

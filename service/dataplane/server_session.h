@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -38,9 +40,10 @@ struct SessionLimits {
   uint32_t max_header_list_bytes = 16 * 1024;
   // The largest request message accepted (RESOURCE_EXHAUSTED past it).
   uint64_t max_message_bytes = 4 << 20;
-  // The bytes of request messages still arriving that one connection holds, all its
-  // streams together, in max_message_bytes: a stream whose bytes would pass it is
-  // answered RESOURCE_EXHAUSTED. Two: one whole message always fits, beside another.
+  // The bytes of request messages still arriving that one connection takes in, all its
+  // streams together, in max_message_bytes. A message larger than a stream's first
+  // flow-control window (64 KiB) waits, its window closed, until its whole size fits
+  // beside those under way; first come, first in. Two: one whole message always fits.
   uint64_t max_buffered_messages = 2;
   // The longest a call may last from its request's headers, whatever its grpc-timeout
   // (limits.max_timeout, which LoopServer gives each connection; its default here).
@@ -116,6 +119,10 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // (Trailers-Only) when none was; nothing more when the stream is gone or ended already
   // (its deadline). `on_finished` (when given) follows once the stream is over.
   void Finish(int32_t stream_id, const grpc::Status& status, OnFinished on_finished = nullptr);
+  // At `at`, resets the stream (RST_STREAM CANCEL, as gRPC's library cancels a call) if
+  // a message of it still waits for the caller; the message's sender learns `why`. For a
+  // FetchStream whose caller stops reading (fetch/stalled_write.h).
+  void ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Status why);
   // `watcher` learns when stream_id goes before Unwatch (at once if it is gone already).
   void Watch(int32_t stream_id, StreamWatcher* watcher);
   void Unwatch(int32_t stream_id);
@@ -128,9 +135,12 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     absl::Status refusal;     // what the request broke, answered once its headers are in
     MessageReader reader;
-    uint64_t buffered = 0;  // the reader's bytes, in the session's buffered_bytes_
+    uint64_t admitted = 0;  // the message's size, in the session's admitted_bytes_
+    size_t unconsumed = 0;  // bytes received while waiting, not yet given back as window
+    bool waiting = false;   // in waiting_
     // The call's deadline (grpc-timeout), at most limits_.max_call_time after the headers.
     boost::asio::steady_timer deadline;
+    std::optional<boost::asio::steady_timer> stall_watch;  // see ResetIfStalledAt
     bool started = false;    // the method has the call
     bool head_sent = false;  // the response headers are submitted
     bool answered = false;   // Finish came: the status is given
@@ -155,9 +165,16 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Cancelled(OnTaken on_taken, absl::Status why);
   // The call's deadline came (see OnDeadline in the .cc).
   void OnDeadline(int32_t stream_id);
+  // Resets a stream whose answer is under way; a message's sender learns `why`.
+  void Reset(int32_t stream_id, Stream& stream, absl::Status why);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
+  // Gives the caller window for `size` bytes of the stream's request: at once when its
+  // message is admitted (or fits in its first window), else once Admit lets it in.
+  void Consume(int32_t stream_id, Stream& stream, size_t size);
+  // Lets the waiting messages in, first come first, while they fit (see max_buffered_messages).
+  void Admit();
   // Lets go of the stream's incomplete request bytes (its message is whole, or refused,
-  // or the stream is gone).
+  // or the stream is gone), and of its place among those admitted.
   void Unbuffer(Stream& stream);
   // Queues one message for the stream (Send without the write); false when the stream
   // is gone or finished.
@@ -190,7 +207,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool writing_ = false;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
   bool ended_ = false;
-  uint64_t buffered_bytes_ = 0;  // of incomplete request messages, every stream's
+  uint64_t admitted_bytes_ = 0;  // the sizes of admitted messages still arriving
+  std::deque<int32_t> waiting_;  // streams whose messages wait to be admitted, oldest first
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
 };
 

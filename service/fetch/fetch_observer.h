@@ -70,10 +70,9 @@ enum class CallRefusal {
   kProtocolError,      // a connection that broke HTTP/2 (closed, its calls with it)
   kAcceptFailed,       // a connection not accepted (descriptors exhausted, say)
   kDeadlineBeforeRequest,  // the call's deadline came before its request message did
-  kRequestBytesLimit,      // a connection's incomplete request messages over its bound
   kBadMetadata,            // a -bin metadata value that is not base64
 };
-inline constexpr size_t kCallRefusalCount = 9;
+inline constexpr size_t kCallRefusalCount = 8;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -83,7 +82,6 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kProtocolError: return "protocol_error";
     case CallRefusal::kAcceptFailed: return "accept_failed";
     case CallRefusal::kDeadlineBeforeRequest: return "deadline_before_request";
-    case CallRefusal::kRequestBytesLimit: return "request_bytes_limit";
     case CallRefusal::kBadMetadata: return "bad_metadata";
   }
   return "unknown";

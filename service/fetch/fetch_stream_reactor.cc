@@ -5,6 +5,7 @@
 
 #include "service/fetch/fetch_call.h"
 #include "service/fetch/grpc_caller_side.h"
+#include "service/fetch/stalled_write.h"
 #include "service/fetch/stalled_write_watch.h"
 
 namespace egress::fetch {
@@ -37,7 +38,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   // CANCELLED either way, and so the count and the log agree.
   void OnWriteDone(bool ok) override {
     const bool stalled = stall_watch_.WriteDone();
-    if (stalled) return call_.OnSent(StalledWriteWatch::Stalled());
+    if (stalled) return call_.OnSent(StalledWrite());
     if (!ok) return call_.OnSent(absl::CancelledError("the caller went away"));
     call_.OnSent(absl::OkStatus());
   }
@@ -58,7 +59,7 @@ class FetchStreamReactor final : public grpc::ServerWriteReactor<FetchChunk>,
   void Release() override { delete this; }
 
   void Write() {
-    if (!stall_watch_.WriteStarting()) return call_.OnSent(StalledWriteWatch::Stalled());
+    if (!stall_watch_.WriteStarting()) return call_.OnSent(StalledWrite());
     StartWrite(&chunk_);
   }
 

@@ -1,7 +1,5 @@
 #include "service/fetch/stalled_write_watch.h"
 
-#include "absl/strings/str_cat.h"
-
 namespace egress::fetch {
 
 StalledWriteWatch::StalledWriteWatch(grpc::CallbackServerContext* context)
@@ -11,7 +9,7 @@ StalledWriteWatch::StalledWriteWatch(grpc::CallbackServerContext* context)
 
 void StalledWriteWatch::Arm(absl::Time deadline) {
   alarm_.emplace();
-  alarm_->Set(absl::ToChronoTime(deadline + kGrace), [state = state_](bool fired) {
+  alarm_->Set(absl::ToChronoTime(deadline + kStalledWriteGrace), [state = state_](bool fired) {
     if (!fired) return;  // the reactor is gone
     std::lock_guard<std::mutex> lock(state->mu);
     state->expired = true;
@@ -39,13 +37,6 @@ bool StalledWriteWatch::WriteDone() {
 void StalledWriteWatch::Detach() {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->context = nullptr;
-}
-
-absl::Status StalledWriteWatch::Stalled() {
-  return absl::DeadlineExceededError(absl::StrCat(
-      "deadline expired with a message of the stream still to be written to the caller ",
-      absl::FormatDuration(kGrace), " past it; the stream was cancelled and the upstream "
-      "connection let go"));
 }
 
 }  // namespace egress::fetch

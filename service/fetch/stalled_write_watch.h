@@ -13,15 +13,13 @@
 #include "absl/time/time.h"
 #include "grpcpp/alarm.h"
 #include "grpcpp/server_context.h"
+#include "service/fetch/stalled_write.h"
 
 namespace egress::fetch {
 
-// Ends a server stream whose caller stops taking messages: a write still waiting for the
-// caller kGrace after the fetch's deadline cancels the RPC, so that the caller does not
-// hold the upstream connection, a chunk of the body budget and its fetch slots until gRPC
-// gives up on it. A slow upstream is the transport's deadline's (DEADLINE_EXCEEDED, with
-// its reason); a caller that reads, however slowly, takes each message well within the
-// grace and meets that deadline too. The state is shared with the alarm, whose callback
+// Watches the writes of a FetchStream on gRPC's library server for a caller that stops
+// taking messages (see stalled_write.h): a write still waiting kStalledWriteGrace after
+// the fetch's deadline cancels the RPC. The state is shared with the alarm, whose callback
 // may run after the reactor is gone.
 class StalledWriteWatch {
  public:
@@ -37,12 +35,7 @@ class StalledWriteWatch {
   // In OnDone: gRPC frees the context after it.
   void Detach();
 
-  // The status egress counts and logs (the caller sees CANCELLED).
-  static absl::Status Stalled();
-
  private:
-  static constexpr absl::Duration kGrace = absl::Seconds(1);
-
   struct State {
     std::mutex mu;
     grpc::CallbackServerContext* context ABSL_GUARDED_BY(mu) = nullptr;  // null after OnDone

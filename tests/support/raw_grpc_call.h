@@ -59,6 +59,8 @@ class RawGrpcConnection {
   bool closed(int32_t stream_id) const { return calls_.at(stream_id)->closed; }
   // The request's bytes are all on the wire.
   bool request_sent(int32_t stream_id) const { return calls_.at(stream_id)->body.empty(); }
+  // The request's bytes not on the wire yet (the server's flow control holds them back).
+  size_t request_left(int32_t stream_id) const { return calls_.at(stream_id)->body.size(); }
   const RawGrpcAnswer& answer(int32_t stream_id) const { return calls_.at(stream_id)->answer; }
   // The stream's answer once it ends, waiting up to `wait`.
   absl::StatusOr<RawGrpcAnswer> Wait(int32_t stream_id, absl::Duration wait);

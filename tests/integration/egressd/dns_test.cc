@@ -373,6 +373,8 @@ TEST_F(DnsTest, LookupsPastTheCallersLimitAreResourceExhausted) {
 TEST_F(DnsTest, PreWarmingLookupsDoNotSpendTheAllowanceOfCallersWithoutAnIdentity) {
   dns_->Answer("warm.test", "127.0.0.1");
   StartEgress([](egress::v1::Config& c) {
+    c.mutable_policy()->set_caller_header("x-egress-caller");
+    c.mutable_policy()->add_caller_header_trusted_peers("127.0.0.1");  // the test's calls
     c.mutable_transport()->mutable_dns()->set_disable_cache(true);
     c.mutable_transport()->mutable_dns()->set_max_lookups_per_caller(1);
     auto* o = c.mutable_transport()->add_origins();
@@ -384,8 +386,11 @@ TEST_F(DnsTest, PreWarmingLookupsDoNotSpendTheAllowanceOfCallersWithoutAnIdentit
   FetchResponse response;
   ASSERT_TRUE(Fetch(RequestFor("warm.test"), &response).ok());
   dns_->Ignore("warm.test");
-  // The pool keeps dialing towards 3 idle connections: its next lookup hangs, and holds
-  // the pool's allowance of one. (A lookup may have sent its first query before Ignore.)
+  // The pool keeps dialing towards 3 idle connections while the origin is in use: its
+  // next lookup hangs, and holds the pool's allowance of one. A caller with an identity
+  // uses the origin once more, so that warming goes on however soon the first dials
+  // ended (its own lookup, if it dials, is its allowance's, not the anonymous callers').
+  FetchAs("warmer", RequestFor("warm.test", 300), &response);
   ASSERT_TRUE(WaitFor([&] { return dns_->Unanswered("warm.test") >= 1; }, absl::Seconds(10)))
       << "no re-dial looked the name up";
   const grpc::Status anonymous = Fetch(RequestFor("answered.test"), &response);

@@ -27,6 +27,8 @@ using egress::v1::FetchResponse;
 class LoopDataPlaneTest : public EgressFaultsTest {
  protected:
   void StartLoops() { StartEgress({}, DataPlane::kLoops); }
+  // The reference the loops are held to, whatever EGRESS_TEST_DATA_PLANE says.
+  void StartLibrary() { StartEgress({}, DataPlane::kGrpcLibrary); }
 
   // Request(url) as a raw call sends it: serialized and length-prefixed.
   std::string Framed(const std::string& url) const {
@@ -83,7 +85,7 @@ std::string Comparable(FetchResponse response) {
 }
 
 TEST_F(LoopDataPlaneTest, AFetchOfALoopbackUpstreamAnswersWhatTheLibraryServerAnswers) {
-  StartEgress();
+  StartLibrary();
   FetchResponse library;
   ASSERT_TRUE(Fetch(Request(nginx().HttpUrl("/cl/1k")), &library).ok());
   WaitForQuietPool();
@@ -113,7 +115,7 @@ grpc::Status ReadStream(egress::v1::Egress::Stub& stub, const FetchRequest& requ
 // 300 KiB is more than the caller's first flow-control windows: the body goes out as the
 // caller opens them.
 TEST_F(LoopDataPlaneTest, AFetchStreamAnswersTheHeadAndBodyTheLibraryServerAnswers) {
-  StartEgress();
+  StartLibrary();
   FetchResponse library_head;
   std::string library_body;
   ASSERT_TRUE(ReadStream(*stub_, Request(nginx().HttpUrl("/chunked/300k")), &library_head,
@@ -147,7 +149,7 @@ TEST_F(LoopDataPlaneTest, AFetchStreamCancelledAfterItsHeadLeavesNoUpstreamConne
 
 TEST_F(LoopDataPlaneTest, AFetchOfAClosedPortIsUnavailableWithTheLibraryServersReason) {
   const FetchRequest request = Request("http://127.0.0.1:" + std::to_string(FreePort()) + "/");
-  StartEgress();
+  StartLibrary();
   FetchResponse response;
   const grpc::Status library = Fetch(request, &response);
   StartLoops();
@@ -360,29 +362,46 @@ TEST_F(LoopDataPlaneTest, ARequestMessageIncompleteAtTheGrpcTimeoutIsDeadlineExc
 }
 
 // The bytes of request messages still arriving are bounded per connection, at twice the
-// largest message (here 2 x 2.1 MiB): the stream whose bytes would pass the bound is
-// refused, and the streams within it go on.
-TEST_F(LoopDataPlaneTest, TheStreamThatWouldPassItsConnectionsBoundOnIncompleteRequestsIsRefused) {
+// largest message (here 2 x 1.375 MiB), by flow control: a message that would pass the
+// bound gets no window past its stream's first (64 KiB) until the messages before it are
+// whole or gone; then it comes in and is served. Nothing is refused: a caller sending
+// many large requests at once sees them served in turn, as gRPC's library serves them.
+TEST_F(LoopDataPlaneTest, ALargeRequestPastItsConnectionsBoundWaitsForWindowAndIsServed) {
   StartEgress(
-      [](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(1 << 20); },
+      [](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(256 << 10); },
       DataPlane::kLoops);
-  // A message of 2000 KiB declared, 1900 KiB of it sent: two fit under the bound, three not.
+  // Two messages of 1300 KiB declared, 1200 KiB of each sent: both admitted, and stuck.
   const std::string part =
-      dataplane::FrameMessage(std::string(2000 << 10, 'x')).substr(0, 5 + (1900 << 10));
+      dataplane::FrameMessage(std::string(1300 << 10, 'x')).substr(0, 5 + (1200 << 10));
+  FetchRequest put = Request(nginx().HttpUrl("/cl/1k"));
+  put.set_method("PUT");
+  put.set_body(std::string(256 << 10, 'b'));
+  std::string message;
+  put.SerializeToString(&message);
+  const std::string third = dataplane::FrameMessage(message);
   auto connection = RawGrpcConnection::Open(server_->grpc_port());
   ASSERT_TRUE(connection.ok()) << connection.status();
   RawGrpcConnection& caller = **connection;
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 3; ++i) {
-    ids.push_back(caller.Start("/egress.v1.Egress/Fetch", part, {}, /*end_request=*/false));
-    ASSERT_TRUE(caller.Pump([&] { return caller.request_sent(ids.back()); }, absl::Seconds(10)));
-  }
-  ASSERT_TRUE(caller.Pump([&] { return !caller.answer(ids[2]).Field("grpc-status").empty(); },
-                          absl::Seconds(10)));
-  EXPECT_EQ(caller.answer(ids[2]).Field("grpc-status"), "8");  // RESOURCE_EXHAUSTED
-  EXPECT_FALSE(caller.head_seen(ids[0]));
-  EXPECT_FALSE(caller.head_seen(ids[1]));
-  EXPECT_EQ(observer_.Refused(CallRefusal::kRequestBytesLimit), 1);
+  const int32_t first = caller.Start("/egress.v1.Egress/Fetch", part,
+                                     {{"grpc-timeout", absl::StrCat(Gap(3000).count(), "m")}},
+                                     /*end_request=*/false);
+  const int32_t second = caller.Start("/egress.v1.Egress/Fetch", part, {}, false);
+  ASSERT_TRUE(caller.Pump([&] { return caller.request_sent(first) && caller.request_sent(second); },
+                          absl::Seconds(10)))
+      << "left to send: " << caller.request_left(first) << ", " << caller.request_left(second);
+  const int32_t waiting = caller.Start("/egress.v1.Egress/Fetch", third, {});
+  EXPECT_FALSE(caller.Pump([&] { return caller.request_left(waiting) < third.size() - 65535; },
+                           absl::Milliseconds(300)))
+      << "the third message got window past its first while the bound was full";
+  // The first's deadline ends it: its place goes to the third, which is served.
+  ASSERT_TRUE(caller.Pump([&] { return !caller.answer(waiting).Field("grpc-status").empty(); },
+                          absl::Seconds(20)));
+  EXPECT_EQ(caller.answer(first).Field("grpc-status"), "4");  // DEADLINE_EXCEEDED
+  EXPECT_EQ(caller.answer(waiting).Field("grpc-status"), "0")
+      << caller.answer(waiting).Field("grpc-message");
+  EXPECT_EQ(caller.request_left(waiting), 0u);
+  EXPECT_FALSE(caller.head_seen(second));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kDeadlineBeforeRequest), 1);
 }
 
 // A -bin metadata value that is not base64 is refused with the code gRPC's library server
@@ -390,7 +409,7 @@ TEST_F(LoopDataPlaneTest, TheStreamThatWouldPassItsConnectionsBoundOnIncompleteR
 TEST_F(LoopDataPlaneTest, MalformedBinaryMetadataIsRefusedAsTheLibraryServerRefusesIt) {
   const std::string url = nginx().HttpUrl("/cl/1k");
   const RawHeaders malformed = {{"x-egress-test-bin", "not base64!"}};
-  StartEgress();
+  StartLibrary();
   const auto library = RawFetch(url, malformed);
   StartLoops();
   const auto loops = RawFetch(url, malformed);
