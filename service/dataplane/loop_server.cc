@@ -36,8 +36,9 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
   auto listener = LoopListener::Start(
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
         if (!server->tls_) return server->Serve(std::move(socket));
-        server->tls_->Handshake(std::move(socket),
-                                [server](CallerStream stream) { server->Serve(std::move(stream)); });
+        server->tls_->Handshake(std::move(socket), [server](CallerStream stream) {
+          server->Serve(std::move(stream));
+        });
       },
       [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();

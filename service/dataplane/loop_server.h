@@ -3,8 +3,8 @@
 
 // egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
 // Fetch and FetchStream, and grpc.health.v1.Health Check, over HTTP/2 (nghttp2, cleartext
-// with prior knowledge, or TLS with ALPN h2 and mTLS), by a gRPC server of egressd's own, so that a fetch's call and its
-// upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
+// with prior knowledge, or TLS with ALPN h2 and mTLS), by a gRPC server of egressd's own,
+// so that a fetch's call and its upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
 
 #include <memory>
 #include <string>
