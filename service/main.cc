@@ -42,7 +42,7 @@ ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge()
 ABSL_FLAG(std::string, data_plane, "grpc_library",
           "what serves Egress and health on --grpc_listen: grpc_library (gRPC's server) or "
           "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
-          "first slice: cleartext Fetch, FetchStream and health Check only, not yet with "
+          "first slices: Fetch, FetchStream and health Check, cleartext or with "
           "--grpc_tls_*)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
@@ -167,11 +167,7 @@ int main(int argc, char** argv) {
   }
   const auto data_plane = egress::ParseDataPlane(absl::GetFlag(FLAGS_data_plane));
   if (!data_plane.ok()) return Fail(std::string(data_plane.status().message()));
-  if (*data_plane == egress::DataPlane::kLoops && !absl::GetFlag(FLAGS_grpc_tls_cert).empty()) {
-    return Fail("--data_plane=loops serves cleartext only so far: drop --grpc_tls_cert, or "
-                "use --data_plane=grpc_library");
-  }
-  auto credentials = egress::MakeServerCredentials(
+  auto credentials = egress::LoadServerCredentials(
       {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
        absl::GetFlag(FLAGS_grpc_tls_client_ca)},
       "--grpc_tls");

@@ -16,9 +16,9 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "grpc/grpc_security_constants.h"
 #include "service/admin/dry_run.h"
 #include "service/config/proto_time.h"
+#include "service/fetch/certificate_names.h"
 #include "service/fetch/status_mapping.h"
 #include "service/transport/policy/address_policy.h"
 #include "service/base/error_reason.h"
@@ -38,14 +38,11 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, grpc::Sta
 
 // The names an mTLS client certificate carries: URI SANs ("spiffe://..."), then DNS SANs.
 std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& context) {
-  std::vector<std::string> names;
   const auto auth = context.auth_context();
-  if (!auth || !auth->IsPeerAuthenticated()) return names;
-  for (const char* property : {GRPC_PEER_URI_PROPERTY_NAME, GRPC_PEER_DNS_PROPERTY_NAME}) {
-    for (const auto& value : auth->FindPropertyValues(property)) {
-      names.emplace_back(value.data(), value.size());
-    }
-  }
+  if (!auth) return {};
+  fetch::CertificateNames certificate = fetch::NamesOf(*auth);
+  std::vector<std::string> names = std::move(certificate.uri_sans);
+  for (auto& name : certificate.dns_sans) names.push_back(std::move(name));
   return names;
 }
 

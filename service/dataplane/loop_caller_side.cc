@@ -6,6 +6,7 @@
 #include "boost/asio/post.hpp"
 #include "service/base/error_reason.h"
 #include "service/fetch/caller_side.h"
+#include "service/fetch/certificate_names.h"
 #include "service/fetch/fetch_call.h"
 #include "service/fetch/stalled_write.h"
 #include "service/fetch/status_mapping.h"
@@ -39,8 +40,10 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
     }
     return values;
   }
-  // Cleartext callers only, so far: no certificate names a caller.
-  std::string CertificateName(egress::v1::IdentitySource) const override { return ""; }
+  // Named as gRPC's library server names it (fetch/certificate_names.h); none without mTLS.
+  std::string CertificateName(egress::v1::IdentitySource source) const override {
+    return fetch::CertificateName(session_->certificate(), source);
+  }
   absl::Time Deadline() const override { return call_.deadline; }
 
   egress::v1::FetchResponse& Response() override { return *chunk_.mutable_head(); }

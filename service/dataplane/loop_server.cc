@@ -25,21 +25,32 @@ enum HealthStatus { kServing = 1, kNotServing = 2 };
 absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLoops& loops,
                                                              const std::string& address,
                                                              const fetch::Context& service,
-                                                             const SessionLimits& limits) {
+                                                             const SessionLimits& limits,
+                                                             const TlsSettings& tls) {
   std::unique_ptr<LoopServer> server(new LoopServer(service, limits));
+  if (tls.enabled()) {
+    auto acceptor = TlsAcceptor::Create(tls, service.observer);
+    if (!acceptor.ok()) return acceptor.status();
+    server->tls_ = *std::move(acceptor);
+  }
   auto listener = LoopListener::Start(
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
-        Methods& methods = *server;
-        SessionLimits limits = server->limits_;
-        limits.max_call_time = server->service_.config.Get()->limits.max_timeout;  // now
-        std::make_shared<ServerSession>(std::move(socket), methods, limits,
-                                        server->service_.observer)
-            ->Start();
+        if (!server->tls_) return server->Serve(std::move(socket));
+        server->tls_->Handshake(std::move(socket), [server](CallerStream stream) {
+          server->Serve(std::move(stream));
+        });
       },
       [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();
   server->listener_ = *std::move(listener);
   return server;
+}
+
+void LoopServer::Serve(CallerStream stream) {
+  Methods& methods = *this;
+  SessionLimits limits = limits_;
+  limits.max_call_time = service_.config.Get()->limits.max_timeout;  // now
+  std::make_shared<ServerSession>(std::move(stream), methods, limits, service_.observer)->Start();
 }
 
 bool LoopServer::Serves(absl::string_view path) const {

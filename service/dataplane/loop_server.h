@@ -3,8 +3,8 @@
 
 // egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
 // Fetch and FetchStream, and grpc.health.v1.Health Check, over HTTP/2 (nghttp2, cleartext
-// with prior knowledge), by a gRPC server of egressd's own, so that a fetch's call and its
-// upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
+// with prior knowledge, or TLS with ALPN h2 and mTLS), by a gRPC server of egressd's own,
+// so that a fetch's call and its upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
 
 #include <memory>
 #include <string>
@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "service/dataplane/loop_listener.h"
 #include "service/dataplane/server_session.h"
+#include "service/dataplane/tls_acceptor.h"
 #include "service/fetch/fetch_context.h"
 
 namespace egress::dataplane {
@@ -20,11 +21,13 @@ class LoopServer final : private Methods {
  public:
   // Serves on `address` ("ip:port"; port 0 picks one) on every loop of `loops`, with the
   // calls' shared `service`; both must outlive the server's connections (the loops own
-  // them: stopping the loops ends them).
+  // them: stopping the loops ends them). Over TLS when `tls` is enabled (INVALID_ARGUMENT
+  // when its PEM does not load).
   static absl::StatusOr<std::unique_ptr<LoopServer>> Start(transport::EventLoops& loops,
                                                            const std::string& address,
                                                            const fetch::Context& service,
-                                                           const SessionLimits& limits);
+                                                           const SessionLimits& limits,
+                                                           const TlsSettings& tls = {});
 
   int port() const { return listener_->port(); }
   // Accepts no more connections; those open go on until the loops stop.
@@ -37,9 +40,12 @@ class LoopServer final : private Methods {
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
   void CheckHealth(ServerSession& session, const IncomingCall& call);
+  // A session for a connection accepted (and, over TLS, past its handshake).
+  void Serve(CallerStream stream);
 
   const fetch::Context& service_;
   const SessionLimits limits_;
+  std::unique_ptr<TlsAcceptor> tls_;  // null: cleartext
   std::unique_ptr<LoopListener> listener_;
 };
 

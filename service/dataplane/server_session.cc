@@ -45,8 +45,8 @@ ServerSession& Of(void* self) { return *static_cast<ServerSession*>(self); }
 
 }  // namespace
 
-ServerSession::ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
-                             const SessionLimits& limits, FetchObserver& observer)
+ServerSession::ServerSession(CallerStream socket, Methods& methods, const SessionLimits& limits,
+                             FetchObserver& observer)
     : socket_(std::move(socket)), methods_(methods), limits_(limits), observer_(observer) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);

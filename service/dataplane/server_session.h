@@ -25,6 +25,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "grpcpp/support/status.h"
+#include "service/dataplane/caller_stream.h"
 #include "service/dataplane/grpc_framing.h"
 #include "service/fetch/fetch_observer.h"
 
@@ -88,8 +89,8 @@ class Methods {
 class ServerSession : public std::enable_shared_from_this<ServerSession> {
  public:
   // Each refusal is reported to `observer` (egress_calls_refused_total).
-  ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
-                const SessionLimits& limits, FetchObserver& observer);
+  ServerSession(CallerStream socket, Methods& methods, const SessionLimits& limits,
+                FetchObserver& observer);
   ~ServerSession();
   ServerSession(const ServerSession&) = delete;
   ServerSession& operator=(const ServerSession&) = delete;
@@ -101,6 +102,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   boost::asio::any_io_executor executor() { return socket_.get_executor(); }
   // The caller's address as gRPC names it: "ipv4:127.0.0.1:41234", "ipv6:[::1]:41234".
   const std::string& peer() const { return peer_; }
+  // The names of the caller's verified TLS client certificate (mTLS); none otherwise.
+  const fetch::CertificateNames& certificate() const { return socket_.certificate(); }
 
   // Posted to the loop once a call's stream is over: nghttp2 has taken the answer's last
   // byte, or the stream went first (gRPC's OnDone).
@@ -196,7 +199,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
                             size_t length, uint32_t* flags, nghttp2_data_source* source,
                             void* self);
 
-  boost::asio::ip::tcp::socket socket_;
+  CallerStream socket_;  // cleartext or TLS
   Methods& methods_;
   const SessionLimits limits_;
   FetchObserver& observer_;

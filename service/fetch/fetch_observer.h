@@ -71,8 +71,11 @@ enum class CallRefusal {
   kAcceptFailed,       // a connection not accepted (descriptors exhausted, say)
   kDeadlineBeforeRequest,  // the call's deadline came before its request message did
   kBadMetadata,            // a -bin metadata value that is not base64
+  kTlsHandshakeFailed,     // a TLS handshake that failed (plaintext, no or bad certificate)
+  kTlsHandshakeTimeout,    // a TLS handshake not done in time (a caller that stalls)
+  kTlsNoH2,                // a TLS caller that did not offer h2 by ALPN
 };
-inline constexpr size_t kCallRefusalCount = 8;
+inline constexpr size_t kCallRefusalCount = 11;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -83,6 +86,9 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kAcceptFailed: return "accept_failed";
     case CallRefusal::kDeadlineBeforeRequest: return "deadline_before_request";
     case CallRefusal::kBadMetadata: return "bad_metadata";
+    case CallRefusal::kTlsHandshakeFailed: return "tls_handshake_failed";
+    case CallRefusal::kTlsHandshakeTimeout: return "tls_handshake_timeout";
+    case CallRefusal::kTlsNoH2: return "tls_no_h2";
   }
   return "unknown";
 }

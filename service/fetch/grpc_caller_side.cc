@@ -2,21 +2,10 @@
 
 #include <chrono>
 
-#include "grpc/grpc_security_constants.h"
 #include "grpcpp/server_context.h"
+#include "service/fetch/certificate_names.h"
 
 namespace egress::fetch {
-namespace {
-
-// The first value of an AuthContext property, or empty.
-std::string FirstProperty(const grpc::AuthContext& auth, const char* name) {
-  for (const auto& value : auth.FindPropertyValues(name)) {
-    return std::string(value.data(), value.size());
-  }
-  return "";
-}
-
-}  // namespace
 
 std::string GrpcCallerSide::Peer() const { return context_.peer(); }
 
@@ -33,15 +22,7 @@ absl::InlinedVector<absl::string_view, 1> GrpcCallerSide::Metadata(absl::string_
 // Plaintext, or TLS without client certificates, gives no name.
 std::string GrpcCallerSide::CertificateName(egress::v1::IdentitySource source) const {
   const auto auth = context_.auth_context();
-  if (!auth || !auth->IsPeerAuthenticated()) return "";
-  switch (source) {
-    case egress::v1::IDENTITY_SOURCE_DNS_SAN:
-      return FirstProperty(*auth, GRPC_PEER_DNS_PROPERTY_NAME);
-    case egress::v1::IDENTITY_SOURCE_COMMON_NAME:
-      return FirstProperty(*auth, GRPC_X509_CN_PROPERTY_NAME);
-    default:
-      return FirstProperty(*auth, GRPC_PEER_URI_PROPERTY_NAME);
-  }
+  return auth ? fetch::CertificateName(NamesOf(*auth), source) : "";
 }
 
 // gRPC says "no deadline" with a time point far in the future.

@@ -60,7 +60,7 @@ absl::StatusOr<DataPlane> ParseDataPlane(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
     transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
-    std::shared_ptr<grpc::ServerCredentials> credentials, AccessLog* access_log,
+    ListenerCredentials credentials, AccessLog* access_log,
     const ConnectionAge& connection_age, DataPlane data_plane) {
   if (absl::Status age = CheckConnectionAge(connection_age); !age.ok()) return age;
   std::unique_ptr<EgressServer> server(new EgressServer());
@@ -76,7 +76,8 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     dataplane::SessionLimits limits;
     limits.max_message_bytes = server->max_request_message_bytes_;
     auto loop_server = dataplane::LoopServer::Start(server->transport_->loops(), grpc_listen,
-                                                    server->fetch_service_->context(), limits);
+                                                    server->fetch_service_->context(), limits,
+                                                    credentials.loops);
     if (!loop_server.ok()) return loop_server.status();
     server->loop_server_ = *std::move(loop_server);
     server->grpc_port_ = server->loop_server_->port();
@@ -93,7 +94,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                                ChannelArgMillis(connection_age.grace));
   }
-  builder.AddListeningPort(grpc_listen, credentials, &server->grpc_port_);
+  builder.AddListeningPort(grpc_listen, credentials.library, &server->grpc_port_);
   builder.RegisterService(server->fetch_service_.get());
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->grpc_port_ == 0) {

@@ -16,6 +16,7 @@
 #include "service/config/config_store.h"
 #include "service/dataplane/loop_server.h"
 #include "service/fetch/fetch_service.h"
+#include "service/server/server_credentials.h"
 #include "service/transport/transport.h"
 
 namespace egress {
@@ -40,8 +41,8 @@ absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
 // What serves egress.v1.Egress and health on the Egress port (egressd's --data_plane).
 enum class DataPlane {
   kGrpcLibrary,  // gRPC's library server (TLS, connection age, reflection, FetchStream)
-  kLoops,        // egressd's own server on the transport's loops (issue 37, first slice:
-                 // cleartext Fetch, FetchStream and health Check only)
+  kLoops,        // egressd's own server on the transport's loops (issue 37, first slices:
+                 // Fetch, FetchStream and health Check, cleartext or TLS and mTLS)
 };
 
 // The DataPlane a --data_plane value names ("grpc_library" or "loops"); INVALID_ARGUMENT
@@ -55,11 +56,12 @@ class EgressServer {
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
   // fetch gives a line to `access_log`, when there is one; it must outlive the server.
   // INVALID_ARGUMENT for a negative connection age or grace. With DataPlane::kLoops the
-  // credentials and the connection age are not used (cleartext only, so far).
+  // loops serve with credentials.loops (cleartext when it is not enabled) and the
+  // connection age is not used (so far).
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
-      std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials(),
+      ListenerCredentials credentials = {},
       AccessLog* access_log = nullptr, const ConnectionAge& connection_age = {},
       DataPlane data_plane = DataPlane::kGrpcLibrary);
   ~EgressServer();

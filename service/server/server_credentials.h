@@ -3,9 +3,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/security/server_credentials.h"
+#include "service/dataplane/tls_settings.h"
 
 namespace egress {
 
@@ -18,7 +20,23 @@ struct ServerTlsFiles {
   bool any() const { return !cert_file.empty() || !key_file.empty() || !client_ca_file.empty(); }
 };
 
-// `flag_prefix` (e.g. "--admin_tls") names the flags in error messages.
+// What a listener serves with, its PEM files read once: gRPC's credentials for its
+// library server, and the same PEM for the data plane on the loops (EgressServer's
+// --data_plane=loops). Made from gRPC's credentials alone (plaintext, as most tests start
+// egress), the loops serve cleartext.
+struct ListenerCredentials {
+  ListenerCredentials(  // NOLINT(runtime/explicit): gRPC's credentials alone
+      std::shared_ptr<grpc::ServerCredentials> library = grpc::InsecureServerCredentials())
+      : library(std::move(library)) {}
+  std::shared_ptr<grpc::ServerCredentials> library;
+  dataplane::TlsSettings loops;  // not enabled: cleartext
+};
+
+// Reads `files` (each bounded by transport::kMaxPemFileBytes) once. `flag_prefix` (e.g.
+// "--admin_tls") names the flags in error messages.
+absl::StatusOr<ListenerCredentials> LoadServerCredentials(const ServerTlsFiles& files,
+                                                          const std::string& flag_prefix);
+// gRPC's credentials alone (the admin listener, on gRPC's library server only).
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const ServerTlsFiles& files, const std::string& flag_prefix);
 

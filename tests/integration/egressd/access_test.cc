@@ -17,60 +17,16 @@
 #include "service/server/server_credentials.h"
 #include "tests/support/child_process.h"
 #include "tests/support/egress_fixture.h"
+#include "tests/support/test_pki.h"
 
 namespace egress::testing {
 namespace {
-
-// Logs and outputs the test reads back (service/base/files.h wants a bound).
-constexpr size_t kMaxTestFileBytes = 256 << 20;
 
 using egress::v1::Config;
 using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using transport::DenyReason;
-
-std::string Read(const std::string& path) { return ReadBoundedFile(path, kMaxTestFileBytes).value_or(""); }
-
-// A CA, a server certificate for localhost and client certificates with chosen SANs,
-// made with the openssl CLI once per suite.
-class Pki {
- public:
-  explicit Pki(const std::string& dir) : dir_(dir) {
-    std::string script = absl::StrCat(
-        "set -e; mkdir -p ", dir, " && cd ", dir,
-        " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-        " -keyout ca.key -out ca.pem -days 2 -subj /CN=access-test-ca 2>/dev/null");
-    for (const auto& [name, san] : {std::pair<const char*, const char*>{"server", "DNS:localhost,URI:spiffe://test/egressd"},
-                                    {"admin", "URI:spiffe://test/admin"},
-                                    {"intruder", "URI:spiffe://test/intruder"},
-                                    {"checkout", "DNS:checkout.test,URI:spiffe://test/checkout"}}) {
-      absl::StrAppend(
-          &script, " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ",
-          name, ".key -out ", name, ".csr -subj /CN=", name, "-cn 2>/dev/null && printf '",
-          "subjectAltName=", san, "\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ", name,
-          ".ext && openssl x509 -req -in ", name, ".csr -CA ca.pem -CAkey ca.key -CAcreateserial",
-          " -out ", name, ".pem -days 2 -extfile ", name, ".ext 2>/dev/null");
-    }
-    int status = -1;
-    RunShell(script, &status);
-    EXPECT_EQ(status, 0) << script;
-  }
-  std::string File(const std::string& name) const { return absl::StrCat(dir_, "/", name); }
-  ServerTlsFiles ServerFiles() const {
-    return {File("server.pem"), File("server.key"), File("ca.pem")};
-  }
-  std::shared_ptr<grpc::ChannelCredentials> Client(const std::string& name) const {
-    grpc::SslCredentialsOptions options;
-    options.pem_root_certs = Read(File("ca.pem"));
-    options.pem_cert_chain = Read(File(name + ".pem"));
-    options.pem_private_key = Read(File(name + ".key"));
-    return grpc::SslCredentials(options);
-  }
-
- private:
-  std::string dir_;
-};
 
 class AccessTest : public EgressTest {
  protected:

@@ -23,6 +23,7 @@
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/test_pki.h"
 #include "tests/support/wait_for.h"
 
 namespace egress::testing {
@@ -114,15 +115,19 @@ TEST(EgressdTest, InvalidConfigFilesStopItWithTheFieldNamed) {
   }
 }
 
-// --data_plane=loops (issue 37's first slice): egressd's own server answers Fetch and
+// --data_plane=loops (issue 37's first slices): egressd's own server answers Fetch and
 // health on the Egress port, TransportAdmin stays on gRPC's; a value it does not know, or
-// TLS it does not serve yet, stops egressd at start.
+// TLS files that do not load, stop egressd at start.
 TEST(EgressdTest, WithDataPlaneLoopsServesFetchAndHealthAndRefusesWhatItCannotServe) {
   const std::string dir = TestDir("egressd-loops");
-  const std::pair<const char*, const char*> refused[] = {
+  std::ofstream(dir + "/not-a-certificate.pem") << "not a certificate\n";
+  const std::string garbage = dir + "/not-a-certificate.pem";
+  const std::pair<std::string, std::string> refused[] = {
       {"--data_plane=nghttp2", "--data_plane=nghttp2: give grpc_library or loops"},
-      {"--data_plane=loops --grpc_tls_cert=c.pem --grpc_tls_key=k.pem",
-       "--data_plane=loops serves cleartext only so far"},
+      {"--data_plane=loops --grpc_tls_cert=/nonexistent/c.pem --grpc_tls_key=k.pem",
+       "--grpc_tls_cert: "},
+      {absl::StrCat("--data_plane=loops --grpc_tls_cert=", garbage, " --grpc_tls_key=", garbage),
+       "the Egress listener's TLS certificate (--grpc_tls_cert) does not load"},
   };
   for (const auto& [flags, words] : refused) {
     int status = -1;
@@ -153,6 +158,36 @@ TEST(EgressdTest, WithDataPlaneLoopsServesFetchAndHealthAndRefusesWhatItCannotSe
   egress::v1::Config config;
   grpc::ClientContext admin_context;
   EXPECT_TRUE(admin->GetConfig(&admin_context, egress::v1::GetConfigRequest(), &config).ok());
+  ASSERT_EQ(egressd.process().Signal(SIGTERM), 0);
+  EXPECT_EQ(egressd.process().Wait(), 0);
+}
+
+// --data_plane=loops with --grpc_tls_cert, _key and _client_ca serves Egress and health
+// over mTLS: a caller with a certificate of the CA is served, one without is not.
+TEST(EgressdTest, WithDataPlaneLoopsServesOverMtls) {
+  const std::string dir = TestDir("egressd-loops-tls");
+  Pki pki(dir + "/pki");
+  auto nginx = NginxUpstream::Start(dir + "/nginx");
+  std::ofstream(dir + "/egress.textproto") << "policy { allow_cidrs: \"127.0.0.0/8\" }\n";
+  EgressdProcess egressd(Runfile("service/egressd"), dir + "/egress.textproto",
+                         dir + "/egressd.log",
+                         {"--data_plane=loops", "--grpc_tls_cert=" + pki.File("server.pem"),
+                          "--grpc_tls_key=" + pki.File("server.key"),
+                          "--grpc_tls_client_ca=" + pki.File("ca.pem")});
+  ASSERT_TRUE(egressd.WaitUntilListening()) << ReadFile(egressd.log_file());
+  const std::string target = absl::StrCat("localhost:", egressd.grpc_port());
+  auto channel = grpc::CreateChannel(target, pki.Client("checkout"));
+  EXPECT_EQ(HealthCheck(channel), std::string("\x08\x01", 2));  // status: SERVING
+  egress::v1::FetchRequest request;
+  request.set_url(nginx->HttpUrl("/cl/1k"));
+  egress::v1::FetchResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  const grpc::Status status =
+      egress::v1::Egress::NewStub(channel)->Fetch(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  EXPECT_THAT(HealthCheck(grpc::CreateChannel(target, pki.Client(""))), HasSubstr("error"));
   ASSERT_EQ(egressd.process().Signal(SIGTERM), 0);
   EXPECT_EQ(egressd.process().Wait(), 0);
 }
