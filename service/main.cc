@@ -44,6 +44,9 @@ ABSL_FLAG(std::string, data_plane, "grpc_library",
           "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
           "first slice: cleartext Fetch, FetchStream and health Check only, not yet with "
           "--grpc_tls_*)");
+ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
+          "with --data_plane=loops: caller connections open at once; past it a new "
+          "connection is closed as it is accepted (counted too_many_connections)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
@@ -173,6 +176,11 @@ int main(int argc, char** argv) {
   const egress::DataPlane data_plane = data_plane_name == "loops"
                                            ? egress::DataPlane::kLoops
                                            : egress::DataPlane::kGrpcLibrary;
+  egress::dataplane::CallerLimits caller_limits;
+  caller_limits.max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
+  if (caller_limits.max_connections == 0) {
+    return Fail("--grpc_max_connections=0 would refuse every caller: give at least 1");
+  }
   if (data_plane == egress::DataPlane::kLoops && !absl::GetFlag(FLAGS_grpc_tls_cert).empty()) {
     return Fail("--data_plane=loops serves cleartext only so far: drop --grpc_tls_cert, or "
                 "use --data_plane=grpc_library");
@@ -212,7 +220,7 @@ int main(int argc, char** argv) {
 
   auto server = egress::EgressServer::Start(
       *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
-      access_log.get(), connection_age, data_plane);
+      access_log.get(), connection_age, data_plane, caller_limits);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(**server, admin_options);

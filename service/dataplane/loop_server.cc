@@ -29,12 +29,19 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
   std::unique_ptr<LoopServer> server(new LoopServer(service, limits));
   auto listener = LoopListener::Start(
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
+        ConnectionSlot slot =
+            ConnectionSlot::Take(server->open_, server->limits_.caller.max_connections);
+        if (!slot.held()) {
+          // Closed at once, as `socket` goes: the caller sees the connection end.
+          return server->service_.observer.OnCallRefused(CallRefusal::kTooManyConnections);
+        }
         Methods& methods = *server;
         SessionLimits limits = server->limits_;
         limits.max_call_time = server->service_.config.Get()->limits.max_timeout;  // now
-        std::make_shared<ServerSession>(std::move(socket), methods, limits,
-                                        server->service_.observer)
-            ->Start();
+        auto session = std::make_shared<ServerSession>(std::move(socket), methods, limits,
+                                                       server->service_.observer);
+        session->Hold(std::move(slot));
+        session->Start();
       },
       [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();

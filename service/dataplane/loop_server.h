@@ -40,6 +40,8 @@ class LoopServer final : private Methods {
 
   const fetch::Context& service_;
   const SessionLimits limits_;
+  // Caller connections open now, over every loop (limits_.caller.max_connections).
+  const ConnectionSlot::Count open_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::unique_ptr<LoopListener> listener_;
 };
 

@@ -23,6 +23,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "grpcpp/support/status.h"
+#include "service/dataplane/caller_limits.h"
 #include "service/dataplane/grpc_framing.h"
 #include "service/fetch/fetch_observer.h"
 
@@ -45,6 +46,8 @@ struct SessionLimits {
   // The longest a call may last from its request's headers, whatever its grpc-timeout
   // (limits.max_timeout, which LoopServer gives each connection; its default here).
   absl::Duration max_call_time = absl::Minutes(5);
+  // What the connection may do besides its calls (caller_limits.h).
+  CallerLimits caller;
 };
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -93,6 +96,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
 
   // Sends the server's SETTINGS and starts reading; once, on the socket's loop.
   void Start();
+  // `slot` is let go of when the session is.
+  void Hold(ConnectionSlot slot) { slot_ = std::move(slot); }
 
   // The loop the session runs on: what a call posts its answer to.
   boost::asio::any_io_executor executor() { return socket_.get_executor(); }
@@ -173,6 +178,10 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   static int OnData(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data,
                     size_t size, void* self);
   static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* head, void* self);
+  static int OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int error,
+                            void* self);
+  static int OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
                            void* self);
   static ssize_t ReadAnswer(nghttp2_session* session, int32_t stream_id, uint8_t* buffer,
@@ -192,6 +201,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool ended_ = false;
   uint64_t buffered_bytes_ = 0;  // of incomplete request messages, every stream's
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
+  CallerGuard guard_;
+  ConnectionSlot slot_;
+  boost::asio::steady_timer preface_timer_;  // until the caller's first SETTINGS
 };
 
 }  // namespace egress::dataplane

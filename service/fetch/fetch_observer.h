@@ -72,8 +72,18 @@ enum class CallRefusal {
   kDeadlineBeforeRequest,  // the call's deadline came before its request message did
   kRequestBytesLimit,      // a connection's incomplete request messages over its bound
   kBadMetadata,            // a -bin metadata value that is not base64
+  // Limits against hostile callers (service/dataplane/caller_limits.h), each ending the
+  // connection (too_many_streams before SETTINGS_MAX_CONCURRENT_STREAMS was acknowledged:
+  // the one stream):
+  kTooManyStreams,      // a stream past SETTINGS_MAX_CONCURRENT_STREAMS
+  kTooManyConnections,  // a connection past --grpc_max_connections, closed as accepted
+  kPrefaceTimeout,      // no client preface and SETTINGS within the handshake timeout
+  kRapidReset,          // streams reset before their answer faster than the reset budget
+  kContinuationFlood,   // a header block of more CONTINUATION frames than allowed
+  kSettingsFlood,       // SETTINGS acks left unread past the bound, or too many entries
+  kPingFlood,           // PING acks left unread past the bound
 };
-inline constexpr size_t kCallRefusalCount = 9;
+inline constexpr size_t kCallRefusalCount = 16;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -85,6 +95,13 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kDeadlineBeforeRequest: return "deadline_before_request";
     case CallRefusal::kRequestBytesLimit: return "request_bytes_limit";
     case CallRefusal::kBadMetadata: return "bad_metadata";
+    case CallRefusal::kTooManyStreams: return "too_many_streams";
+    case CallRefusal::kTooManyConnections: return "too_many_connections";
+    case CallRefusal::kPrefaceTimeout: return "preface_timeout";
+    case CallRefusal::kRapidReset: return "rapid_reset";
+    case CallRefusal::kContinuationFlood: return "continuation_flood";
+    case CallRefusal::kSettingsFlood: return "settings_flood";
+    case CallRefusal::kPingFlood: return "ping_flood";
   }
   return "unknown";
 }
