@@ -31,8 +31,9 @@ namespace egress::dataplane {
 
 // What a session refuses its caller, bounded and counted.
 struct SessionLimits {
-  // SETTINGS_MAX_CONCURRENT_STREAMS: nghttp2 refuses a stream past it (REFUSED_STREAM,
-  // which clients retry).
+  // SETTINGS_MAX_CONCURRENT_STREAMS: nghttp2 refuses a stream past it, REFUSED_STREAM
+  // (which clients retry) until the caller has acknowledged it, then by ending the
+  // connection (GOAWAY PROTOCOL_ERROR); counted too_many_streams either way.
   uint32_t max_concurrent_streams = 100;
   // SETTINGS_MAX_HEADER_LIST_SIZE, as RFC 9113 counts it (name + value + 32 per field):
   // a request whose metadata is larger is answered RESOURCE_EXHAUSTED. gRPC's default.

@@ -311,7 +311,7 @@ TEST_F(LoopHostileCallerTest, StreamsResetWithinTheResetBudgetLeaveTheConnection
   std::string resets = Requests(caller, 40, /*reset=*/true);
   // Then one call whose request is whole: it is answered on the same connection.
   resets += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 81,
-                  caller.RequestBlock({{"grpc-timeout", "1m"}}));
+                  caller.RequestBlock({{"grpc-timeout", "60S"}}));
   resets += Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 81, Framed(nginx().HttpUrl("/cl/1k")));
   ASSERT_TRUE(caller.Greet());
   ASSERT_TRUE(caller.Send(resets));
@@ -322,6 +322,14 @@ TEST_F(LoopHostileCallerTest, StreamsResetWithinTheResetBudgetLeaveTheConnection
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.back().stream_id, 81);
   EXPECT_EQ(Goaway(frames), nullptr);
+  RawHeaders answer;  // its headers and trailers, the only header blocks the server sent
+  for (const auto& frame : frames) {
+    if (frame.type != NGHTTP2_HEADERS) continue;
+    for (auto& field : caller.Decode(frame.payload)) answer.push_back(std::move(field));
+  }
+  RawGrpcAnswer fields;
+  fields.headers = answer;
+  EXPECT_EQ(fields.Field("grpc-status"), "0") << fields.Field("grpc-message");
   EXPECT_FALSE(caller.closed());
   EXPECT_EQ(observer_.Refused(CallRefusal::kRapidReset), 0);
   EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::OK) == 1; }));
