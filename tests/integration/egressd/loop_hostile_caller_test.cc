@@ -395,6 +395,23 @@ TEST_F(LoopHostileCallerTest, ASettingsFloodFromACallerThatDoesNotReadIsClosedAn
   ExpectAnotherCallerServed();
 }
 
+// A SETTINGS frame of more than 32 entries is refused at once: GOAWAY ENHANCE_YOUR_CALM.
+TEST_F(LoopHostileCallerTest, ASettingsFrameOfTooManyEntriesGetsEnhanceYourCalm) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  std::string entries;
+  for (int i = 0; i < 33; ++i) {
+    entries += std::string("\x00\x03\x00\x00\x00\x64", 6);  // MAX_CONCURRENT_STREAMS 100
+  }
+  ASSERT_TRUE(caller.Send(std::string(kPreface) + Settings() +
+                          Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, entries)));
+  ExpectGoaway(caller, NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kSettingsFlood), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
+  ExpectAnotherCallerServed();
+}
+
 // Past --grpc_max_connections (here 2) a new connection is closed as it is accepted,
 // before a byte of HTTP/2; once a connection closes, its slot serves the next caller.
 TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAndCounted) {
