@@ -44,6 +44,9 @@ ABSL_FLAG(std::string, data_plane, "grpc_library",
           "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
           "first slices: Fetch, FetchStream and health Check, cleartext or with "
           "--grpc_tls_*)");
+ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
+          "with --data_plane=loops: caller connections open at once; past it a new "
+          "connection is closed as it is accepted (counted too_many_connections)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
@@ -167,6 +170,11 @@ int main(int argc, char** argv) {
   }
   const auto data_plane = egress::ParseDataPlane(absl::GetFlag(FLAGS_data_plane));
   if (!data_plane.ok()) return Fail(std::string(data_plane.status().message()));
+  egress::dataplane::CallerLimits caller_limits;
+  caller_limits.max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
+  if (caller_limits.max_connections == 0) {
+    return Fail("--grpc_max_connections=0 would refuse every caller: give at least 1");
+  }
   auto credentials = egress::LoadServerCredentials(
       {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),
        absl::GetFlag(FLAGS_grpc_tls_client_ca)},
@@ -202,7 +210,7 @@ int main(int argc, char** argv) {
 
   auto server = egress::EgressServer::Start(
       *config, absl::GetFlag(FLAGS_grpc_listen), *metrics, *metrics, *credentials,
-      access_log.get(), connection_age, *data_plane);
+      access_log.get(), connection_age, *data_plane, caller_limits);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   (*server)->OnMaxOriginLabels([metrics](size_t max) { metrics->SetMaxOrigins(max); });
   auto admin = egress::AdminServer::Start(**server, admin_options);

@@ -35,10 +35,18 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
   }
   auto listener = LoopListener::Start(
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
-        if (!server->tls_) return server->Serve(std::move(socket));
-        server->tls_->Handshake(std::move(socket), [server](CallerStream stream) {
-          server->Serve(std::move(stream));
-        });
+        ConnectionSlot slot =
+            ConnectionSlot::Take(server->open_, server->limits_.caller.max_connections);
+        if (!slot.held()) {
+          // Closed at once, as `socket` goes: the caller sees the connection end.
+          return server->service_.observer.OnCallRefused(CallRefusal::kTooManyConnections);
+        }
+        if (!server->tls_) return server->Serve(std::move(socket), std::move(slot));
+        // The slot is held through the handshake too.
+        server->tls_->Handshake(
+            std::move(socket),
+            [server, slot = std::make_shared<ConnectionSlot>(std::move(slot))](
+                CallerStream stream) { server->Serve(std::move(stream), std::move(*slot)); });
       },
       [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();
@@ -46,11 +54,14 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
   return server;
 }
 
-void LoopServer::Serve(CallerStream stream) {
+void LoopServer::Serve(CallerStream stream, ConnectionSlot slot) {
   Methods& methods = *this;
   SessionLimits limits = limits_;
   limits.max_call_time = service_.config.Get()->limits.max_timeout;  // now
-  std::make_shared<ServerSession>(std::move(stream), methods, limits, service_.observer)->Start();
+  auto session =
+      std::make_shared<ServerSession>(std::move(stream), methods, limits, service_.observer);
+  session->Hold(std::move(slot));
+  session->Start();
 }
 
 bool LoopServer::Serves(absl::string_view path) const {

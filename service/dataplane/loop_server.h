@@ -41,11 +41,14 @@ class LoopServer final : private Methods {
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
   void CheckHealth(ServerSession& session, const IncomingCall& call);
   // A session for a connection accepted (and, over TLS, past its handshake).
-  void Serve(CallerStream stream);
+  // A connection accepted (and, with TLS, through its handshake) within its `slot`.
+  void Serve(CallerStream stream, ConnectionSlot slot);
 
   const fetch::Context& service_;
   const SessionLimits limits_;
   std::unique_ptr<TlsAcceptor> tls_;  // null: cleartext
+  // Caller connections open now, over every loop (limits_.caller.max_connections).
+  const ConnectionSlot::Count open_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::unique_ptr<LoopListener> listener_;
 };
 

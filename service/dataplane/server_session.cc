@@ -47,7 +47,12 @@ ServerSession& Of(void* self) { return *static_cast<ServerSession*>(self); }
 
 ServerSession::ServerSession(CallerStream socket, Methods& methods, const SessionLimits& limits,
                              FetchObserver& observer)
-    : socket_(std::move(socket)), methods_(methods), limits_(limits), observer_(observer) {
+    : socket_(std::move(socket)),
+      methods_(methods),
+      limits_(limits),
+      observer_(observer),
+      guard_(limits.caller, observer),
+      preface_timer_(socket_.get_executor()) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
@@ -55,13 +60,14 @@ ServerSession::ServerSession(CallerStream socket, Methods& methods, const Sessio
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
-  nghttp2_option* options;
-  nghttp2_option_new(&options);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, OnBeginFrame);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks, OnInvalidFrame);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, OnFrameSent);
+  auto options = ServerOptions(limits.caller);
   // Window goes back as Consume decides, so that a connection takes in at most its bound
   // of request bytes still arriving (SessionLimits::max_buffered_messages).
-  nghttp2_option_set_no_auto_window_update(options, 1);
-  nghttp2_session_server_new2(&session_, callbacks, this, options);
-  nghttp2_option_del(options);
+  nghttp2_option_set_no_auto_window_update(options.get(), 1);
+  nghttp2_session_server_new2(&session_, callbacks, this, options.get());
   nghttp2_session_callbacks_del(callbacks);
 }
 
@@ -78,6 +84,12 @@ void ServerSession::Start() {
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
   };
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  preface_timer_.expires_after(absl::ToChronoNanoseconds(limits_.caller.preface_timeout));
+  preface_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->ended_) return;  // the caller's SETTINGS came (or the connection went)
+    self->guard_.Refuse(CallRefusal::kPrefaceTimeout);
+    self->End();
+  });
   Flush();
   Read();
 }
@@ -92,7 +104,7 @@ void ServerSession::Read() {
         self->receiving_ = false;
         if (taken < 0) {
           // nghttp2 has queued its GOAWAY where it could; the connection is over.
-          self->observer_.OnCallRefused(CallRefusal::kProtocolError);
+          self->guard_.OnReceiveError(static_cast<int>(taken));
           self->Flush();
           return self->End();
         }
@@ -128,6 +140,7 @@ void ServerSession::End() {
   ended_ = true;
   boost::system::error_code ignored;  // closing a socket the caller already closed
   socket_.close(ignored);
+  preface_timer_.cancel();
   auto streams = std::move(streams_);
   for (auto& [id, stream] : streams) Gone(stream);
 }
@@ -270,6 +283,11 @@ int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* s
   ServerSession& session = Of(self);
   const int32_t stream_id = frame->hd.stream_id;
   Stream* stream = session.Find(stream_id);
+  if (frame->hd.type == NGHTTP2_SETTINGS) session.preface_timer_.cancel();
+  // A stream reset before its answer is all sent (it is closed once it is).
+  if (frame->hd.type == NGHTTP2_RST_STREAM && stream && !session.guard_.TakeReset()) {
+    nghttp2_session_terminate_session(session.session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  }
   if (!stream) return 0;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     session.OnRequestHeaders(stream_id, *stream);
@@ -468,6 +486,24 @@ ssize_t ServerSession::ReadAnswer(nghttp2_session* session, int32_t stream_id, u
     }
   }
   return static_cast<ssize_t>(size);
+}
+
+int ServerSession::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* head, void* self) {
+  Of(self).guard_.OnBeginFrame(*head);
+  return 0;
+}
+
+int ServerSession::OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int error,
+                                  void* self) {
+  ServerSession& session = Of(self);
+  session.guard_.OnInvalidFrame(*frame, error, session.streams_.size(),
+                                session.limits_.max_concurrent_streams);
+  return 0;
+}
+
+int ServerSession::OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  if (frame->hd.type == NGHTTP2_GOAWAY) Of(self).guard_.OnGoawaySent(frame->goaway.error_code);
+  return 0;
 }
 
 int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* self) {

@@ -26,6 +26,7 @@
 #include "boost/asio/steady_timer.hpp"
 #include "grpcpp/support/status.h"
 #include "service/dataplane/caller_stream.h"
+#include "service/dataplane/caller_limits.h"
 #include "service/dataplane/grpc_framing.h"
 #include "service/fetch/fetch_observer.h"
 
@@ -33,8 +34,9 @@ namespace egress::dataplane {
 
 // What a session refuses its caller, bounded and counted.
 struct SessionLimits {
-  // SETTINGS_MAX_CONCURRENT_STREAMS: nghttp2 refuses a stream past it (REFUSED_STREAM,
-  // which clients retry).
+  // SETTINGS_MAX_CONCURRENT_STREAMS: nghttp2 refuses a stream past it, REFUSED_STREAM
+  // (which clients retry) until the caller has acknowledged it, then by ending the
+  // connection (GOAWAY PROTOCOL_ERROR); counted too_many_streams either way.
   uint32_t max_concurrent_streams = 100;
   // SETTINGS_MAX_HEADER_LIST_SIZE, as RFC 9113 counts it (name + value + 32 per field):
   // a request whose metadata is larger is answered RESOURCE_EXHAUSTED. gRPC's default.
@@ -49,6 +51,8 @@ struct SessionLimits {
   // The longest a call may last from its request's headers, whatever its grpc-timeout
   // (limits.max_timeout, which LoopServer gives each connection; its default here).
   absl::Duration max_call_time = absl::Minutes(5);
+  // What the connection may do besides its calls (caller_limits.h).
+  CallerLimits caller;
 };
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -97,6 +101,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
 
   // Sends the server's SETTINGS and starts reading; once, on the socket's loop.
   void Start();
+  // `slot` is let go of when the session is.
+  void Hold(ConnectionSlot slot) { slot_ = std::move(slot); }
 
   // The loop the session runs on: what a call posts its answer to.
   boost::asio::any_io_executor executor() { return socket_.get_executor(); }
@@ -193,6 +199,10 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   static int OnData(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data,
                     size_t size, void* self);
   static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* head, void* self);
+  static int OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int error,
+                            void* self);
+  static int OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
                            void* self);
   static ssize_t ReadAnswer(nghttp2_session* session, int32_t stream_id, uint8_t* buffer,
@@ -213,6 +223,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   uint64_t admitted_bytes_ = 0;  // the sizes of admitted messages still arriving
   std::deque<int32_t> waiting_;  // streams whose messages wait to be admitted, oldest first
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
+  CallerGuard guard_;
+  ConnectionSlot slot_;
+  boost::asio::steady_timer preface_timer_;  // until the caller's first SETTINGS
 };
 
 }  // namespace egress::dataplane

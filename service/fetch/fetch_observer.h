@@ -74,8 +74,18 @@ enum class CallRefusal {
   kTlsHandshakeFailed,     // a TLS handshake that failed (plaintext, no or bad certificate)
   kTlsHandshakeTimeout,    // a TLS handshake not done in time (a caller that stalls)
   kTlsNoH2,                // a TLS caller that did not offer h2 by ALPN
+  // Limits against hostile callers (service/dataplane/caller_limits.h), each ending the
+  // connection (too_many_streams before SETTINGS_MAX_CONCURRENT_STREAMS was acknowledged:
+  // the one stream):
+  kTooManyStreams,      // a stream past SETTINGS_MAX_CONCURRENT_STREAMS
+  kTooManyConnections,  // a connection past --grpc_max_connections, closed as accepted
+  kPrefaceTimeout,      // no client preface and SETTINGS within the handshake timeout
+  kRapidReset,          // streams reset before their answer faster than the reset budget
+  kContinuationFlood,   // a header block of more CONTINUATION frames than allowed
+  kSettingsFlood,       // SETTINGS acks left unread past the bound, or too many entries
+  kPingFlood,           // PING acks left unread past the bound
 };
-inline constexpr size_t kCallRefusalCount = 11;
+inline constexpr size_t kCallRefusalCount = 18;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -89,6 +99,13 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kTlsHandshakeFailed: return "tls_handshake_failed";
     case CallRefusal::kTlsHandshakeTimeout: return "tls_handshake_timeout";
     case CallRefusal::kTlsNoH2: return "tls_no_h2";
+    case CallRefusal::kTooManyStreams: return "too_many_streams";
+    case CallRefusal::kTooManyConnections: return "too_many_connections";
+    case CallRefusal::kPrefaceTimeout: return "preface_timeout";
+    case CallRefusal::kRapidReset: return "rapid_reset";
+    case CallRefusal::kContinuationFlood: return "continuation_flood";
+    case CallRefusal::kSettingsFlood: return "settings_flood";
+    case CallRefusal::kPingFlood: return "ping_flood";
   }
   return "unknown";
 }

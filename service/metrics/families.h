@@ -243,8 +243,9 @@ inline constexpr FamilySpec kFamilies[] = {
      "Calls (or connections) the data plane's own server (--data_plane=loops) refused "
      "before a fetch, by reason: unimplemented, metadata_too_large, bad_request_message, "
      "bad_timeout, protocol_error, accept_failed, deadline_before_request, "
-     "bad_metadata, tls_handshake_failed, tls_handshake_timeout, "
-     "tls_no_h2.",
+     "bad_metadata, tls_handshake_failed, tls_handshake_timeout, tls_no_h2, too_many_streams, "
+     "too_many_connections, preface_timeout, rapid_reset, continuation_flood, settings_flood, "
+     "ping_flood.",
      {"reason"}, {}},
     {Id::kCallerFetches, "egress_caller_fetches_total", internal::kCounter,
      "Fetch and FetchStream RPCs, by caller.",

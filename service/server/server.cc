@@ -61,7 +61,8 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     const ServiceConfig& config, const std::string& grpc_listen,
     transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
     ListenerCredentials credentials, AccessLog* access_log,
-    const ConnectionAge& connection_age, DataPlane data_plane) {
+    const ConnectionAge& connection_age, DataPlane data_plane,
+    const dataplane::CallerLimits& caller_limits) {
   if (absl::Status age = CheckConnectionAge(connection_age); !age.ok()) return age;
   std::unique_ptr<EgressServer> server(new EgressServer());
   auto transport = transport::Transport::Create(config.transport, transport_observer);
@@ -75,6 +76,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   if (data_plane == DataPlane::kLoops) {
     dataplane::SessionLimits limits;
     limits.max_message_bytes = server->max_request_message_bytes_;
+    limits.caller = caller_limits;
     auto loop_server = dataplane::LoopServer::Start(server->transport_->loops(), grpc_listen,
                                                     server->fetch_service_->context(), limits,
                                                     credentials.loops);

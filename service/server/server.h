@@ -56,14 +56,16 @@ class EgressServer {
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
   // fetch gives a line to `access_log`, when there is one; it must outlive the server.
   // INVALID_ARGUMENT for a negative connection age or grace. With DataPlane::kLoops the
-  // loops serve with credentials.loops (cleartext when it is not enabled) and the
-  // connection age is not used (so far).
+  // loops serve with credentials.loops (cleartext when it is not enabled), the connection
+  // age is not used (so far), and `caller_limits` bound each caller's connections (the
+  // library server has its own).
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
       ListenerCredentials credentials = {},
       AccessLog* access_log = nullptr, const ConnectionAge& connection_age = {},
-      DataPlane data_plane = DataPlane::kGrpcLibrary);
+      DataPlane data_plane = DataPlane::kGrpcLibrary,
+      const dataplane::CallerLimits& caller_limits = {});
   ~EgressServer();
 
   int grpc_port() const { return grpc_port_; }

@@ -60,6 +60,8 @@ class EgressTest : public ::testing::Test {
   static std::chrono::milliseconds Gap(int milliseconds);
 
   CountingObserver observer_;
+  // What StartEgress gives DataPlane::kLoops' caller connections.
+  dataplane::CallerLimits caller_limits_;
   std::unique_ptr<EgressServer> server_;
   std::unique_ptr<egress::v1::Egress::Stub> stub_;
 

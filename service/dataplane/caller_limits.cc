@@ -1,0 +1,98 @@
+#include "service/dataplane/caller_limits.h"
+
+#include <algorithm>
+#include <new>
+
+namespace egress::dataplane {
+
+OptionPtr ServerOptions(const CallerLimits& limits) {
+  nghttp2_option* option = nullptr;
+  if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
+  OptionPtr owned(option, &nghttp2_option_del);
+  nghttp2_option_set_max_outbound_ack(option, limits.max_queued_acks);
+  nghttp2_option_set_max_settings(option, limits.max_settings_entries);
+  nghttp2_option_set_max_continuations(option, limits.max_continuations);
+  // nghttp2's own bucket counts every RST_STREAM, answered streams' too: twice ours, a
+  // backstop that CallerGuard::TakeReset, which sees each reset first, reaches before.
+  nghttp2_option_set_stream_reset_rate_limit(option, 2 * uint64_t{limits.reset_burst},
+                                             2 * uint64_t{limits.resets_per_second});
+  return owned;
+}
+
+ConnectionSlot ConnectionSlot::Take(const Count& open, uint32_t max) {
+  uint32_t now = open->load();
+  do {
+    if (now >= max) return ConnectionSlot();
+  } while (!open->compare_exchange_weak(now, now + 1));
+  return ConnectionSlot(open);
+}
+
+ConnectionSlot& ConnectionSlot::operator=(ConnectionSlot&& other) noexcept {
+  if (this != &other) {
+    Release();
+    open_ = std::move(other.open_);
+  }
+  return *this;
+}
+
+void ConnectionSlot::Release() {
+  if (open_) open_->fetch_sub(1);
+  open_ = nullptr;
+}
+
+bool CallerGuard::TakeReset() {
+  const absl::Time now = absl::Now();
+  reset_tokens_ = std::min<double>(
+      limits_.reset_burst,
+      reset_tokens_ + absl::ToDoubleSeconds(now - reset_refilled_) * limits_.resets_per_second);
+  reset_refilled_ = now;
+  if (reset_tokens_ >= 1) {
+    reset_tokens_ -= 1;
+    return true;
+  }
+  Refuse(CallRefusal::kRapidReset);
+  return false;
+}
+
+void CallerGuard::OnInvalidFrame(const nghttp2_frame& frame, int error, size_t open_streams,
+                                 uint32_t max_concurrent_streams) {
+  if (frame.hd.type != NGHTTP2_HEADERS) return;
+  if (error == NGHTTP2_ERR_REFUSED_STREAM) {
+    // Before the caller acknowledged the limit: the one stream is refused, and counted.
+    observer_.OnCallRefused(CallRefusal::kTooManyStreams);
+  } else if (open_streams >= max_concurrent_streams) {
+    // After: nghttp2 ends the connection (GOAWAY PROTOCOL_ERROR).
+    Refuse(CallRefusal::kTooManyStreams);
+  }
+}
+
+void CallerGuard::OnReceiveError(int error) {
+  if (error == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) return Refuse(CallRefusal::kContinuationFlood);
+  if (error == NGHTTP2_ERR_FLOODED) {
+    // nghttp2 refuses to queue one more acknowledgement, of the frame it was reading.
+    if (last_frame_type_ == NGHTTP2_PING) return Refuse(CallRefusal::kPingFlood);
+    if (last_frame_type_ == NGHTTP2_SETTINGS) return Refuse(CallRefusal::kSettingsFlood);
+  }
+  Refuse(CallRefusal::kProtocolError);
+}
+
+// A GOAWAY that CallerGuard did not decide on is nghttp2's: a SETTINGS frame of too many
+// entries (ENHANCE_YOUR_CALM), its reset backstop, or a broken rule of HTTP/2.
+void CallerGuard::OnGoawaySent(uint32_t error_code) {
+  if (error_code == NGHTTP2_NO_ERROR) return;  // a graceful end, not a refusal
+  if (last_frame_type_ == NGHTTP2_SETTINGS && error_code == NGHTTP2_ENHANCE_YOUR_CALM) {
+    return Refuse(CallRefusal::kSettingsFlood);
+  }
+  if (last_frame_type_ == NGHTTP2_RST_STREAM && error_code == NGHTTP2_INTERNAL_ERROR) {
+    return Refuse(CallRefusal::kRapidReset);
+  }
+  Refuse(CallRefusal::kProtocolError);
+}
+
+void CallerGuard::Refuse(CallRefusal reason) {
+  if (refused_) return;
+  refused_ = true;
+  observer_.OnCallRefused(reason);
+}
+
+}  // namespace egress::dataplane

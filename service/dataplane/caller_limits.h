@@ -1,0 +1,108 @@
+#ifndef EGRESS_SERVICE_DATAPLANE_CALLER_LIMITS_H_
+#define EGRESS_SERVICE_DATAPLANE_CALLER_LIMITS_H_
+
+// What a caller's connection to the data plane may do before egressd refuses it (issue
+// 37's limits against hostile callers), beside SessionLimits' bounds on each call: how
+// many connections, how long before the client preface, how many streams it may reset,
+// how many SETTINGS and PING acknowledgements it may leave unread, how long a header
+// block may run. Each refusal ends the connection and is counted once, under its own
+// CallRefusal (egress_calls_refused_total).
+
+#include <nghttp2/nghttp2.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "service/fetch/fetch_observer.h"
+
+namespace egress::dataplane {
+
+struct CallerLimits {
+  // Caller connections open at once over every loop; past it a new connection is closed
+  // as it is accepted (too_many_connections). egressd's --grpc_max_connections.
+  uint32_t max_connections = 4096;
+  // How long a new connection has to send the client preface and its SETTINGS before it
+  // is closed (preface_timeout): gRPC's library server's handshake timeout
+  // (GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 120 s).
+  absl::Duration preface_timeout = absl::Minutes(2);
+  // Streams the caller may reset before their answer is all sent (rapid reset,
+  // CVE-2023-44487): a bucket of `reset_burst` refilled at `resets_per_second`; the reset
+  // that finds it empty gets GOAWAY ENHANCE_YOUR_CALM (rapid_reset). nghttp2's defaults.
+  uint32_t reset_burst = 1000;
+  uint32_t resets_per_second = 33;
+  // SETTINGS and PING acknowledgements (and RST_STREAMs) queued for a caller that does
+  // not read them; past it the connection is closed (settings_flood, ping_flood).
+  // nghttp2's default.
+  size_t max_queued_acks = 1000;
+  // CONTINUATION frames after one HEADERS; past it the connection is closed
+  // (continuation_flood). nghttp2's default.
+  size_t max_continuations = 8;
+  // Entries in one SETTINGS frame; past it GOAWAY ENHANCE_YOUR_CALM (settings_flood).
+  size_t max_settings_entries = 32;
+};
+
+using OptionPtr = std::unique_ptr<nghttp2_option, void (*)(nghttp2_option*)>;
+// nghttp2's options for a server session bounded by `limits`.
+OptionPtr ServerOptions(const CallerLimits& limits);
+
+// One of the caller connections counted against CallerLimits::max_connections, held by
+// its session for as long as it lives.
+class ConnectionSlot {
+ public:
+  using Count = std::shared_ptr<std::atomic<uint32_t>>;
+  // One of `max` slots of `open`, or an empty slot (held() false) when all are taken.
+  static ConnectionSlot Take(const Count& open, uint32_t max);
+  ConnectionSlot() = default;
+  ConnectionSlot(ConnectionSlot&& other) noexcept : open_(std::move(other.open_)) {}
+  ConnectionSlot& operator=(ConnectionSlot&& other) noexcept;
+  ~ConnectionSlot() { Release(); }
+  bool held() const { return open_ != nullptr; }
+
+ private:
+  explicit ConnectionSlot(Count open) : open_(std::move(open)) {}
+  void Release();
+  Count open_;
+};
+
+// One connection's watch over its caller, for what nghttp2 reports and the resets it
+// leaves to the application: decides which CallRefusal ends the connection and counts
+// it once. On the session's loop only.
+class CallerGuard {
+ public:
+  CallerGuard(const CallerLimits& limits, FetchObserver& observer)
+      : limits_(limits), observer_(observer), reset_tokens_(limits.reset_burst) {}
+
+  // Every frame the caller sends, as nghttp2 begins reading it.
+  void OnBeginFrame(const nghttp2_frame_hd& head) { last_frame_type_ = head.type; }
+  // The caller reset a stream whose answer is not all sent: false when that overdraws
+  // the reset budget (the connection must end with GOAWAY ENHANCE_YOUR_CALM, counted).
+  bool TakeReset();
+  // nghttp2 found `frame` invalid (`error`, one of nghttp2_error); `open_streams` the
+  // caller's streams open now. A request past SETTINGS_MAX_CONCURRENT_STREAMS is
+  // counted, refused with REFUSED_STREAM or, once the caller has acknowledged the limit,
+  // by ending the connection.
+  void OnInvalidFrame(const nghttp2_frame& frame, int error, size_t open_streams,
+                      uint32_t max_concurrent_streams);
+  // nghttp2_session_mem_recv failed with `error`: the connection is over.
+  void OnReceiveError(int error);
+  // A GOAWAY with `error_code` went to the caller.
+  void OnGoawaySent(uint32_t error_code);
+  // The connection is refused for `reason`: counted, once a connection.
+  void Refuse(CallRefusal reason);
+
+ private:
+  const CallerLimits limits_;
+  FetchObserver& observer_;
+  bool refused_ = false;
+  uint8_t last_frame_type_ = 0;
+  double reset_tokens_;
+  absl::Time reset_refilled_ = absl::Now();
+};
+
+}  // namespace egress::dataplane
+
+#endif  // EGRESS_SERVICE_DATAPLANE_CALLER_LIMITS_H_

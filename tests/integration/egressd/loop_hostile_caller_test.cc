@@ -1,0 +1,498 @@
+// egressd's own gRPC server on the loops (--data_plane=loops) against hostile callers
+// (issue 37): each limit ends in a bounded refusal (a GOAWAY's code, a stream's status,
+// the connection closed), counted under its own reason, and another caller is still
+// served afterwards. The hostile callers write HTTP/2 frames by hand on a socket.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "service/dataplane/grpc_framing.h"
+#include "tests/support/egress_fixture.h"
+#include "tests/support/raw_grpc_call.h"
+
+namespace egress::testing {
+namespace {
+
+constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+std::string Frame(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
+  const uint32_t length = static_cast<uint32_t>(payload.size());
+  std::string frame = {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
+                       static_cast<char>(length), static_cast<char>(type),
+                       static_cast<char>(flags)};
+  const uint32_t id = htonl(static_cast<uint32_t>(stream_id));
+  frame.append(reinterpret_cast<const char*>(&id), 4);
+  return frame + payload;
+}
+
+std::string Settings() { return Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, ""); }
+std::string SettingsAck() { return Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""); }
+std::string Ping() { return Frame(NGHTTP2_PING, NGHTTP2_FLAG_NONE, 0, std::string(8, 'p')); }
+std::string RstStream(int32_t stream_id) {
+  const uint32_t code = htonl(NGHTTP2_CANCEL);
+  return Frame(NGHTTP2_RST_STREAM, NGHTTP2_FLAG_NONE, stream_id,
+               std::string(reinterpret_cast<const char*>(&code), 4));
+}
+
+// One frame as the server sent it.
+struct ReadFrame {
+  uint8_t type = 0;
+  uint8_t flags = 0;
+  int32_t stream_id = 0;
+  std::string payload;
+  // A GOAWAY's or RST_STREAM's error code.
+  uint32_t ErrorCode() const {
+    const size_t at = type == NGHTTP2_GOAWAY ? 4 : 0;
+    uint32_t code = 0;
+    if (payload.size() >= at + 4) std::memcpy(&code, payload.data() + at, 4);
+    return ntohl(code);
+  }
+};
+
+// A caller's connection, written and read frame by frame by the test's thread, with an
+// HPACK encoder of its own (the header blocks of one connection share its table).
+class RawSocket {
+ public:
+  // Connects to 127.0.0.1:port; `receive_buffer` (bytes, when not 0) is set before the
+  // connection is made: a caller that reads nothing holds little.
+  explicit RawSocket(int port, int receive_buffer = 0) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    if (receive_buffer > 0) {
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+    }
+    timeval ten_seconds = {10, 0};  // a send the server never takes fails, not hangs
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &ten_seconds, sizeof(ten_seconds));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    nghttp2_hd_deflate_new(&deflater_, 4096);
+    nghttp2_hd_inflate_new(&inflater_);
+  }
+  ~RawSocket() {
+    nghttp2_hd_deflate_del(deflater_);
+    nghttp2_hd_inflate_del(inflater_);
+    close(fd_);
+  }
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+
+  bool connected() const { return connected_; }
+
+  // Writes all of `bytes`: false once the server has closed the connection.
+  bool Send(const std::string& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // The preface and an empty SETTINGS, and the acknowledgement of the server's SETTINGS
+  // (sent before the caller's bytes are read, so it applies to them).
+  bool Greet() { return Send(std::string(kPreface) + Settings() + SettingsAck()); }
+
+  // A request's header block for a Fetch, encoded with this connection's table, plus
+  // `extra` fields.
+  std::string RequestBlock(const RawHeaders& extra = {}) {
+    RawHeaders fields = {{":method", "POST"},
+                         {":scheme", "http"},
+                         {":authority", "127.0.0.1"},
+                         {":path", "/egress.v1.Egress/Fetch"},
+                         {"content-type", "application/grpc"},
+                         {"te", "trailers"}};
+    fields.insert(fields.end(), extra.begin(), extra.end());
+    std::vector<nghttp2_nv> nv;
+    for (auto& [name, value] : fields) {
+      nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
+                    reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
+                    NGHTTP2_NV_FLAG_NONE});
+    }
+    std::string block(nghttp2_hd_deflate_bound(deflater_, nv.data(), nv.size()), '\0');
+    const ssize_t size = nghttp2_hd_deflate_hd(
+        deflater_, reinterpret_cast<uint8_t*>(block.data()), block.size(), nv.data(), nv.size());
+    block.resize(size > 0 ? static_cast<size_t>(size) : 0);
+    return block;
+  }
+
+  // The frames the server sends until `done` holds for one of them, or the connection
+  // ends (closed() then holds), or `wait` passes.
+  std::vector<ReadFrame> Read(absl::Duration wait,
+                              const std::function<bool(const ReadFrame&)>& done = {}) {
+    std::vector<ReadFrame> frames;
+    const absl::Time give_up = absl::Now() + wait;
+    while (absl::Now() < give_up) {
+      while (input_.size() >= 9) {
+        const size_t length = (uint8_t(input_[0]) << 16) | (uint8_t(input_[1]) << 8) |
+                              uint8_t(input_[2]);
+        if (input_.size() < 9 + length) break;
+        ReadFrame frame;
+        frame.type = static_cast<uint8_t>(input_[3]);
+        frame.flags = static_cast<uint8_t>(input_[4]);
+        uint32_t id;
+        std::memcpy(&id, input_.data() + 5, 4);
+        frame.stream_id = static_cast<int32_t>(ntohl(id) & 0x7fffffff);
+        frame.payload = input_.substr(9, length);
+        input_.erase(0, 9 + length);
+        frames.push_back(std::move(frame));
+        if (done && done(frames.back())) return frames;
+      }
+      if (closed_) return frames;
+      pollfd readable{fd_, POLLIN, 0};
+      if (poll(&readable, 1, 50) <= 0) continue;
+      char in[65536];
+      const ssize_t got = recv(fd_, in, sizeof(in), 0);
+      if (got <= 0) {
+        closed_ = true;  // the server closed (or reset) the connection
+      } else {
+        input_.append(in, static_cast<size_t>(got));
+      }
+    }
+    return frames;
+  }
+  bool closed() const { return closed_; }
+
+  // A header block the server sent (its HEADERS frames in order, one block each).
+  RawHeaders Decode(const std::string& block) {
+    RawHeaders fields;
+    auto* in = reinterpret_cast<const uint8_t*>(block.data());
+    size_t left = block.size();
+    for (;;) {
+      nghttp2_nv nv;
+      int flags = 0;
+      const ssize_t used = nghttp2_hd_inflate_hd2(inflater_, &nv, &flags, in, left, 1);
+      if (used < 0) break;
+      in += used;
+      left -= static_cast<size_t>(used);
+      if (flags & NGHTTP2_HD_INFLATE_EMIT) {
+        fields.emplace_back(std::string(reinterpret_cast<const char*>(nv.name), nv.namelen),
+                            std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
+      }
+      if (flags & NGHTTP2_HD_INFLATE_FINAL) {
+        nghttp2_hd_inflate_end_headers(inflater_);
+        break;
+      }
+      if (used == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT)) break;
+    }
+    return fields;
+  }
+
+ private:
+  const int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+  std::string input_;
+  nghttp2_hd_deflater* deflater_ = nullptr;
+  nghttp2_hd_inflater* inflater_ = nullptr;
+};
+
+// `count` Fetch requests on streams 1, 3, 5...: their headers alone (the message never
+// comes, so each stays open), each reset at once when `reset`.
+std::string Requests(RawSocket& caller, int count, bool reset) {
+  std::string frames;
+  for (int32_t id = 1; id <= 2 * count - 1; id += 2) {
+    frames += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
+    if (reset) frames += RstStream(id);
+  }
+  return frames;
+}
+
+// The GOAWAY among `frames`, if any.
+const ReadFrame* Goaway(const std::vector<ReadFrame>& frames) {
+  for (const auto& frame : frames) {
+    if (frame.type == NGHTTP2_GOAWAY) return &frame;
+  }
+  return nullptr;
+}
+
+class LoopHostileCallerTest : public EgressFaultsTest {
+ protected:
+  void StartLoops(const std::function<void(egress::v1::Config&)>& configure = {}) {
+    StartEgress(configure, DataPlane::kLoops);
+  }
+
+  std::string Framed(const std::string& url) const {
+    std::string message;
+    Request(url).SerializeToString(&message);
+    return dataplane::FrameMessage(message);
+  }
+
+  absl::StatusOr<RawGrpcAnswer> RawFetch(const RawHeaders& headers = {}) {
+    return RawGrpcCall(server_->grpc_port(), "/egress.v1.Egress/Fetch",
+                       Framed(nginx().HttpUrl("/cl/1k")), headers, absl::Seconds(10));
+  }
+
+  // A well-behaved caller on a connection of its own gets its fetch answered.
+  void ExpectAnotherCallerServed() {
+    const auto answer = RawFetch();
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(answer->Field("grpc-status"), "0") << answer->Field("grpc-message");
+  }
+
+  // A caller that sends `frame` over and over (up to about 170 MB) and reads nothing is
+  // closed, counted as `reason`.
+  void ExpectFloodClosed(const std::string& frame, CallRefusal reason) {
+    RawSocket caller(server_->grpc_port(), /*receive_buffer=*/4096);
+    ASSERT_TRUE(caller.connected());
+    ASSERT_TRUE(caller.Greet());
+    std::string frames;
+    for (int i = 0; i < 1000; ++i) frames += frame;
+    bool open = true;
+    for (int i = 0; open && i < 170000000 / static_cast<int>(frames.size()); ++i) {
+      open = caller.Send(frames);
+    }
+    EXPECT_FALSE(open);
+    EXPECT_TRUE(WaitFor([&] { return observer_.Refused(reason) == 1; }));
+    EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
+  }
+
+  // The connection ends with a GOAWAY of `code` (and nothing is left to read).
+  void ExpectGoaway(RawSocket& caller, uint32_t code) {
+    const auto frames = caller.Read(absl::Seconds(10));
+    EXPECT_TRUE(caller.closed());
+    const ReadFrame* goaway = Goaway(frames);
+    ASSERT_NE(goaway, nullptr) << frames.size() << " frames, none a GOAWAY";
+    EXPECT_EQ(goaway->ErrorCode(), code);
+  }
+};
+
+// SETTINGS_MAX_CONCURRENT_STREAMS is 100: a caller that has acknowledged it and opens a
+// 101st stream broke HTTP/2 (RFC 9113 5.1.2), and its connection ends.
+TEST_F(LoopHostileCallerTest, AStreamPastTheAcknowledgedConcurrentStreamLimitEndsTheConnection) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  ASSERT_TRUE(caller.Greet());
+  ASSERT_TRUE(caller.Send(Requests(caller, 101, /*reset=*/false)));
+  ExpectGoaway(caller, NGHTTP2_PROTOCOL_ERROR);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyStreams), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
+  ExpectAnotherCallerServed();
+}
+
+// CVE-2023-44487: each stream opened and reset at once costs the server a call and the
+// caller two frames. Past the reset budget (here a burst of 50, 1 a second) the
+// connection gets GOAWAY ENHANCE_YOUR_CALM.
+TEST_F(LoopHostileCallerTest, StreamsResetFasterThanTheResetBudgetGetEnhanceYourCalm) {
+  caller_limits_.reset_burst = 50;
+  caller_limits_.resets_per_second = 1;
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  ASSERT_TRUE(caller.Greet());
+  caller.Send(Requests(caller, 200, /*reset=*/true));  // the server may close before it has read them all
+  ExpectGoaway(caller, NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kRapidReset), 1);
+  ExpectAnotherCallerServed();
+}
+
+// A caller that resets within the budget is served as before.
+TEST_F(LoopHostileCallerTest, StreamsResetWithinTheResetBudgetLeaveTheConnectionServing) {
+  caller_limits_.reset_burst = 50;
+  caller_limits_.resets_per_second = 1;
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  std::string resets = Requests(caller, 40, /*reset=*/true);
+  // Then one call whose request is whole: it is answered on the same connection.
+  resets += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 81,
+                  caller.RequestBlock({{"grpc-timeout", "60S"}}));
+  resets += Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 81, Framed(nginx().HttpUrl("/cl/1k")));
+  ASSERT_TRUE(caller.Greet());
+  ASSERT_TRUE(caller.Send(resets));
+  // Its answer ends with the trailers (HEADERS with END_STREAM).
+  const auto frames = caller.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+    return frame.stream_id == 81 && (frame.flags & NGHTTP2_FLAG_END_STREAM);
+  });
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().stream_id, 81);
+  EXPECT_EQ(Goaway(frames), nullptr);
+  RawHeaders answer;  // its headers and trailers, the only header blocks the server sent
+  for (const auto& frame : frames) {
+    if (frame.type != NGHTTP2_HEADERS) continue;
+    for (auto& field : caller.Decode(frame.payload)) answer.push_back(std::move(field));
+  }
+  RawGrpcAnswer fields;
+  fields.headers = answer;
+  EXPECT_EQ(fields.Field("grpc-status"), "0") << fields.Field("grpc-message");
+  EXPECT_FALSE(caller.closed());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kRapidReset), 0);
+  EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::OK) == 1; }));
+}
+
+// A header block that never ends holds the connection's decoder: past 8 CONTINUATION
+// frames the connection is closed.
+TEST_F(LoopHostileCallerTest, AHeaderBlockOfEndlessContinuationFramesIsClosedAndCounted) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  // A literal field without indexing, "x-pad: v": each frame's bytes stand on their own.
+  const std::string field = std::string("\x00\x05x-pad\x01v", 9);
+  std::string block = Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_NONE, 1, caller.RequestBlock());
+  for (int i = 0; i < 100; ++i) block += Frame(NGHTTP2_CONTINUATION, NGHTTP2_FLAG_NONE, 1, field);
+  ASSERT_TRUE(caller.Greet());
+  caller.Send(block);  // the server may close before it has read them all
+  caller.Read(absl::Seconds(10));
+  EXPECT_TRUE(caller.closed());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kContinuationFlood), 1);
+  ExpectAnotherCallerServed();
+}
+
+// Metadata that HPACK makes small on the wire and large once decoded (one 3,000-byte
+// field in the dynamic table, then 1,000 one-byte references to it: 3 MB) is refused at
+// the header list limit like any other: nothing of it is held past 16 KiB.
+TEST_F(LoopHostileCallerTest, AnHpackBombIsRefusedAtTheHeaderListLimitAndCounted) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  // nghttp2's client would refuse to send it (it bounds a block by its decoded size).
+  const std::string block =
+      caller.RequestBlock(RawHeaders(1000, {"x-bomb", std::string(3000, 'b')}));
+  ASSERT_LT(block.size(), 16384u);  // one frame of the default size
+  ASSERT_TRUE(caller.Greet());
+  ASSERT_TRUE(caller.Send(Frame(NGHTTP2_HEADERS,
+                                NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, block)));
+  const auto frames = caller.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+    return frame.stream_id == 1 && frame.type == NGHTTP2_HEADERS;
+  });
+  ASSERT_FALSE(frames.empty());
+  ASSERT_EQ(frames.back().type, NGHTTP2_HEADERS);
+  const RawHeaders answer = caller.Decode(frames.back().payload);
+  EXPECT_NE(std::find(answer.begin(), answer.end(),
+                      std::pair<std::string, std::string>("grpc-status", "8")),  // RESOURCE_EXHAUSTED
+            answer.end());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kMetadataTooLarge), 1);
+  ExpectAnotherCallerServed();
+}
+
+// A caller that sends PINGs and never reads their acknowledgements makes the server queue
+// them: past 1,000 unsent the connection is closed (a GOAWAY could not reach a caller that
+// does not read).
+TEST_F(LoopHostileCallerTest, APingFloodFromACallerThatDoesNotReadIsClosedAndCounted) {
+  StartLoops();
+  ExpectFloodClosed(Ping(), CallRefusal::kPingFlood);
+  ExpectAnotherCallerServed();
+}
+
+TEST_F(LoopHostileCallerTest, ASettingsFloodFromACallerThatDoesNotReadIsClosedAndCounted) {
+  StartLoops();
+  ExpectFloodClosed(Settings(), CallRefusal::kSettingsFlood);
+  ExpectAnotherCallerServed();
+}
+
+// A SETTINGS frame of more than 32 entries is refused at once: GOAWAY ENHANCE_YOUR_CALM.
+TEST_F(LoopHostileCallerTest, ASettingsFrameOfTooManyEntriesGetsEnhanceYourCalm) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  std::string entries;
+  for (int i = 0; i < 33; ++i) {
+    entries += std::string("\x00\x03\x00\x00\x00\x64", 6);  // MAX_CONCURRENT_STREAMS 100
+  }
+  ASSERT_TRUE(caller.Send(std::string(kPreface) + Settings() +
+                          Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, entries)));
+  ExpectGoaway(caller, NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kSettingsFlood), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
+  ExpectAnotherCallerServed();
+}
+
+// Past --grpc_max_connections (here 2) a new connection is closed as it is accepted,
+// before a byte of HTTP/2; once a connection closes, its slot serves the next caller.
+TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAndCounted) {
+  caller_limits_.max_connections = 2;
+  StartLoops();
+  const int port = server_->grpc_port();
+  auto first = std::make_unique<RawSocket>(port);
+  RawSocket second(port);
+  for (RawSocket* caller : {first.get(), &second}) {
+    ASSERT_TRUE(caller->Greet());
+    // The server's SETTINGS: the connection is accepted and served.
+    const auto frames = caller->Read(absl::Seconds(10), [](const ReadFrame& frame) {
+      return frame.type == NGHTTP2_SETTINGS;
+    });
+    ASSERT_FALSE(frames.empty());
+  }
+  RawSocket third(port);
+  ASSERT_TRUE(third.connected());
+  third.Greet();  // may find the connection closed already
+  const auto frames = third.Read(absl::Seconds(10));
+  EXPECT_TRUE(third.closed());
+  EXPECT_TRUE(frames.empty());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 1);
+  first.reset();
+  EXPECT_TRUE(WaitFor([&] {
+    const auto answer = RawFetch();
+    return answer.ok() && answer->Field("grpc-status") == "0";
+  }));
+}
+
+// A caller that sends part of the preface and then nothing (a slowloris) holds its socket
+// only until the handshake timeout (here 1 s; 120 s by default, gRPC's library server's);
+// a caller that sent its preface before is not touched by it.
+TEST_F(LoopHostileCallerTest, AConnectionThatNeverFinishesItsPrefaceIsClosedAtTheTimeout) {
+  caller_limits_.preface_timeout = absl::Seconds(1);
+  StartLoops();
+  RawSocket greeted(server_->grpc_port());
+  ASSERT_TRUE(greeted.Greet());
+  ASSERT_FALSE(greeted.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+    return frame.type == NGHTTP2_SETTINGS;
+  }).empty());
+  RawSocket slow(server_->grpc_port());
+  ASSERT_TRUE(slow.Send(std::string(kPreface).substr(0, 10)));
+  slow.Read(absl::Seconds(20));
+  EXPECT_TRUE(slow.closed());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceTimeout), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
+  // `greeted` connected first: its timeout, had it been left running, passed before
+  // `slow`'s did. It still answers a PING.
+  ASSERT_TRUE(greeted.Send(Ping()));
+  const auto frames = greeted.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+    return frame.type == NGHTTP2_PING;
+  });
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().type, NGHTTP2_PING);
+  EXPECT_FALSE(greeted.closed());
+  ExpectAnotherCallerServed();
+}
+
+// A caller whose flow-control window never opens holds its answer in egressd only until
+// the call's deadline (here limits.max_timeout, 1 s, as no grpc-timeout is sent): the
+// stream is reset, and the fetch gives back its slot (limits.max_concurrent_fetches, here
+// 1, serves the next caller) and its buffered body bytes.
+TEST_F(LoopHostileCallerTest, AWindowThatNeverOpensIsResetAtTheDeadlineAndTheFetchsSlotComesBack) {
+  StartLoops([](egress::v1::Config& c) {
+    c.mutable_limits()->mutable_max_timeout()->set_seconds(1);
+    c.mutable_limits()->mutable_default_timeout()->set_seconds(1);
+    c.mutable_limits()->set_max_concurrent_fetches(1);
+  });
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t id = (*connection)->Start("/egress.v1.Egress/FetchStream",
+                                          Framed(nginx().HttpUrl("/chunked/300k")), {});
+  const auto answer = (*connection)->Wait(id, absl::Seconds(20));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->error_code, uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(answer->data.empty());
+  EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes.load() == 0; }));
+  ExpectAnotherCallerServed();
+}
+
+}  // namespace
+}  // namespace egress::testing
