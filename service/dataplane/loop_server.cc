@@ -32,9 +32,10 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
         Methods& methods = *server;
         SessionLimits limits = server->limits_;
         limits.max_call_time = server->service_.config.Get()->limits.max_timeout;  // now
-        std::make_shared<ServerSession>(std::move(socket), methods, limits,
-                                        server->service_.observer)
-            ->Start();
+        auto session = std::make_shared<ServerSession>(std::move(socket), methods, limits,
+                                                       server->service_.observer);
+        session->Start();
+        server->connections_.Add(session);
       },
       [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "service/dataplane/connection_registry.h"
 #include "service/dataplane/loop_listener.h"
 #include "service/dataplane/server_session.h"
 #include "service/fetch/fetch_context.h"
@@ -29,6 +30,10 @@ class LoopServer final : private Methods {
   int port() const { return listener_->port(); }
   // Accepts no more connections; those open go on until the loops stop.
   void StopAccepting() { listener_->Stop(); }
+  // Shutdown: every connection gets a graceful GOAWAY, and so does each accepted from now.
+  void GoAwayAll() { connections_.GoAwayAll(); }
+  // Closes the connections still open; returns once they are closed, or after `wait`.
+  void CloseAll(absl::Duration wait) { connections_.CloseAll(wait); }
 
  private:
   LoopServer(const fetch::Context& service, const SessionLimits& limits)
@@ -40,6 +45,7 @@ class LoopServer final : private Methods {
 
   const fetch::Context& service_;
   const SessionLimits limits_;
+  ConnectionRegistry connections_;
   std::unique_ptr<LoopListener> listener_;
 };
 

@@ -47,9 +47,14 @@ ServerSession& Of(void* self) { return *static_cast<ServerSession*>(self); }
 
 ServerSession::ServerSession(boost::asio::ip::tcp::socket socket, Methods& methods,
                              const SessionLimits& limits, FetchObserver& observer)
-    : socket_(std::move(socket)), methods_(methods), limits_(limits), observer_(observer) {
+    : socket_(std::move(socket)),
+      methods_(methods),
+      limits_(limits),
+      observer_(observer),
+      lifecycle_(socket_.get_executor()) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, OnBeginFrame);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, OnHeader);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
@@ -66,6 +71,8 @@ void ServerSession::Start() {
   const auto remote = socket_.remote_endpoint(ec);
   if (ec) return End();  // the caller left before its first byte
   peer_ = PeerName(remote);
+  lifecycle_.Start(session_, limits_.lifetime, weak_from_this(),
+                   {[this] { Flush(); }, [this] { End(); }});
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // best effort: latency only
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
@@ -84,6 +91,7 @@ void ServerSession::Read() {
         const ssize_t taken = nghttp2_session_mem_recv(
             self->session_, reinterpret_cast<const uint8_t*>(self->input_.data()), got);
         self->receiving_ = false;
+        self->lifecycle_.SendRefusals();
         if (taken < 0) {
           // nghttp2 has queued its GOAWAY where it could; the connection is over.
           self->observer_.OnCallRefused(CallRefusal::kProtocolError);
@@ -122,8 +130,15 @@ void ServerSession::End() {
   ended_ = true;
   boost::system::error_code ignored;  // closing a socket the caller already closed
   socket_.close(ignored);
+  lifecycle_.Stop();
   auto streams = std::move(streams_);
   for (auto& [id, stream] : streams) Gone(stream);
+  if (on_end_) std::exchange(on_end_, nullptr)();
+}
+
+void ServerSession::OnEnd(std::function<void()> on_end) {
+  if (ended_) return on_end();
+  on_end_ = std::move(on_end);
 }
 
 // A call that has finished learns nothing more: its stream ended as it should.
@@ -146,6 +161,17 @@ void ServerSession::Cancelled(OnTaken on_taken, absl::Status why) {
 ServerSession::Stream* ServerSession::Find(int32_t stream_id) {
   auto it = streams_.find(stream_id);
   return it == streams_.end() ? nullptr : &it->second;
+}
+
+// A stream opened after the final GOAWAY is refused, and counted: nghttp2 would drop it
+// unanswered, which a caller would learn only from the GOAWAY's last stream id.
+int ServerSession::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self) {
+  ServerSession& session = Of(self);
+  if (hd->type == NGHTTP2_HEADERS && (hd->stream_id & 1) && !session.Find(hd->stream_id) &&
+      !session.lifecycle_.Admits(hd->stream_id)) {
+    session.observer_.OnCallRefused(CallRefusal::kAfterGoAway);
+  }
+  return 0;
 }
 
 int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self) {
@@ -237,6 +263,9 @@ int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const ui
 
 int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
   ServerSession& session = Of(self);
+  if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+    session.lifecycle_.OnPingAck(*frame);
+  }
   const int32_t stream_id = frame->hd.stream_id;
   Stream* stream = session.Find(stream_id);
   if (!stream) return 0;

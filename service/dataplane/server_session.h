@@ -23,6 +23,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "grpcpp/support/status.h"
+#include "service/dataplane/connection_lifecycle.h"
 #include "service/dataplane/grpc_framing.h"
 #include "service/fetch/fetch_observer.h"
 
@@ -45,6 +46,8 @@ struct SessionLimits {
   // The longest a call may last from its request's headers, whatever its grpc-timeout
   // (limits.max_timeout, which LoopServer gives each connection; its default here).
   absl::Duration max_call_time = absl::Minutes(5);
+  // When the connection gets its GOAWAY, and the grace its calls then have.
+  ConnectionLifetime lifetime;
 };
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -120,6 +123,14 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Watch(int32_t stream_id, StreamWatcher* watcher);
   void Unwatch(int32_t stream_id);
 
+  // A graceful GOAWAY (see ConnectionLifecycle); the connection closes `grace` from now,
+  // or once its last stream is over.
+  void GoAway(absl::Duration grace, const char* why) { lifecycle_.GoAway(grace, why); }
+  // Closes the connection now: every call not yet answered learns it, as of a reset.
+  void Close() { End(); }
+  // `on_end` runs once, on the loop, when the connection ends (at once if it has).
+  void OnEnd(std::function<void()> on_end);
+
  private:
   struct Stream {
     Stream(uint64_t max_message_bytes, const boost::asio::any_io_executor& loop)
@@ -166,6 +177,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void OnRequestEnd(int32_t stream_id, Stream& stream);
   Stream* Find(int32_t stream_id);
 
+  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
   static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
                       size_t name_size, const uint8_t* value, size_t value_size, uint8_t flags,
@@ -192,6 +204,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool ended_ = false;
   uint64_t buffered_bytes_ = 0;  // of incomplete request messages, every stream's
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put
+  ConnectionLifecycle lifecycle_;
+  std::function<void()> on_end_;
 };
 
 }  // namespace egress::dataplane

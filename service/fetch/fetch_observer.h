@@ -72,8 +72,9 @@ enum class CallRefusal {
   kDeadlineBeforeRequest,  // the call's deadline came before its request message did
   kRequestBytesLimit,      // a connection's incomplete request messages over its bound
   kBadMetadata,            // a -bin metadata value that is not base64
+  kAfterGoAway,            // a stream opened after the final GOAWAY (REFUSED_STREAM)
 };
-inline constexpr size_t kCallRefusalCount = 9;
+inline constexpr size_t kCallRefusalCount = 10;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -85,6 +86,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kDeadlineBeforeRequest: return "deadline_before_request";
     case CallRefusal::kRequestBytesLimit: return "request_bytes_limit";
     case CallRefusal::kBadMetadata: return "bad_metadata";
+    case CallRefusal::kAfterGoAway: return "after_goaway";
   }
   return "unknown";
 }

@@ -50,7 +50,7 @@ class EgressServer {
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
   // fetch gives a line to `access_log`, when there is one; it must outlive the server.
   // INVALID_ARGUMENT for a negative connection age or grace. With DataPlane::kLoops the
-  // credentials and the connection age are not used (cleartext only, so far).
+  // credentials are not used (cleartext only, so far).
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,

@@ -1,7 +1,8 @@
 // egressd bounds the age of its callers' gRPC connections (--grpc_max_connection_age,
 // --grpc_max_connection_age_grace): at the age it sends GOAWAY, so that clients
 // reconnect and spread over replicas that joined since; a call under way gets the grace
-// to finish.
+// to finish. Each case runs against both data planes: gRPC's library server and
+// egressd's own on the transport's loops (--data_plane=loops).
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -27,7 +28,7 @@ absl::Duration Scaled(absl::Duration d) {
   return d * (scale ? std::max(1, std::atoi(scale)) : 1);
 }
 
-class GrpcConnectionAgeTest : public ::testing::Test {
+class GrpcConnectionAgeTest : public ::testing::TestWithParam<DataPlane> {
  protected:
   void Start(const ConnectionAge& age) {
     egress::v1::Config proto;
@@ -35,7 +36,8 @@ class GrpcConnectionAgeTest : public ::testing::Test {
     auto config = BuildConfig(proto);
     ASSERT_TRUE(config.ok()) << config.status();
     auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                      grpc::InsecureServerCredentials(), nullptr, age);
+                                      grpc::InsecureServerCredentials(), nullptr, age,
+                                      GetParam());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
@@ -65,7 +67,7 @@ class GrpcConnectionAgeTest : public ::testing::Test {
   std::unique_ptr<egress::v1::Egress::Stub> stub_;
 };
 
-TEST_F(GrpcConnectionAgeTest, AnIdleConnectionGetsGoawayAtItsMaxAgeAndTheNextCallReconnects) {
+TEST_P(GrpcConnectionAgeTest, AnIdleConnectionGetsGoawayAtItsMaxAgeAndTheNextCallReconnects) {
   Start({Scaled(absl::Milliseconds(500)), Scaled(absl::Milliseconds(500))});
   const absl::Time start = absl::Now();
   ASSERT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -77,13 +79,13 @@ TEST_F(GrpcConnectionAgeTest, AnIdleConnectionGetsGoawayAtItsMaxAgeAndTheNextCal
   EXPECT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
 }
 
-TEST_F(GrpcConnectionAgeTest, AMaxAgeOfZeroKeepsTheConnection) {
+TEST_P(GrpcConnectionAgeTest, AMaxAgeOfZeroKeepsTheConnection) {
   Start({absl::ZeroDuration(), absl::ZeroDuration()});
   ASSERT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_FALSE(LeavesReady(Scaled(absl::Milliseconds(1500))));
 }
 
-TEST_F(GrpcConnectionAgeTest, AStreamUnderWayAtTheMaxAgeKeepsGoingThroughTheGrace) {
+TEST_P(GrpcConnectionAgeTest, AStreamUnderWayAtTheMaxAgeKeepsGoingThroughTheGrace) {
   Start({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -101,7 +103,7 @@ TEST_F(GrpcConnectionAgeTest, AStreamUnderWayAtTheMaxAgeKeepsGoingThroughTheGrac
   reader->Finish();
 }
 
-TEST_F(GrpcConnectionAgeTest, AStreamStillUnderWayAtTheEndOfTheGraceIsCut) {
+TEST_P(GrpcConnectionAgeTest, AStreamStillUnderWayAtTheEndOfTheGraceIsCut) {
   Start({Scaled(absl::Milliseconds(300)), Scaled(absl::Milliseconds(700))});
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -117,14 +119,20 @@ TEST_F(GrpcConnectionAgeTest, AStreamStillUnderWayAtTheEndOfTheGraceIsCut) {
   EXPECT_LT(absl::Now() - start, Scaled(absl::Seconds(5))) << status.error_message();
 }
 
-TEST_F(GrpcConnectionAgeTest, ANegativeAgeIsRefused) {
+TEST_P(GrpcConnectionAgeTest, ANegativeAgeIsRefused) {
   auto config = BuildConfig(egress::v1::Config());
   ASSERT_TRUE(config.ok());
   auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
                                     grpc::InsecureServerCredentials(), nullptr,
-                                    {absl::Seconds(-1), absl::Seconds(30)});
+                                    {absl::Seconds(-1), absl::Seconds(30)}, GetParam());
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
 }
+
+INSTANTIATE_TEST_SUITE_P(BothDataPlanes, GrpcConnectionAgeTest,
+                         ::testing::Values(DataPlane::kGrpcLibrary, DataPlane::kLoops),
+                         [](const ::testing::TestParamInfo<DataPlane>& info) {
+                           return info.param == DataPlane::kLoops ? "Loops" : "GrpcLibrary";
+                         });
 
 // The grace is the longest a fetch may take by default (limits.max_timeout): a fetch
 // under way when its connection reaches the age is not cut short.
