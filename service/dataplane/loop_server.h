@@ -2,7 +2,7 @@
 #define EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_
 
 // egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
-// Fetch and FetchStream, and grpc.health.v1.Health Check, over HTTP/2 (nghttp2, cleartext
+// Fetch and FetchStream, and grpc.health.v1.Health Check and Watch, over HTTP/2 (nghttp2, cleartext
 // with prior knowledge), by a gRPC server of egressd's own, so that a fetch's call and its
 // upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
 
@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "service/dataplane/connection_registry.h"
+#include "service/dataplane/health_watch.h"
 #include "service/dataplane/loop_listener.h"
 #include "service/dataplane/server_session.h"
 #include "service/fetch/fetch_context.h"
@@ -30,6 +31,8 @@ class LoopServer final : private Methods {
   int port() const { return listener_->port(); }
   // Accepts no more connections; those open go on until the loops stop.
   void StopAccepting() { listener_->Stop(); }
+  // Shutdown: health answers NOT_SERVING from now, and each Watch call is told.
+  void NotServing() { health_.Set(ServingStatus::kNotServing); }
   // Shutdown: every connection gets a graceful GOAWAY, and so does each accepted from now.
   void GoAwayAll() { connections_.GoAwayAll(); }
   // Closes the connections still open; returns once they are closed, or after `wait`.
@@ -41,11 +44,12 @@ class LoopServer final : private Methods {
 
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
-  void CheckHealth(ServerSession& session, const IncomingCall& call);
+  void CheckHealth(ServerSession& session, int32_t stream_id, const std::string& service);
 
   const fetch::Context& service_;
   const SessionLimits limits_;
   ConnectionRegistry connections_;
+  HealthWatchers health_{ServingStatus::kServing};
   std::unique_ptr<LoopListener> listener_;
 };
 

@@ -138,12 +138,14 @@ void EgressServer::Shutdown(absl::Duration grace) {
   // NOT_SERVING for good, new fetches refused, those under way given the grace period.
   // Only then does gRPC shut down, ending what is left at once (health Watch calls,
   // which gRPC would otherwise wait on for the whole grace period).
-  // The loop server's health answers follow the fetch service's refusal.
   if (server_) server_->GetHealthCheckService()->Shutdown();
   fetch_service_->StopAccepting();
   // Then the loops' connections get their GOAWAY: the calls under way go on, new ones go
   // to another replica. Health answers NOT_SERVING on connections opened meanwhile.
-  if (loop_server_) loop_server_->GoAwayAll();
+  if (loop_server_) {
+    loop_server_->NotServing();
+    loop_server_->GoAwayAll();
+  }
   const absl::Time deadline = absl::Now() + grace;
   const auto wait_for_fetches = [&] {
     while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {

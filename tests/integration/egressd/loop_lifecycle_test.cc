@@ -12,8 +12,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "service/dataplane/grpc_framing.h"
 #include "tests/support/egress_fixture.h"
@@ -215,6 +217,12 @@ class LoopLifecycleTest : public EgressFaultsTest {
     return stream;
   }
 
+  std::unique_ptr<grpc::health::v1::Health::Stub> HealthStub() {
+    return grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                            grpc::InsecureChannelCredentials()));
+  }
+
   std::thread shutdown_;
 };
 
@@ -286,6 +294,66 @@ TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheShutdownGoAwayIsRefused) {
   ASSERT_TRUE((*held)->Wait(stream, Scaled(absl::Seconds(20))).ok());
   shutdown_.join();
   EXPECT_TRUE(caller.Closes(Scaled(absl::Seconds(5)))) << "the connection outlived the shutdown";
+}
+
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+TEST_F(LoopLifecycleTest, AHealthWatchIsToldServingAndThenNotServingAtShutdown) {
+  StartLoops();
+  auto health = HealthStub();
+  grpc::ClientContext context;
+  auto watch = health->Watch(&context, HealthCheckRequest());
+  HealthCheckResponse response;
+  ASSERT_TRUE(watch->Read(&response)) << watch->Finish().error_message();
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  // A fetch in flight holds the shutdown in its grace.
+  auto held = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(held.ok()) << held.status();
+  const int32_t stream = HeldFetchStream(**held);
+  ShutdownInBackground(Scaled(absl::Seconds(30)));
+  ASSERT_TRUE(watch->Read(&response)) << watch->Finish().error_message();
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  context.TryCancel();
+  EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  (*held)->OpenWindow();
+  ASSERT_TRUE((*held)->Wait(stream, Scaled(absl::Seconds(20))).ok());
+}
+
+// As gRPC's default health service: SERVICE_UNKNOWN, and the call stays open until the
+// caller cancels it (a Check of the same service is NOT_FOUND).
+// A Watch of `service` that its caller cancels after the first status: that status, and
+// how the call ended (CANCELLED: it was still open).
+std::pair<HealthCheckResponse::ServingStatus, grpc::StatusCode> WatchOnce(
+    grpc::health::v1::Health::Stub& health, const std::string& service) {
+  HealthCheckRequest request;
+  request.set_service(service);
+  grpc::ClientContext context;
+  auto watch = health.Watch(&context, request);
+  HealthCheckResponse response;
+  if (!watch->Read(&response)) return {HealthCheckResponse::UNKNOWN, watch->Finish().error_code()};
+  context.TryCancel();
+  return {response.status(), watch->Finish().error_code()};
+}
+
+// As gRPC's default health service: SERVICE_UNKNOWN, and the call stays open until the
+// caller cancels it (a Check of the same service is NOT_FOUND).
+TEST_F(LoopLifecycleTest, AHealthWatchOfAnUnknownServiceIsToldServiceUnknownAndStaysOpen) {
+  StartLoops();
+  auto health = HealthStub();
+  EXPECT_EQ(WatchOnce(*health, "no.such.Service"),
+            std::make_pair(HealthCheckResponse::SERVICE_UNKNOWN, grpc::StatusCode::CANCELLED));
+  HealthCheckRequest request;
+  request.set_service("no.such.Service");
+  grpc::ClientContext check;
+  HealthCheckResponse response;
+  EXPECT_EQ(health->Check(&check, request, &response).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(LoopLifecycleTest, AHealthWatchOfEgressIsToldServing) {
+  StartLoops();
+  EXPECT_EQ(WatchOnce(*HealthStub(), "egress.v1.Egress"),
+            std::make_pair(HealthCheckResponse::SERVING, grpc::StatusCode::CANCELLED));
 }
 
 }  // namespace
