@@ -14,6 +14,13 @@ namespace {
 constexpr uint8_t kGoAwayPing[8] = {'g', 'o', 'a', 'w', 'a', 'y', '.', '1'};
 // How long the final GOAWAY waits for that ACK: gRPC's 20 s.
 constexpr absl::Duration kPingAckWait = absl::Seconds(20);
+// gRPC's server defaults (C-core 1.51): GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+// the 2 hours it allows with no call open (GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS
+// false), and GRPC_ARG_HTTP2_MAX_PING_STRIKES.
+constexpr absl::Duration kMinPingInterval = absl::Minutes(5);
+constexpr absl::Duration kMinPingIntervalWithoutCalls = absl::Hours(2);
+constexpr int kMaxPingStrikes = 2;
+constexpr char kTooManyPings[] = "too_many_pings";
 
 }  // namespace
 
@@ -93,6 +100,31 @@ void ConnectionLifecycle::SendRefusals() {
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_REFUSED_STREAM);
   }
   refused_.clear();
+}
+
+bool ConnectionLifecycle::AcceptsPing(bool calls_open) {
+  const absl::Time now = absl::Now();
+  const absl::Duration interval = calls_open ? kMinPingInterval : kMinPingIntervalWithoutCalls;
+  if (last_ping_ != absl::InfinitePast() && now < last_ping_ + interval) ++ping_strikes_;
+  last_ping_ = now;
+  return ping_strikes_ <= kMaxPingStrikes;
+}
+
+void ConnectionLifecycle::OnAnswerSent() {
+  last_ping_ = absl::InfinitePast();
+  ping_strikes_ = 0;
+}
+
+void ConnectionLifecycle::TooManyPings() {
+  if (calmed_) return;  // said already
+  calmed_ = true;
+  Stop();
+  state_ = State::kFinal;
+  last_stream_id_ = nghttp2_session_get_last_proc_stream_id(session_);
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, last_stream_id_,
+                        NGHTTP2_ENHANCE_YOUR_CALM,
+                        reinterpret_cast<const uint8_t*>(kTooManyPings),
+                        sizeof(kTooManyPings) - 1);
 }
 
 void ConnectionLifecycle::Stop() {

@@ -8,7 +8,10 @@
 // sent once the PING's ACK shows the caller has seen the first, or 20 s later, names the
 // last stream the server took), the calls under way given a grace, then the connection
 // closed. A stream the caller opens after the final GOAWAY is refused (REFUSED_STREAM:
-// not processed, safe to retry elsewhere). Everything here runs on the connection's loop.
+// not processed, safe to retry elsewhere). And gRPC's keepalive enforcement: a caller
+// that PINGs more often than the library server's defaults allow is sent GOAWAY
+// ENHANCE_YOUR_CALM "too_many_pings" (what tells gRPC clients to back their keepalive off)
+// and its connection ends. Everything here runs on the connection's loop.
 
 #include <nghttp2/nghttp2.h>
 
@@ -63,6 +66,16 @@ class ConnectionLifecycle {
   // nghttp2 has read their frames: it sends no RST_STREAM for a stream it has not seen.
   void SendRefusals();
   bool going_away() const { return state_ != State::kOpen; }
+  // A PING (not an ACK) came, with calls open on the connection or none. As gRPC's
+  // library server with its defaults: a PING sooner than 5 minutes after the last (2 hours
+  // with no call open) since the server last sent an answer's HEADERS or DATA is a
+  // strike; past 2 strikes, false: the caller is to be sent TooManyPings.
+  bool AcceptsPing(bool calls_open);
+  // The server sent HEADERS or DATA: the caller may PING again (gRPC resets its strikes).
+  void OnAnswerSent();
+  // GOAWAY ENHANCE_YOUR_CALM "too_many_pings", naming the last stream taken; the caller
+  // resets the streams open, and the connection ends once the GOAWAY is written.
+  void TooManyPings();
   // The connection has ended: the timers are stopped.
   void Stop();
 
@@ -85,6 +98,9 @@ class ConnectionLifecycle {
   const char* why_ = "";
   std::vector<int32_t> refused_;  // until SendRefusals
   absl::Time close_at_ = absl::InfiniteFuture();
+  absl::Time last_ping_ = absl::InfinitePast();  // since the last answer sent
+  int ping_strikes_ = 0;
+  bool calmed_ = false;  // TooManyPings has sent its GOAWAY
   boost::asio::steady_timer age_;
   boost::asio::steady_timer ping_ack_;  // the final GOAWAY without the ACK
   boost::asio::steady_timer grace_;

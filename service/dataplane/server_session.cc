@@ -60,6 +60,7 @@ ServerSession::ServerSession(boost::asio::ip::tcp::socket socket, Methods& metho
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, OnFrameSent);
   nghttp2_session_server_new(&session_, callbacks, this);
   nghttp2_session_callbacks_del(callbacks);
 }
@@ -265,6 +266,14 @@ int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* s
   ServerSession& session = Of(self);
   if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
     session.lifecycle_.OnPingAck(*frame);
+  } else if (frame->hd.type == NGHTTP2_PING &&
+             !session.lifecycle_.AcceptsPing(!session.streams_.empty())) {
+    // gRPC's keepalive enforcement: GOAWAY, and the calls end with the connection.
+    session.observer_.OnCallRefused(CallRefusal::kTooManyPings);
+    session.lifecycle_.TooManyPings();
+    for (const auto& [id, stream] : session.streams_) {
+      nghttp2_submit_rst_stream(session.session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    }
   }
   const int32_t stream_id = frame->hd.stream_id;
   Stream* stream = session.Find(stream_id);
@@ -443,6 +452,13 @@ ssize_t ServerSession::ReadAnswer(nghttp2_session* session, int32_t stream_id, u
     }
   }
   return static_cast<ssize_t>(size);
+}
+
+int ServerSession::OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
+    Of(self).lifecycle_.OnAnswerSent();
+  }
+  return 0;
 }
 
 int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* self) {

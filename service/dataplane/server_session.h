@@ -185,6 +185,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   static int OnData(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data,
                     size_t size, void* self);
   static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
                            void* self);
   static ssize_t ReadAnswer(nghttp2_session* session, int32_t stream_id, uint8_t* buffer,

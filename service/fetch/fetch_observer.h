@@ -73,8 +73,9 @@ enum class CallRefusal {
   kRequestBytesLimit,      // a connection's incomplete request messages over its bound
   kBadMetadata,            // a -bin metadata value that is not base64
   kAfterGoAway,            // a stream opened after the final GOAWAY (REFUSED_STREAM)
+  kTooManyPings,           // a connection that PINGed too often (GOAWAY ENHANCE_YOUR_CALM)
 };
-inline constexpr size_t kCallRefusalCount = 10;
+inline constexpr size_t kCallRefusalCount = 11;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -87,6 +88,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kRequestBytesLimit: return "request_bytes_limit";
     case CallRefusal::kBadMetadata: return "bad_metadata";
     case CallRefusal::kAfterGoAway: return "after_goaway";
+    case CallRefusal::kTooManyPings: return "too_many_pings";
   }
   return "unknown";
 }

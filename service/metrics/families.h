@@ -243,7 +243,7 @@ inline constexpr FamilySpec kFamilies[] = {
      "Calls (or connections) the data plane's own server (--data_plane=loops) refused "
      "before a fetch, by reason: unimplemented, metadata_too_large, bad_request_message, "
      "bad_timeout, protocol_error, accept_failed, deadline_before_request, "
-     "request_bytes_limit, bad_metadata, after_goaway.",
+     "request_bytes_limit, bad_metadata, after_goaway, too_many_pings.",
      {"reason"}, {}},
     {Id::kCallerFetches, "egress_caller_fetches_total", internal::kCounter,
      "Fetch and FetchStream RPCs, by caller.",

@@ -24,10 +24,10 @@
 namespace egress::testing {
 namespace {
 
-constexpr uint8_t kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
+constexpr uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
                   kGoAway = 0x7;
-constexpr uint8_t kAck = 0x1, kEndHeaders = 0x4;
-constexpr uint32_t kRefusedStream = 0x7;
+constexpr uint8_t kAck = 0x1, kEndStream = 0x1, kEndHeaders = 0x4;
+constexpr uint32_t kRefusedStream = 0x7, kEnhanceYourCalm = 0xb;
 
 // Stretched by EGRESS_TEST_TIME_SCALE (the sanitizer configs run several times slower).
 absl::Duration Scaled(absl::Duration d) {
@@ -64,6 +64,8 @@ class FrameConnection {
   ~FrameConnection() { close(fd_); }
 
   bool connected() const { return connected_; }
+  // The GOAWAY frames Next has read.
+  int goaways() const { return goaways_; }
 
   void Send(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
     std::string frame;
@@ -108,6 +110,7 @@ class FrameConnection {
       const size_t size = (static_cast<uint8_t>(head[0]) << 16) |
                           (static_cast<uint8_t>(head[1]) << 8) | static_cast<uint8_t>(head[2]);
       if (!ReadExactly(size, give_up, &frame.payload)) return std::nullopt;
+      if (frame.type == kGoAway) ++goaways_;
       if (frame.type == kSettings && !(frame.flags & kAck)) Send(kSettings, kAck, 0, "");
       if (frame.type == kPing && !(frame.flags & kAck)) {
         Send(kPing, kAck, 0, frame.payload);
@@ -152,6 +155,7 @@ class FrameConnection {
   const int fd_;
   bool connected_ = false;
   bool closed_ = false;
+  int goaways_ = 0;
 };
 
 // Opens stream 3 for `path` on `connection` (past its server's final GOAWAY): whether the
@@ -354,6 +358,40 @@ TEST_F(LoopLifecycleTest, AHealthWatchOfEgressIsToldServing) {
   StartLoops();
   EXPECT_EQ(WatchOnce(*HealthStub(), "egress.v1.Egress"),
             std::make_pair(HealthCheckResponse::SERVING, grpc::StatusCode::CANCELLED));
+}
+
+// gRPC's keepalive enforcement with the library server's defaults: with no call open a
+// caller may PING once in 2 hours; the first PING and 2 strikes pass, the third strike
+// ends the connection.
+TEST_F(LoopLifecycleTest, ACallerThatPingsTooOftenIsToldTooManyPingsAndItsConnectionEnds) {
+  StartLoops();
+  FrameConnection caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  for (int i = 0; i < 4; ++i) caller.Send(kPing, 0, 0, std::string(8, 'p'));
+  const auto goaway = caller.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(goaway.has_value()) << "no GOAWAY for the fourth PING";
+  EXPECT_EQ(BigEndian32(goaway->payload, 4), kEnhanceYourCalm);
+  EXPECT_EQ(goaway->payload.substr(8), "too_many_pings");
+  EXPECT_TRUE(caller.Closes(Scaled(absl::Seconds(5))));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyPings), 1);
+}
+
+// Every answer the server sends clears the strikes, as gRPC's library server does.
+TEST_F(LoopLifecycleTest, APingBeforeEachCallIsNoStrike) {
+  StartLoops();
+  FrameConnection caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  for (int32_t stream = 1; stream <= 9; stream += 2) {
+    caller.Send(kPing, 0, 0, std::string(8, 'p'));
+    caller.OpenStream(stream, kHealthCheck);
+    caller.Send(kData, kEndStream, stream, dataplane::FrameMessage(""));
+    const auto answer = caller.Next(kHeaders, Scaled(absl::Seconds(5)));
+    ASSERT_TRUE(answer.has_value()) << "no answer on stream " << stream;
+    ASSERT_EQ(answer->stream_id, stream);
+    caller.Next(kHeaders, Scaled(absl::Seconds(5)));  // the trailers
+  }
+  EXPECT_EQ(caller.goaways(), 0);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyPings), 0);
 }
 
 }  // namespace
