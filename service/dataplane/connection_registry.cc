@@ -17,7 +17,7 @@ void ConnectionRegistry::Add(const std::shared_ptr<ServerSession>& session) {
   uint64_t id;
   bool going_away;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     id = next_id_++;
     going_away = going_away_;
     sessions_.emplace(id, session);
@@ -28,14 +28,15 @@ void ConnectionRegistry::Add(const std::shared_ptr<ServerSession>& session) {
 }
 
 void ConnectionRegistry::Remove(uint64_t id) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   sessions_.erase(id);
+  ended_.notify_all();
 }
 
 void ConnectionRegistry::GoAwayAll() {
   std::vector<std::weak_ptr<ServerSession>> sessions;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     going_away_ = true;
     for (const auto& [id, session] : sessions_) sessions.push_back(session);
   }
@@ -52,7 +53,7 @@ void ConnectionRegistry::GoAwayAll() {
 void ConnectionRegistry::CloseAll(absl::Duration wait) {
   std::vector<std::weak_ptr<ServerSession>> sessions;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, session] : sessions_) sessions.push_back(session);
   }
   for (auto& weak : sessions) {
@@ -61,15 +62,12 @@ void ConnectionRegistry::CloseAll(absl::Duration wait) {
     const auto loop = session->executor();
     boost::asio::post(loop, [session = std::move(session)] { session->Close(); });
   }
-  absl::MutexLock lock(&mu_);
-  const auto none_open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return sessions_.empty();
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&none_open), wait);
+  std::unique_lock<std::mutex> lock(mu_);
+  ended_.wait_for(lock, absl::ToChronoNanoseconds(wait), [this] { return sessions_.empty(); });
 }
 
 size_t ConnectionRegistry::open() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return sessions_.size();
 }
 

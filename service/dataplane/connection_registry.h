@@ -5,12 +5,13 @@
 // all: a graceful GOAWAY to each (and to each accepted from then on), then, once the
 // calls under way are over or the grace is, the close of those left.
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "service/dataplane/server_session.h"
 
@@ -32,7 +33,8 @@ class ConnectionRegistry {
  private:
   void Remove(uint64_t id);
 
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
+  std::condition_variable ended_;  // a session left
   std::map<uint64_t, std::weak_ptr<ServerSession>> sessions_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool going_away_ ABSL_GUARDED_BY(mu_) = false;

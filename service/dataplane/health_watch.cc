@@ -108,7 +108,7 @@ void HealthWatchers::Start(const std::shared_ptr<ServerSession>& session, int32_
   auto watcher = std::make_shared<Watcher>(*this, session, stream_id, known);
   ServingStatus status;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     watchers_.emplace(watcher.get(), watcher);
     status = status_;
   }
@@ -121,7 +121,7 @@ void HealthWatchers::Start(const std::shared_ptr<ServerSession>& session, int32_
 void HealthWatchers::Set(ServingStatus status) {
   std::vector<std::shared_ptr<Watcher>> watchers;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (status_ == status) return;
     status_ = status;
     for (const auto& [key, watcher] : watchers_) {
@@ -135,12 +135,12 @@ void HealthWatchers::Set(ServingStatus status) {
 }
 
 ServingStatus HealthWatchers::status() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return status_;
 }
 
 void HealthWatchers::Remove(Watcher* watcher) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   watchers_.erase(watcher);
 }
 

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "service/dataplane/server_session.h"
 
 namespace egress::dataplane {
@@ -43,7 +43,7 @@ class HealthWatchers {
   class Watcher;
   void Remove(Watcher* watcher);
 
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   ServingStatus status_ ABSL_GUARDED_BY(mu_);
   std::map<Watcher*, std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
 };

@@ -18,6 +18,7 @@
 #include "service/server/server.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -43,6 +44,15 @@ class GrpcConnectionAgeTest : public ::testing::TestWithParam<DataPlane> {
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
                                    grpc::InsecureChannelCredentials());
     stub_ = egress::v1::Egress::NewStub(channel_);
+  }
+
+  // A stream the test cancelled is over before the server goes: on the loops a call still
+  // finishing when they stop is never freed (gRPC's library server waits for it).
+  void TearDown() override {
+    if (server_) {
+      EXPECT_TRUE(WaitFor([&] { return server_->fetches_in_flight() == 0; },
+                          Scaled(absl::Seconds(10))));
+    }
   }
 
   // A call that needs no upstream: egressd answers INVALID_ARGUMENT over the channel.
