@@ -42,8 +42,8 @@ ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge()
 ABSL_FLAG(std::string, data_plane, "grpc_library",
           "what serves Egress and health on --grpc_listen: grpc_library (gRPC's server) or "
           "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
-          "first slice: cleartext Fetch, FetchStream and health Check only, not yet with "
-          "--grpc_tls_*)");
+          "first slice: cleartext Fetch, FetchStream and health Check and Watch, with "
+          "--grpc_max_connection_age and keepalive enforcement; not yet with --grpc_tls_*)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");

@@ -40,7 +40,7 @@ absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
 enum class DataPlane {
   kGrpcLibrary,  // gRPC's library server (TLS, connection age, reflection, FetchStream)
   kLoops,        // egressd's own server on the transport's loops (issue 37, first slice:
-                 // cleartext Fetch, FetchStream and health Check only)
+                 // cleartext Fetch, FetchStream and health Check and Watch)
 };
 
 // egressd without its flags: the transport and the gRPC server around it (Egress,
