@@ -82,7 +82,9 @@ class EgressServer {
   // Turns health NOT_SERVING and refuses new fetches, lets those in flight finish (for up
   // to `grace`), goes on refusing for a moment (250 ms within the grace), then stops the
   // gRPC server: calls it had just accepted are refused too, and whatever is left after
-  // another moment (health Watch calls) is cancelled.
+  // another moment (health Watch calls) is cancelled. On the loops every connection gets
+  // a graceful GOAWAY once health is NOT_SERVING (and so does each accepted during the
+  // grace); at the end the listener stops and the connections left are closed.
   void Shutdown(absl::Duration grace);
   // Until the gRPC library server stops (DataPlane::kGrpcLibrary only).
   void Wait() { server_->Wait(); }
