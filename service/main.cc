@@ -42,7 +42,8 @@ ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge()
 ABSL_FLAG(std::string, data_plane, "grpc_library",
           "what serves Egress and health on --grpc_listen: grpc_library (gRPC's server) or "
           "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
-          "first slices: Fetch, FetchStream and health Check, cleartext or with "
+          "first slices: Fetch, FetchStream and health Check and Watch, with "
+          "--grpc_max_connection_age and keepalive enforcement, cleartext or with "
           "--grpc_tls_*)");
 ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
           "with --data_plane=loops: caller connections open at once; past it a new "

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "google/protobuf/unknown_field_set.h"
 #include "service/base/error_reason.h"
 #include "service/dataplane/loop_caller_side.h"
 #include "service/fetch/status_mapping.h"
@@ -13,12 +12,7 @@ namespace {
 constexpr absl::string_view kFetch = "/egress.v1.Egress/Fetch";
 constexpr absl::string_view kFetchStream = "/egress.v1.Egress/FetchStream";
 constexpr absl::string_view kHealthCheck = "/grpc.health.v1.Health/Check";
-
-// grpc.health.v1 (Debian ships no stubs for it): HealthCheckRequest.service is field 1,
-// HealthCheckResponse.status field 1 with SERVING = 1, NOT_SERVING = 2.
-constexpr int kServiceField = 1;
-constexpr int kStatusField = 1;
-enum HealthStatus { kServing = 1, kNotServing = 2 };
+constexpr absl::string_view kHealthWatch = "/grpc.health.v1.Health/Watch";
 
 }  // namespace
 
@@ -62,10 +56,12 @@ void LoopServer::Serve(CallerStream stream, ConnectionSlot slot) {
       std::make_shared<ServerSession>(std::move(stream), methods, limits, service_.observer);
   session->Hold(std::move(slot));
   session->Start();
+  connections_.Add(session);
 }
 
 bool LoopServer::Serves(absl::string_view path) const {
-  return path == kFetch || path == kFetchStream || path == kHealthCheck;
+  return path == kFetch || path == kFetchStream || path == kHealthCheck ||
+         path == kHealthWatch;
 }
 
 void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) {
@@ -75,40 +71,27 @@ void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCa
   if (call.path == kFetchStream) {
     return StartFetch(fetch::FetchCall::Rpc::kFetchStream, service_, session, std::move(call));
   }
-  CheckHealth(*session, call);
+  auto health_service = HealthCheckService(call.message);
+  if (!health_service.ok()) {
+    service_.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
+    return session->Answer(call.stream_id, nullptr, ToGrpcStatus(health_service.status()));
+  }
+  if (call.path == kHealthWatch) return health_.Start(session, call.stream_id, *health_service);
+  CheckHealth(*session, call.stream_id, *health_service);
 }
 
 // The whole server ("") and egress.v1.Egress are SERVING until shutdown begins; any other
 // service is NOT_FOUND, as gRPC's own health service answers.
-void LoopServer::CheckHealth(ServerSession& session, const IncomingCall& call) {
-  google::protobuf::UnknownFieldSet request;
-  if (!request.ParseFromString(call.message)) {
-    service_.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
-    return session.Answer(call.stream_id, nullptr,
+void LoopServer::CheckHealth(ServerSession& session, int32_t stream_id,
+                             const std::string& service) {
+  if (!IsHealthService(service)) {
+    return session.Answer(stream_id, nullptr,
                           ToGrpcStatus(transport::WithReason(
-                              absl::InvalidArgumentError(
-                                  "the request message is not a grpc.health.v1.HealthCheckRequest"),
-                              "REQUEST_MESSAGE_UNREADABLE")));
-  }
-  std::string name;
-  for (int i = 0; i < request.field_count(); ++i) {
-    const auto& field = request.field(i);
-    if (field.number() == kServiceField &&
-        field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
-      name = field.length_delimited();
-    }
-  }
-  if (!name.empty() && name != "egress.v1.Egress") {
-    return session.Answer(call.stream_id, nullptr,
-                          ToGrpcStatus(transport::WithReason(
-                              absl::NotFoundError("unknown service " + name),
+                              absl::NotFoundError("unknown service " + service),
                               "SERVICE_NOT_FOUND")));
   }
-  google::protobuf::UnknownFieldSet response;
-  response.AddVarint(kStatusField, service_.stopped ? kNotServing : kServing);
-  std::string message;
-  response.SerializeToString(&message);
-  session.Answer(call.stream_id, &message, grpc::Status::OK);
+  const std::string message = HealthCheckResponse(health_.status());
+  session.Answer(stream_id, &message, grpc::Status::OK);
 }
 
 }  // namespace egress::dataplane

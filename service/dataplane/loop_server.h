@@ -2,14 +2,17 @@
 #define EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_
 
 // egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
-// Fetch and FetchStream, and grpc.health.v1.Health Check, over HTTP/2 (nghttp2, cleartext
-// with prior knowledge, or TLS with ALPN h2 and mTLS), by a gRPC server of egressd's own,
-// so that a fetch's call and its upstream I/O share a loop's thread. Any other method is answered UNIMPLEMENTED.
+// Fetch and FetchStream, and grpc.health.v1.Health Check and Watch, over HTTP/2 (nghttp2,
+// cleartext with prior knowledge, or TLS with ALPN h2 and mTLS), by a gRPC server of
+// egressd's own, so that a fetch's call and its upstream I/O share a loop's thread. Any
+// other method is answered UNIMPLEMENTED.
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "service/dataplane/connection_registry.h"
+#include "service/dataplane/health_watch.h"
 #include "service/dataplane/loop_listener.h"
 #include "service/dataplane/server_session.h"
 #include "service/dataplane/tls_acceptor.h"
@@ -32,6 +35,12 @@ class LoopServer final : private Methods {
   int port() const { return listener_->port(); }
   // Accepts no more connections; those open go on until the loops stop.
   void StopAccepting() { listener_->Stop(); }
+  // Shutdown: health answers NOT_SERVING from now, and each Watch call is told.
+  void NotServing() { health_.Set(ServingStatus::kNotServing); }
+  // Shutdown: every connection gets a graceful GOAWAY, and so does each accepted from now.
+  void GoAwayAll() { connections_.GoAwayAll(); }
+  // Closes the connections still open; returns once they are closed, or after `wait`.
+  void CloseAll(absl::Duration wait) { connections_.CloseAll(wait); }
 
  private:
   LoopServer(const fetch::Context& service, const SessionLimits& limits)
@@ -39,8 +48,7 @@ class LoopServer final : private Methods {
 
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
-  void CheckHealth(ServerSession& session, const IncomingCall& call);
-  // A session for a connection accepted (and, over TLS, past its handshake).
+  void CheckHealth(ServerSession& session, int32_t stream_id, const std::string& service);
   // A connection accepted (and, with TLS, through its handshake) within its `slot`.
   void Serve(CallerStream stream, ConnectionSlot slot);
 
@@ -49,6 +57,8 @@ class LoopServer final : private Methods {
   std::unique_ptr<TlsAcceptor> tls_;  // null: cleartext
   // Caller connections open now, over every loop (limits_.caller.max_connections).
   const ConnectionSlot::Count open_ = std::make_shared<std::atomic<uint32_t>>(0);
+  ConnectionRegistry connections_;
+  HealthWatchers health_{ServingStatus::kServing};
   std::unique_ptr<LoopListener> listener_;
 };
 

@@ -52,15 +52,16 @@ ServerSession::ServerSession(CallerStream socket, Methods& methods, const Sessio
       limits_(limits),
       observer_(observer),
       guard_(limits.caller, observer),
-      preface_timer_(socket_.get_executor()) {
+      preface_timer_(socket_.get_executor()),
+      lifecycle_(socket_.get_executor()) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, OnBeginFrame);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, OnHeader);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
-  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, OnBeginFrame);
   nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks, OnInvalidFrame);
   nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, OnFrameSent);
   auto options = ServerOptions(limits.caller);
@@ -78,6 +79,8 @@ void ServerSession::Start() {
   const auto remote = socket_.remote_endpoint(ec);
   if (ec) return End();  // the caller left before its first byte
   peer_ = PeerName(remote);
+  lifecycle_.Start(session_, limits_.lifetime, weak_from_this(),
+                   {[this] { Flush(); }, [this] { End(); }});
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // best effort: latency only
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
@@ -102,6 +105,7 @@ void ServerSession::Read() {
         const ssize_t taken = nghttp2_session_mem_recv(
             self->session_, reinterpret_cast<const uint8_t*>(self->input_.data()), got);
         self->receiving_ = false;
+        self->lifecycle_.SendRefusals();
         if (taken < 0) {
           // nghttp2 has queued its GOAWAY where it could; the connection is over.
           self->guard_.OnReceiveError(static_cast<int>(taken));
@@ -141,8 +145,15 @@ void ServerSession::End() {
   boost::system::error_code ignored;  // closing a socket the caller already closed
   socket_.close(ignored);
   preface_timer_.cancel();
+  lifecycle_.Stop();
   auto streams = std::move(streams_);
   for (auto& [id, stream] : streams) Gone(stream);
+  if (on_end_) std::exchange(on_end_, nullptr)();
+}
+
+void ServerSession::OnEnd(std::function<void()> on_end) {
+  if (ended_) return on_end();
+  on_end_ = std::move(on_end);
 }
 
 // A call that has finished learns nothing more: its stream ended as it should.
@@ -165,6 +176,18 @@ void ServerSession::Cancelled(OnTaken on_taken, absl::Status why) {
 ServerSession::Stream* ServerSession::Find(int32_t stream_id) {
   auto it = streams_.find(stream_id);
   return it == streams_.end() ? nullptr : &it->second;
+}
+
+// A stream opened after the final GOAWAY is refused, and counted: nghttp2 would drop it
+// unanswered, which a caller would learn only from the GOAWAY's last stream id.
+int ServerSession::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self) {
+  ServerSession& session = Of(self);
+  session.guard_.OnBeginFrame(*hd);
+  if (hd->type == NGHTTP2_HEADERS && (hd->stream_id & 1) && !session.Find(hd->stream_id) &&
+      !session.lifecycle_.Admits(hd->stream_id)) {
+    session.observer_.OnCallRefused(CallRefusal::kAfterGoAway);
+  }
+  return 0;
 }
 
 int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self) {
@@ -281,6 +304,17 @@ void ServerSession::Admit() {
 
 int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
   ServerSession& session = Of(self);
+  if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+    session.lifecycle_.OnPingAck(*frame);
+  } else if (frame->hd.type == NGHTTP2_PING &&
+             !session.lifecycle_.AcceptsPing(!session.streams_.empty())) {
+    // gRPC's keepalive enforcement: GOAWAY, and the calls end with the connection.
+    session.observer_.OnCallRefused(CallRefusal::kTooManyPings);
+    session.lifecycle_.TooManyPings();
+    for (const auto& [id, stream] : session.streams_) {
+      nghttp2_submit_rst_stream(session.session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    }
+  }
   const int32_t stream_id = frame->hd.stream_id;
   Stream* stream = session.Find(stream_id);
   if (frame->hd.type == NGHTTP2_SETTINGS) session.preface_timer_.cancel();
@@ -488,11 +522,6 @@ ssize_t ServerSession::ReadAnswer(nghttp2_session* session, int32_t stream_id, u
   return static_cast<ssize_t>(size);
 }
 
-int ServerSession::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* head, void* self) {
-  Of(self).guard_.OnBeginFrame(*head);
-  return 0;
-}
-
 int ServerSession::OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int error,
                                   void* self) {
   ServerSession& session = Of(self);
@@ -502,7 +531,11 @@ int ServerSession::OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, 
 }
 
 int ServerSession::OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self) {
-  if (frame->hd.type == NGHTTP2_GOAWAY) Of(self).guard_.OnGoawaySent(frame->goaway.error_code);
+  ServerSession& session = Of(self);
+  if (frame->hd.type == NGHTTP2_GOAWAY) session.guard_.OnGoawaySent(frame->goaway.error_code);
+  if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
+    session.lifecycle_.OnAnswerSent();
+  }
   return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "grpcpp/support/status.h"
 #include "service/dataplane/caller_stream.h"
 #include "service/dataplane/caller_limits.h"
+#include "service/dataplane/connection_lifecycle.h"
 #include "service/dataplane/grpc_framing.h"
 #include "service/fetch/fetch_observer.h"
 
@@ -53,6 +54,8 @@ struct SessionLimits {
   absl::Duration max_call_time = absl::Minutes(5);
   // What the connection may do besides its calls (caller_limits.h).
   CallerLimits caller;
+  // When the connection gets its GOAWAY, and the grace its calls then have.
+  ConnectionLifetime lifetime;
 };
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -136,6 +139,14 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Watch(int32_t stream_id, StreamWatcher* watcher);
   void Unwatch(int32_t stream_id);
 
+  // A graceful GOAWAY (see ConnectionLifecycle); the connection closes `grace` from now,
+  // or once its last stream is over.
+  void GoAway(absl::Duration grace, const char* why) { lifecycle_.GoAway(grace, why); }
+  // Closes the connection now: every call not yet answered learns it, as of a reset.
+  void Close() { End(); }
+  // `on_end` runs once, on the loop, when the connection ends (at once if it has).
+  void OnEnd(std::function<void()> on_end);
+
  private:
   struct Stream {
     Stream(uint64_t max_message_bytes, const boost::asio::any_io_executor& loop)
@@ -192,6 +203,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void OnRequestEnd(int32_t stream_id, Stream& stream);
   Stream* Find(int32_t stream_id);
 
+  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
   static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
                       size_t name_size, const uint8_t* value, size_t value_size, uint8_t flags,
@@ -199,7 +211,6 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   static int OnData(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data,
                     size_t size, void* self);
   static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self);
-  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* head, void* self);
   static int OnInvalidFrame(nghttp2_session*, const nghttp2_frame* frame, int error,
                             void* self);
   static int OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, void* self);
@@ -226,6 +237,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   CallerGuard guard_;
   ConnectionSlot slot_;
   boost::asio::steady_timer preface_timer_;  // until the caller's first SETTINGS
+  ConnectionLifecycle lifecycle_;
+  std::function<void()> on_end_;
 };
 
 }  // namespace egress::dataplane

@@ -84,8 +84,10 @@ enum class CallRefusal {
   kContinuationFlood,   // a header block of more CONTINUATION frames than allowed
   kSettingsFlood,       // SETTINGS acks left unread past the bound, or too many entries
   kPingFlood,           // PING acks left unread past the bound
+  kAfterGoAway,            // a stream opened after the final GOAWAY (REFUSED_STREAM)
+  kTooManyPings,           // a connection that PINGed too often (GOAWAY ENHANCE_YOUR_CALM)
 };
-inline constexpr size_t kCallRefusalCount = 18;
+inline constexpr size_t kCallRefusalCount = 20;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -106,6 +108,8 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kContinuationFlood: return "continuation_flood";
     case CallRefusal::kSettingsFlood: return "settings_flood";
     case CallRefusal::kPingFlood: return "ping_flood";
+    case CallRefusal::kAfterGoAway: return "after_goaway";
+    case CallRefusal::kTooManyPings: return "too_many_pings";
   }
   return "unknown";
 }

@@ -77,6 +77,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     dataplane::SessionLimits limits;
     limits.max_message_bytes = server->max_request_message_bytes_;
     limits.caller = caller_limits;
+    limits.lifetime = {connection_age.max_age, connection_age.grace};
     auto loop_server = dataplane::LoopServer::Start(server->transport_->loops(), grpc_listen,
                                                     server->fetch_service_->context(), limits,
                                                     credentials.loops);
@@ -147,9 +148,14 @@ void EgressServer::Shutdown(absl::Duration grace) {
   // NOT_SERVING for good, new fetches refused, those under way given the grace period.
   // Only then does gRPC shut down, ending what is left at once (health Watch calls,
   // which gRPC would otherwise wait on for the whole grace period).
-  // The loop server's health answers follow the fetch service's refusal.
   if (server_) server_->GetHealthCheckService()->Shutdown();
   fetch_service_->StopAccepting();
+  // Then the loops' connections get their GOAWAY: the calls under way go on, new ones go
+  // to another replica. Health answers NOT_SERVING on connections opened meanwhile.
+  if (loop_server_) {
+    loop_server_->NotServing();
+    loop_server_->GoAwayAll();
+  }
   const absl::Time deadline = absl::Now() + grace;
   const auto wait_for_fetches = [&] {
     while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {
@@ -163,8 +169,9 @@ void EgressServer::Shutdown(absl::Duration grace) {
   absl::SleepFor(std::min(kRefusalTime, std::max(deadline - absl::Now(), absl::ZeroDuration())));
   wait_for_fetches();
   if (loop_server_) {
-    // Connections already open stay until the transport stops its loops.
+    // What is left (health Watch calls) ends now, as gRPC's server ends it.
     loop_server_->StopAccepting();
+    loop_server_->CloseAll(kRefusalTime);
     return;
   }
   // The same moment for a call gRPC had accepted but not yet handed to the fetch service.

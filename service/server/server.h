@@ -42,7 +42,7 @@ absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
 enum class DataPlane {
   kGrpcLibrary,  // gRPC's library server (TLS, connection age, reflection, FetchStream)
   kLoops,        // egressd's own server on the transport's loops (issue 37, first slices:
-                 // Fetch, FetchStream and health Check, cleartext or TLS and mTLS)
+                 // Fetch, FetchStream and health Check and Watch, cleartext or TLS and mTLS)
 };
 
 // The DataPlane a --data_plane value names ("grpc_library" or "loops"); INVALID_ARGUMENT
@@ -56,9 +56,8 @@ class EgressServer {
   // Binds grpc_listen ("host:port"; port 0 picks a free one) and starts serving. Each
   // fetch gives a line to `access_log`, when there is one; it must outlive the server.
   // INVALID_ARGUMENT for a negative connection age or grace. With DataPlane::kLoops the
-  // loops serve with credentials.loops (cleartext when it is not enabled), the connection
-  // age is not used (so far), and `caller_limits` bound each caller's connections (the
-  // library server has its own).
+  // loops serve with credentials.loops (cleartext when it is not enabled), and
+  // `caller_limits` bound each caller's connections (the library server has its own).
   static absl::StatusOr<std::unique_ptr<EgressServer>> Start(
       const ServiceConfig& config, const std::string& grpc_listen,
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
@@ -91,7 +90,9 @@ class EgressServer {
   // Turns health NOT_SERVING and refuses new fetches, lets those in flight finish (for up
   // to `grace`), goes on refusing for a moment (250 ms within the grace), then stops the
   // gRPC server: calls it had just accepted are refused too, and whatever is left after
-  // another moment (health Watch calls) is cancelled.
+  // another moment (health Watch calls) is cancelled. On the loops every connection gets
+  // a graceful GOAWAY once health is NOT_SERVING (and so does each accepted during the
+  // grace); at the end the listener stops and the connections left are closed.
   void Shutdown(absl::Duration grace);
   // Until the gRPC library server stops (DataPlane::kGrpcLibrary only).
   void Wait() { server_->Wait(); }

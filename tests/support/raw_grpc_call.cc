@@ -137,7 +137,12 @@ int RawGrpcConnection::OnHeader(nghttp2_session*, const nghttp2_frame* frame,
 }
 
 int RawGrpcConnection::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
-  Call* call = static_cast<RawGrpcConnection*>(self)->Find(frame->hd.stream_id);
+  auto& connection = *static_cast<RawGrpcConnection*>(self);
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    ++connection.goaways_;
+    connection.goaway_last_stream_id_ = frame->goaway.last_stream_id;
+  }
+  Call* call = connection.Find(frame->hd.stream_id);
   if (call && frame->hd.type == NGHTTP2_HEADERS) call->head_seen = true;
   return 0;
 }

@@ -62,6 +62,11 @@ class RawGrpcConnection {
   // The request's bytes not on the wire yet (the server's flow control holds them back).
   size_t request_left(int32_t stream_id) const { return calls_.at(stream_id)->body.size(); }
   const RawGrpcAnswer& answer(int32_t stream_id) const { return calls_.at(stream_id)->answer; }
+  // How many GOAWAY frames came, and the last stream id the latest named.
+  int goaways() const { return goaways_; }
+  int32_t goaway_last_stream_id() const { return goaway_last_stream_id_; }
+  // The server closed the connection (or it broke).
+  bool ended() const { return broken_; }
   // The stream's answer once it ends, waiting up to `wait`.
   absl::StatusOr<RawGrpcAnswer> Wait(int32_t stream_id, absl::Duration wait);
 
@@ -90,6 +95,8 @@ class RawGrpcConnection {
   const int port_;
   nghttp2_session* session_ = nullptr;
   bool broken_ = false;  // the server closed the connection, or it broke
+  int goaways_ = 0;
+  int32_t goaway_last_stream_id_ = -1;
   std::map<int32_t, std::unique_ptr<Call>> calls_;  // nghttp2 holds each body's Call
 };
 

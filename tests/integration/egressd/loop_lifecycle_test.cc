@@ -1,0 +1,398 @@
+// The lifecycle of a caller's connection to egressd's own gRPC server on the loops
+// (--data_plane=loops): the graceful GOAWAY at the connection's max age and at shutdown,
+// as gRPC's library server (C-core 1.51) sends it, and what a caller sees around it.
+// grpc_connection_age_test runs the age and grace cases against both data planes.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "service/dataplane/grpc_framing.h"
+#include "tests/support/egress_fixture.h"
+#include "tests/support/raw_grpc_call.h"
+
+namespace egress::testing {
+namespace {
+
+constexpr uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
+                  kGoAway = 0x7;
+constexpr uint8_t kAck = 0x1, kEndStream = 0x1, kEndHeaders = 0x4;
+constexpr uint32_t kRefusedStream = 0x7, kEnhanceYourCalm = 0xb;
+
+// Stretched by EGRESS_TEST_TIME_SCALE (the sanitizer configs run several times slower).
+absl::Duration Scaled(absl::Duration d) {
+  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
+  return d * (scale ? std::max(1, std::atoi(scale)) : 1);
+}
+
+uint32_t BigEndian32(const std::string& bytes, size_t at) {
+  uint32_t value = 0;
+  for (size_t i = at; i < at + 4; ++i) value = (value << 8) | static_cast<uint8_t>(bytes[i]);
+  return value;
+}
+
+// An HTTP/2 connection driven frame by frame, to do what a client library would not: open
+// a stream after the server's final GOAWAY. Headers go as HPACK literals (no table).
+class FrameConnection {
+ public:
+  struct Frame {
+    uint8_t type = 0;
+    uint8_t flags = 0;
+    int32_t stream_id = 0;
+    std::string payload;
+  };
+
+  explicit FrameConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    Write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    Send(kSettings, 0, 0, "");
+  }
+  ~FrameConnection() { close(fd_); }
+
+  bool connected() const { return connected_; }
+  // The GOAWAY frames Next has read.
+  int goaways() const { return goaways_; }
+
+  void Send(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
+    std::string frame;
+    const size_t size = payload.size();
+    frame += static_cast<char>(size >> 16);
+    frame += static_cast<char>(size >> 8);
+    frame += static_cast<char>(size);
+    frame += static_cast<char>(type);
+    frame += static_cast<char>(flags);
+    for (int shift : {24, 16, 8, 0}) frame += static_cast<char>(stream_id >> shift);
+    Write(frame + payload);
+  }
+
+  // A request's HEADERS on `stream_id` for `path`, the request left open (no END_STREAM).
+  void OpenStream(int32_t stream_id, const std::string& path) {
+    std::string block;
+    for (const auto& [name, value] : RawHeaders{{":method", "POST"},
+                                                {":scheme", "http"},
+                                                {":authority", "127.0.0.1"},
+                                                {":path", path},
+                                                {"content-type", "application/grpc"},
+                                                {"te", "trailers"}}) {
+      block += '\0';  // a literal field without indexing, with a new name
+      block += static_cast<char>(name.size());
+      block += name;
+      block += static_cast<char>(value.size());
+      block += value;
+    }
+    Send(kHeaders, kEndHeaders, stream_id, block);
+  }
+
+  // Reads frames until one of `type` comes, acknowledging SETTINGS and PINGs on the way;
+  // nullopt once the connection ends or `wait` has passed.
+  std::optional<Frame> Next(uint8_t type, absl::Duration wait) {
+    const absl::Time give_up = absl::Now() + wait;
+    std::string head;
+    while (ReadExactly(9, give_up, &head)) {
+      Frame frame;
+      frame.type = static_cast<uint8_t>(head[3]);
+      frame.flags = static_cast<uint8_t>(head[4]);
+      frame.stream_id = static_cast<int32_t>(BigEndian32(head, 5) & 0x7fffffff);
+      const size_t size = (static_cast<uint8_t>(head[0]) << 16) |
+                          (static_cast<uint8_t>(head[1]) << 8) | static_cast<uint8_t>(head[2]);
+      if (!ReadExactly(size, give_up, &frame.payload)) return std::nullopt;
+      if (frame.type == kGoAway) ++goaways_;
+      if (frame.type == kSettings && !(frame.flags & kAck)) Send(kSettings, kAck, 0, "");
+      if (frame.type == kPing && !(frame.flags & kAck)) {
+        Send(kPing, kAck, 0, frame.payload);
+      }
+      if (frame.type == type) return frame;
+    }
+    return std::nullopt;
+  }
+
+  // Whether the server closes the connection within `wait` (whatever it sends first).
+  bool Closes(absl::Duration wait) {
+    const absl::Time give_up = absl::Now() + wait;
+    std::string ignored;
+    while (ReadExactly(1, give_up, &ignored)) {
+    }
+    return closed_;
+  }
+
+ private:
+  void Write(const std::string& bytes) { send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+
+  bool ReadExactly(size_t size, absl::Time give_up, std::string* out) {
+    out->clear();
+    while (out->size() < size) {
+      const absl::Duration left = give_up - absl::Now();
+      if (left <= absl::ZeroDuration()) return false;
+      pollfd readable{fd_, POLLIN, 0};
+      if (poll(&readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) {
+        continue;
+      }
+      char buffer[16384];
+      const ssize_t got = recv(fd_, buffer, std::min(sizeof(buffer), size - out->size()), 0);
+      if (got <= 0) {
+        closed_ = true;
+        return false;
+      }
+      out->append(buffer, got);
+    }
+    return true;
+  }
+
+  const int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+  int goaways_ = 0;
+};
+
+// Opens stream 3 for `path` on `connection` (past its server's final GOAWAY): whether the
+// server answers RST_STREAM(3, REFUSED_STREAM).
+::testing::AssertionResult OpensARefusedStream(FrameConnection& connection,
+                                               const std::string& path) {
+  connection.OpenStream(3, path);
+  const auto reset = connection.Next(kRstStream, Scaled(absl::Seconds(5)));
+  if (!reset) return ::testing::AssertionFailure() << "no RST_STREAM";
+  if (reset->stream_id != 3 || BigEndian32(reset->payload, 0) != kRefusedStream) {
+    return ::testing::AssertionFailure() << "RST_STREAM(" << reset->stream_id << ", "
+                                         << BigEndian32(reset->payload, 0) << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
+constexpr char kFetchStream[] = "/egress.v1.Egress/FetchStream";
+// grpc.health.v1.HealthCheckResponse{status: SERVING} and {status: NOT_SERVING}, framed.
+const std::string kServing("\0\0\0\0\2\x08\x01", 7);
+const std::string kNotServing("\0\0\0\0\2\x08\x02", 7);
+
+class LoopLifecycleTest : public EgressFaultsTest {
+ protected:
+  // The loops with a connection age (EgressTest::StartEgress's config otherwise).
+  void StartLoops(const ConnectionAge& age = {}) {
+    egress::v1::Config proto;
+    proto.mutable_policy()->add_allow_cidrs("127.0.0.0/8");
+    auto config = BuildConfig(proto);
+    ASSERT_TRUE(config.ok()) << config.status();
+    auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
+                                      grpc::InsecureServerCredentials(), nullptr, age,
+                                      DataPlane::kLoops);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  }
+
+  // The framed HealthCheckResponse of a health Check on a connection of its own.
+  std::string HealthCheck() {
+    auto answer = RawGrpcCall(server_->grpc_port(), kHealthCheck, dataplane::FrameMessage(""),
+                              {}, absl::Seconds(10));
+    return answer.ok() ? answer->data : std::string(answer.status().message());
+  }
+
+  // Shutdown(grace) on a thread of its own, as SIGTERM starts it; joined by the test.
+  void ShutdownInBackground(absl::Duration grace) {
+    shutdown_ = std::thread([this, grace] { server_->Shutdown(grace); });
+  }
+  void TearDown() override {
+    if (shutdown_.joinable()) shutdown_.join();
+    EgressFaultsTest::TearDown();
+  }
+
+  // A FetchStream of nginx's 300 KiB on a raw connection whose window stays shut: its
+  // head comes, its body waits, and the call is in flight until the test opens it.
+  int32_t HeldFetchStream(RawGrpcConnection& connection) {
+    std::string message;
+    Request(nginx().HttpUrl("/chunked/300k")).SerializeToString(&message);
+    const int32_t stream = connection.Start(kFetchStream, dataplane::FrameMessage(message), {});
+    EXPECT_TRUE(connection.Pump([&] { return connection.head_seen(stream); }, absl::Seconds(10)));
+    return stream;
+  }
+
+  std::unique_ptr<grpc::health::v1::Health::Stub> HealthStub() {
+    return grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                            grpc::InsecureChannelCredentials()));
+  }
+
+  std::thread shutdown_;
+};
+
+// A caller that opens a stream after the final GOAWAY (its GOAWAY crossed on the wire)
+// learns it was not processed: REFUSED_STREAM, which gRPC clients retry, counted.
+TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheMaxAgeGoAwayIsRefusedAndCounted) {
+  StartLoops({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
+  FrameConnection connection(server_->grpc_port());
+  ASSERT_TRUE(connection.connected());
+  connection.OpenStream(1, kHealthCheck);  // left open: the connection has a call under way
+  const auto announced = connection.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(announced.has_value()) << "no GOAWAY at the max age";
+  EXPECT_EQ(BigEndian32(announced->payload, 0), 0x7fffffffu) << "the first names 2^31-1";
+  EXPECT_EQ(BigEndian32(announced->payload, 4), 0u) << "NO_ERROR";
+  const auto final_goaway = connection.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(final_goaway.has_value()) << "no final GOAWAY after the PING's ACK";
+  EXPECT_EQ(BigEndian32(final_goaway->payload, 0), 1u) << "the last stream taken";
+  EXPECT_EQ(final_goaway->payload.substr(8), "max_age");
+  EXPECT_TRUE(OpensARefusedStream(connection, kHealthCheck));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
+}
+
+// At shutdown: health NOT_SERVING, every connection a GOAWAY, the calls under way finished
+// within the grace, then the connections closed.
+TEST_F(LoopLifecycleTest, AFetchStreamUnderWayAtShutdownCompletesAfterItsConnectionsGoAway) {
+  StartLoops();
+  ASSERT_EQ(HealthCheck(), kServing);
+  auto connection = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t stream = HeldFetchStream(**connection);
+  ASSERT_EQ(server_->fetches_in_flight(), 1u);
+  ShutdownInBackground(Scaled(absl::Seconds(30)));
+  // A connection opened during the grace is answered NOT_SERVING (a new connection is
+  // what a kubelet's gRPC probe opens), and gets its GOAWAY too.
+  const absl::Time give_up = absl::Now() + Scaled(absl::Seconds(10));
+  std::string health = HealthCheck();
+  while (health == kServing && absl::Now() < give_up) health = HealthCheck();
+  EXPECT_EQ(health, kNotServing);
+  (*connection)->OpenWindow();
+  auto answer = (*connection)->Wait(stream, Scaled(absl::Seconds(20)));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->Field("grpc-status"), "0") << answer->Field("grpc-message");
+  EXPECT_GT(answer->data.size(), 307200u);
+  EXPECT_GE((*connection)->goaways(), 1) << "the connection got no GOAWAY at shutdown";
+  EXPECT_EQ((*connection)->goaway_last_stream_id(), stream);
+  shutdown_.join();
+  EXPECT_FALSE((*connection)->Pump([] { return false; }, Scaled(absl::Seconds(5))));
+  EXPECT_TRUE((*connection)->ended()) << "the connection outlived the shutdown";
+}
+
+TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheShutdownGoAwayIsRefused) {
+  StartLoops();
+  FrameConnection caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  caller.OpenStream(1, kHealthCheck);  // left open
+  ASSERT_TRUE(caller.Next(kSettings, Scaled(absl::Seconds(5))).has_value());
+  // A fetch in flight holds the shutdown in its grace.
+  auto held = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(held.ok()) << held.status();
+  const int32_t stream = HeldFetchStream(**held);
+  ShutdownInBackground(Scaled(absl::Seconds(30)));
+  ASSERT_TRUE(caller.Next(kGoAway, Scaled(absl::Seconds(5))).has_value());
+  const auto final_goaway = caller.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(final_goaway.has_value());
+  EXPECT_EQ(BigEndian32(final_goaway->payload, 0), 1u);
+  EXPECT_TRUE(OpensARefusedStream(caller, kFetchStream));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
+  (*held)->OpenWindow();
+  ASSERT_TRUE((*held)->Wait(stream, Scaled(absl::Seconds(20))).ok());
+  shutdown_.join();
+  EXPECT_TRUE(caller.Closes(Scaled(absl::Seconds(5)))) << "the connection outlived the shutdown";
+}
+
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+TEST_F(LoopLifecycleTest, AHealthWatchIsToldServingAndThenNotServingAtShutdown) {
+  StartLoops();
+  auto health = HealthStub();
+  grpc::ClientContext context;
+  auto watch = health->Watch(&context, HealthCheckRequest());
+  HealthCheckResponse response;
+  ASSERT_TRUE(watch->Read(&response)) << watch->Finish().error_message();
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  // A fetch in flight holds the shutdown in its grace.
+  auto held = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
+  ASSERT_TRUE(held.ok()) << held.status();
+  const int32_t stream = HeldFetchStream(**held);
+  ShutdownInBackground(Scaled(absl::Seconds(30)));
+  ASSERT_TRUE(watch->Read(&response)) << watch->Finish().error_message();
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  context.TryCancel();
+  EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  (*held)->OpenWindow();
+  ASSERT_TRUE((*held)->Wait(stream, Scaled(absl::Seconds(20))).ok());
+}
+
+// As gRPC's default health service: SERVICE_UNKNOWN, and the call stays open until the
+// caller cancels it (a Check of the same service is NOT_FOUND).
+// A Watch of `service` that its caller cancels after the first status: that status, and
+// how the call ended (CANCELLED: it was still open).
+std::pair<HealthCheckResponse::ServingStatus, grpc::StatusCode> WatchOnce(
+    grpc::health::v1::Health::Stub& health, const std::string& service) {
+  HealthCheckRequest request;
+  request.set_service(service);
+  grpc::ClientContext context;
+  auto watch = health.Watch(&context, request);
+  HealthCheckResponse response;
+  if (!watch->Read(&response)) return {HealthCheckResponse::UNKNOWN, watch->Finish().error_code()};
+  context.TryCancel();
+  return {response.status(), watch->Finish().error_code()};
+}
+
+// As gRPC's default health service: SERVICE_UNKNOWN, and the call stays open until the
+// caller cancels it (a Check of the same service is NOT_FOUND).
+TEST_F(LoopLifecycleTest, AHealthWatchOfAnUnknownServiceIsToldServiceUnknownAndStaysOpen) {
+  StartLoops();
+  auto health = HealthStub();
+  EXPECT_EQ(WatchOnce(*health, "no.such.Service"),
+            std::make_pair(HealthCheckResponse::SERVICE_UNKNOWN, grpc::StatusCode::CANCELLED));
+  HealthCheckRequest request;
+  request.set_service("no.such.Service");
+  grpc::ClientContext check;
+  HealthCheckResponse response;
+  EXPECT_EQ(health->Check(&check, request, &response).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(LoopLifecycleTest, AHealthWatchOfEgressIsToldServing) {
+  StartLoops();
+  EXPECT_EQ(WatchOnce(*HealthStub(), "egress.v1.Egress"),
+            std::make_pair(HealthCheckResponse::SERVING, grpc::StatusCode::CANCELLED));
+}
+
+// gRPC's keepalive enforcement with the library server's defaults: with no call open a
+// caller may PING once in 2 hours; the first PING and 2 strikes pass, the third strike
+// ends the connection.
+TEST_F(LoopLifecycleTest, ACallerThatPingsTooOftenIsToldTooManyPingsAndItsConnectionEnds) {
+  StartLoops();
+  FrameConnection caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  for (int i = 0; i < 4; ++i) caller.Send(kPing, 0, 0, std::string(8, 'p'));
+  const auto goaway = caller.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(goaway.has_value()) << "no GOAWAY for the fourth PING";
+  EXPECT_EQ(BigEndian32(goaway->payload, 4), kEnhanceYourCalm);
+  EXPECT_EQ(goaway->payload.substr(8), "too_many_pings");
+  EXPECT_TRUE(caller.Closes(Scaled(absl::Seconds(5))));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyPings), 1);
+}
+
+// Every answer the server sends clears the strikes, as gRPC's library server does.
+TEST_F(LoopLifecycleTest, APingBeforeEachCallIsNoStrike) {
+  StartLoops();
+  FrameConnection caller(server_->grpc_port());
+  ASSERT_TRUE(caller.connected());
+  for (int32_t stream = 1; stream <= 9; stream += 2) {
+    caller.Send(kPing, 0, 0, std::string(8, 'p'));
+    caller.OpenStream(stream, kHealthCheck);
+    caller.Send(kData, kEndStream, stream, dataplane::FrameMessage(""));
+    const auto answer = caller.Next(kHeaders, Scaled(absl::Seconds(5)));
+    ASSERT_TRUE(answer.has_value()) << "no answer on stream " << stream;
+    ASSERT_EQ(answer->stream_id, stream);
+    caller.Next(kHeaders, Scaled(absl::Seconds(5)));  // the trailers
+  }
+  EXPECT_EQ(caller.goaways(), 0);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyPings), 0);
+}
+
+}  // namespace
+}  // namespace egress::testing
