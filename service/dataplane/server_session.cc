@@ -53,7 +53,8 @@ ServerSession::ServerSession(CallerStream socket, Methods& methods, const Sessio
       observer_(observer),
       guard_(limits.caller, observer),
       preface_timer_(socket_.get_executor()),
-      lifecycle_(socket_.get_executor()) {
+      lifecycle_(socket_.get_executor()),
+      write_watch_(socket_.get_executor()) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);
   nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, OnBeginFrame);
@@ -133,6 +134,7 @@ void ServerSession::Flush() {
   net::async_write(socket_, net::buffer(output_),
                    [self = shared_from_this()](boost::system::error_code ec, size_t) {
                      self->writing_ = false;
+                     ++self->writes_done_;
                      if (ec) return self->End();
                      self->Flush();
                    });
@@ -145,6 +147,7 @@ void ServerSession::End() {
   boost::system::error_code ignored;  // closing a socket the caller already closed
   socket_.close(ignored);
   preface_timer_.cancel();
+  write_watch_.cancel();
   lifecycle_.Stop();
   auto streams = std::move(streams_);
   for (auto& [id, stream] : streams) Gone(stream);
@@ -287,7 +290,7 @@ void ServerSession::Admit() {
   while (!waiting_.empty()) {
     const int32_t stream_id = waiting_.front();
     Stream* stream = Find(stream_id);
-    if (!stream || !stream->waiting) {  // gone, answered or refused meanwhile
+    if (!stream) {  // gone with its connection (End)
       waiting_.pop_front();
       continue;
     }
@@ -309,7 +312,7 @@ int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* s
   } else if (frame->hd.type == NGHTTP2_PING &&
              !session.lifecycle_.AcceptsPing(!session.streams_.empty())) {
     // gRPC's keepalive enforcement: GOAWAY, and the calls end with the connection.
-    session.observer_.OnCallRefused(CallRefusal::kTooManyPings);
+    session.guard_.Refuse(CallRefusal::kTooManyPings);  // once: its GOAWAY is this
     session.lifecycle_.TooManyPings();
     for (const auto& [id, stream] : session.streams_) {
       nghttp2_submit_rst_stream(session.session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
@@ -383,6 +386,24 @@ void ServerSession::Reset(int32_t stream_id, Stream& stream, absl::Status why) {
   stream.reset = std::move(why);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
   Flush();
+  if (writing_) EndIfWriteStuck();
+}
+
+// The reset goes out after the write under way, and the stream ends only then: a caller
+// that takes no bytes at all (its TCP window shut) would keep its calls, their upstream
+// connections and their body budget forever. A write not done kStuckWriteGrace later
+// ends the connection, and every call on it.
+void ServerSession::EndIfWriteStuck() {
+  if (write_watched_) return;
+  write_watched_ = true;
+  write_watch_.expires_after(absl::ToChronoNanoseconds(kStuckWriteGrace));
+  write_watch_.async_wait(
+      [self = shared_from_this(), write = writes_done_](boost::system::error_code ec) {
+        self->write_watched_ = false;
+        if (ec || self->ended_ || !self->writing_ || self->writes_done_ != write) return;
+        self->guard_.Refuse(CallRefusal::kStalledCaller);
+        self->End();
+      });
 }
 
 void ServerSession::ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Status why) {
@@ -420,7 +441,12 @@ void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status
 
 void ServerSession::Unbuffer(Stream& stream) {
   admitted_bytes_ -= std::exchange(stream.admitted, 0);
-  stream.waiting = false;  // Admit drops it from waiting_
+  if (std::exchange(stream.waiting, false)) {
+    // Out of the queue now, not when it reaches the front: a caller opening and ending
+    // streams behind one that waits long would grow it without bound.
+    const auto at = std::find(waiting_.begin(), waiting_.end(), stream.call.stream_id);
+    if (at != waiting_.end()) waiting_.erase(at);
+  }
   stream.unconsumed = 0;
   stream.reader = MessageReader(limits_.max_message_bytes);  // frees its bytes
   Admit();

@@ -187,6 +187,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void OnDeadline(int32_t stream_id);
   // Resets a stream whose answer is under way; a message's sender learns `why`.
   void Reset(int32_t stream_id, Stream& stream, absl::Status why);
+  void EndIfWriteStuck();  // see the .cc
+  static constexpr absl::Duration kStuckWriteGrace = absl::Seconds(1);
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
   // Gives the caller window for `size` bytes of the stream's request: at once when its
   // message is admitted (or fits in its first window), else once Admit lets it in.
@@ -231,6 +233,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool writing_ = false;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
   bool ended_ = false;
+  uint64_t writes_done_ = 0;                // socket writes completed
+  boost::asio::steady_timer write_watch_;  // see EndIfWriteStuck
+  bool write_watched_ = false;
   uint64_t admitted_bytes_ = 0;  // the sizes of admitted messages still arriving
   std::deque<int32_t> waiting_;  // streams whose messages wait to be admitted, oldest first
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put

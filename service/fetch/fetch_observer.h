@@ -86,8 +86,9 @@ enum class CallRefusal {
   kPingFlood,           // PING acks left unread past the bound
   kAfterGoAway,            // a stream opened after the final GOAWAY (REFUSED_STREAM)
   kTooManyPings,           // a connection that PINGed too often (GOAWAY ENHANCE_YOUR_CALM)
+  kStalledCaller,          // a connection whose caller took no bytes past a reset's time
 };
-inline constexpr size_t kCallRefusalCount = 20;
+inline constexpr size_t kCallRefusalCount = 21;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -110,6 +111,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kPingFlood: return "ping_flood";
     case CallRefusal::kAfterGoAway: return "after_goaway";
     case CallRefusal::kTooManyPings: return "too_many_pings";
+    case CallRefusal::kStalledCaller: return "stalled_caller";
   }
   return "unknown";
 }

@@ -109,11 +109,12 @@ class RawSocket {
 
   // A request's header block for a Fetch, encoded with this connection's table, plus
   // `extra` fields.
-  std::string RequestBlock(const RawHeaders& extra = {}) {
+  std::string RequestBlock(const RawHeaders& extra = {},
+                           const std::string& path = "/egress.v1.Egress/Fetch") {
     RawHeaders fields = {{":method", "POST"},
                          {":scheme", "http"},
                          {":authority", "127.0.0.1"},
-                         {":path", "/egress.v1.Egress/Fetch"},
+                         {":path", path},
                          {"content-type", "application/grpc"},
                          {"te", "trailers"}};
     fields.insert(fields.end(), extra.begin(), extra.end());
@@ -380,12 +381,43 @@ TEST_F(LoopHostileCallerTest, AnHpackBombIsRefusedAtTheHeaderListLimitAndCounted
   ExpectAnotherCallerServed();
 }
 
-// A caller that sends PINGs and never reads their acknowledgements makes the server queue
-// them: past 1,000 unsent the connection is closed (a GOAWAY could not reach a caller that
-// does not read).
+// A caller whose TCP window shuts (it reads nothing, from a small receive buffer) with a
+// FetchStream of an endless body under way: the stream's reset at its deadline can never
+// reach it, since the server's write waits for the caller, so a second later the
+// connection is closed and counted, and the fetch lets go of its upstream connection.
+TEST_F(LoopHostileCallerTest, ACallerThatTakesNoBytesPastItsStreamsDeadlineIsClosed) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port(), /*receive_buffer=*/4096);
+  ASSERT_TRUE(caller.connected());
+  const auto u32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  // Windows as large as HTTP/2 allows: only TCP holds the server back.
+  const std::string large_window = std::string("\x00\x04", 2) + u32(0x7fffffff);
+  const std::string message = Framed(faults().Url("/endless-body"));
+  ASSERT_TRUE(caller.Send(
+      std::string(kPreface) + Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, large_window) +
+      SettingsAck() + Frame(NGHTTP2_WINDOW_UPDATE, NGHTTP2_FLAG_NONE, 0, u32(0x7fffffff - 65535)) +
+      Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+            caller.RequestBlock({{"grpc-timeout", "2S"}}, "/egress.v1.Egress/FetchStream")) +
+      Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, message)));
+  ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return observer_.Refused(CallRefusal::kStalledCaller) == 1; },
+                      absl::Seconds(15)));
+  EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }))
+      << "the upstream connection is still held";
+  EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+  ExpectAnotherCallerServed();
+}
+
+// A caller that sends PINGs and never reads their acknowledgements PINGs too often:
+// keepalive enforcement ends it at its third (GOAWAY ENHANCE_YOUR_CALM too_many_pings),
+// long before the server's bound of 1,000 unsent acknowledgements (ping_flood), and the
+// connection is counted once, under the first reason.
 TEST_F(LoopHostileCallerTest, APingFloodFromACallerThatDoesNotReadIsClosedAndCounted) {
   StartLoops();
-  ExpectFloodClosed(Ping(), CallRefusal::kPingFlood);
+  ExpectFloodClosed(Ping(), CallRefusal::kTooManyPings);
   ExpectAnotherCallerServed();
 }
 
