@@ -157,21 +157,24 @@ void EgressServer::Shutdown(absl::Duration grace) {
     loop_server_->GoAwayAll();
   }
   const absl::Time deadline = absl::Now() + grace;
-  const auto wait_for_fetches = [&] {
-    while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < deadline) {
+  const auto wait_for_fetches = [&](absl::Time until) {
+    while (fetch_service_->fetches_in_flight() > 0 && absl::Now() < until) {
       absl::SleepFor(absl::Milliseconds(10));
     }
   };
-  wait_for_fetches();
+  wait_for_fetches(deadline);
   // Once gRPC shuts down, a call still on its way is CANCELLED, which callers do not
   // retry. Refusing a moment longer (UNAVAILABLE, SHUTTING_DOWN: retried elsewhere) lets
   // callers that keep sending learn that first, and health-checking ones leave.
   absl::SleepFor(std::min(kRefusalTime, std::max(deadline - absl::Now(), absl::ZeroDuration())));
-  wait_for_fetches();
+  wait_for_fetches(deadline);
   if (loop_server_) {
-    // What is left (health Watch calls) ends now, as gRPC's server ends it.
+    // What is left (health Watch calls) ends now, as gRPC's server ends it, and, as gRPC's
+    // Shutdown waits for the calls it cancels, so do the loops: a call still finishing when
+    // they stop would never be freed.
     loop_server_->StopAccepting();
     loop_server_->CloseAll(kRefusalTime);
+    wait_for_fetches(absl::Now() + kRefusalTime);
     return;
   }
   // The same moment for a call gRPC had accepted but not yet handed to the fetch service.
