@@ -90,7 +90,7 @@ void ConnectionLifecycle::SendFinalGoAway() {
 }
 
 bool ConnectionLifecycle::Admits(int32_t stream_id) {
-  if (stream_id <= last_stream_id_) return true;
+  if (Serves(stream_id)) return true;
   refused_.push_back(stream_id);
   return false;
 }

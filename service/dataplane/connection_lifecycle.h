@@ -62,6 +62,9 @@ class ConnectionLifecycle {
   // A stream the caller opens (a HEADERS frame's header, before nghttp2 reads the frame):
   // false when it comes after the final GOAWAY, and is to be refused.
   bool Admits(int32_t stream_id);
+  // Whether the stream is one the connection serves (none past the final GOAWAY's), with
+  // no side effect: Admits has noted the refusal already.
+  bool Serves(int32_t stream_id) const { return stream_id <= last_stream_id_; }
   // Refuses the streams Admits turned down since the last call (REFUSED_STREAM), once
   // nghttp2 has read their frames: it sends no RST_STREAM for a stream it has not seen.
   void SendRefusals();

@@ -194,8 +194,11 @@ int ServerSession::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, vo
 }
 
 int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self) {
-  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-    ServerSession& session = Of(self);
+  ServerSession& session = Of(self);
+  // A stream past the final GOAWAY (it may come in the same read as the PING's ACK that
+  // sent it) gets no Stream, so nothing starts: it is only refused (SendRefusals).
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
+      session.lifecycle_.Serves(frame->hd.stream_id)) {
     auto& stream = session.streams_.try_emplace(frame->hd.stream_id,
                                                 session.limits_.max_message_bytes,
                                                 session.executor())

@@ -67,7 +67,9 @@ class FrameConnection {
   // The GOAWAY frames Next has read.
   int goaways() const { return goaways_; }
 
-  void Send(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
+  // One frame's bytes.
+  static std::string Encode(uint8_t type, uint8_t flags, int32_t stream_id,
+                            const std::string& payload) {
     std::string frame;
     const size_t size = payload.size();
     frame += static_cast<char>(size >> 16);
@@ -76,11 +78,21 @@ class FrameConnection {
     frame += static_cast<char>(type);
     frame += static_cast<char>(flags);
     for (int shift : {24, 16, 8, 0}) frame += static_cast<char>(stream_id >> shift);
-    Write(frame + payload);
+    return frame + payload;
   }
+  void Send(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
+    Write(Encode(type, flags, stream_id, payload));
+  }
+  // Frames (Encode's) in one write, so that the server reads them together.
+  void SendTogether(const std::string& frames) { Write(frames); }
+  // Whether Next acknowledges the server's PINGs itself (by default) or leaves it to the test.
+  void set_ack_pings(bool ack) { ack_pings_ = ack; }
 
   // A request's HEADERS on `stream_id` for `path`, the request left open (no END_STREAM).
   void OpenStream(int32_t stream_id, const std::string& path) {
+    Send(kHeaders, kEndHeaders, stream_id, RequestBlock(path));
+  }
+  static std::string RequestBlock(const std::string& path) {
     std::string block;
     for (const auto& [name, value] : RawHeaders{{":method", "POST"},
                                                 {":scheme", "http"},
@@ -94,7 +106,7 @@ class FrameConnection {
       block += static_cast<char>(value.size());
       block += value;
     }
-    Send(kHeaders, kEndHeaders, stream_id, block);
+    return block;
   }
 
   // Reads frames until one of `type` comes, acknowledging SETTINGS and PINGs on the way;
@@ -112,7 +124,7 @@ class FrameConnection {
       if (!ReadExactly(size, give_up, &frame.payload)) return std::nullopt;
       if (frame.type == kGoAway) ++goaways_;
       if (frame.type == kSettings && !(frame.flags & kAck)) Send(kSettings, kAck, 0, "");
-      if (frame.type == kPing && !(frame.flags & kAck)) {
+      if (ack_pings_ && frame.type == kPing && !(frame.flags & kAck)) {
         Send(kPing, kAck, 0, frame.payload);
       }
       if (frame.type == type) return frame;
@@ -155,6 +167,7 @@ class FrameConnection {
   const int fd_;
   bool connected_ = false;
   bool closed_ = false;
+  bool ack_pings_ = true;
   int goaways_ = 0;
 };
 
@@ -247,6 +260,34 @@ TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheMaxAgeGoAwayIsRefusedAndCounted) 
   EXPECT_EQ(final_goaway->payload.substr(8), "max_age");
   EXPECT_TRUE(OpensARefusedStream(connection, kHealthCheck));
   EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
+}
+
+// gRPC clients answer the first GOAWAY's PING and may send a request in the same write:
+// the ACK lets the final GOAWAY out, so the request comes after it and is refused, and
+// nothing of it runs (no fetch started, then cancelled, for a call the caller retries).
+TEST_F(LoopLifecycleTest, ARequestSentWithThePingAckIsRefusedAndNothingOfItRuns) {
+  StartLoops({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
+  FrameConnection connection(server_->grpc_port());
+  ASSERT_TRUE(connection.connected());
+  connection.OpenStream(1, kHealthCheck);  // left open: the connection has a call under way
+  connection.set_ack_pings(false);
+  const auto ping = connection.Next(kPing, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(ping.has_value()) << "no PING with the first GOAWAY";
+  std::string message;
+  Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message);
+  connection.SendTogether(
+      FrameConnection::Encode(kPing, kAck, 0, ping->payload) +
+      FrameConnection::Encode(kHeaders, kEndHeaders, 3,
+                              FrameConnection::RequestBlock("/egress.v1.Egress/Fetch")) +
+      FrameConnection::Encode(kData, kEndStream, 3, dataplane::FrameMessage(message)));
+  const auto reset = connection.Next(kRstStream, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(reset.has_value()) << "no RST_STREAM";
+  EXPECT_EQ(reset->stream_id, 3);
+  EXPECT_EQ(BigEndian32(reset->payload, 0), kRefusedStream);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
+  EXPECT_EQ(server_->fetches_in_flight(), 0u);
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::CANCELLED), 0) << "the refused call was started";
+  EXPECT_EQ(observer_.Fetches(grpc::StatusCode::OK), 0) << "the refused call was served";
 }
 
 // At shutdown: health NOT_SERVING, every connection a GOAWAY, the calls under way finished
