@@ -51,10 +51,10 @@ ServerSession::ServerSession(CallerStream socket, Methods& methods, const Sessio
       methods_(methods),
       limits_(limits),
       observer_(observer),
+      write_watch_(socket_.get_executor()),
       guard_(limits.caller, observer),
       preface_timer_(socket_.get_executor()),
-      lifecycle_(socket_.get_executor()),
-      write_watch_(socket_.get_executor()) {
+      lifecycle_(socket_.get_executor()) {
   nghttp2_session_callbacks* callbacks;
   nghttp2_session_callbacks_new(&callbacks);
   nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, OnBeginFrame);
@@ -114,7 +114,7 @@ void ServerSession::Read() {
           return self->End();
         }
         self->Flush();
-        if (!self->ended_) self->Read();
+        if (!self->ended_) self->ReadUnlessBacklogged();
       });
 }
 
@@ -123,7 +123,10 @@ void ServerSession::Flush() {
   output_.clear();
   const uint8_t* data;
   ssize_t size;
-  while ((size = nghttp2_session_mem_send(session_, &data)) > 0) {
+  // At most about kMaxWriteBytes a write: a write's end is the progress EndIfWriteStuck
+  // watches for, and a slow caller must show some within its grace.
+  while (output_.size() < kMaxWriteBytes &&
+         (size = nghttp2_session_mem_send(session_, &data)) > 0) {
     output_.append(reinterpret_cast<const char*>(data), size);
   }
   if (output_.empty()) {
@@ -137,7 +140,20 @@ void ServerSession::Flush() {
                      ++self->writes_done_;
                      if (ec) return self->End();
                      self->Flush();
+                     if (std::exchange(self->read_paused_, false)) self->ReadUnlessBacklogged();
                    });
+}
+
+// What the caller sends makes frames to send back (acknowledgements, resets, refusals):
+// a caller that reads none of them while it keeps sending would grow that queue without
+// bound. Past kMaxQueuedFrames, with a write waiting for the caller, reading stops until
+// the write ends; TCP then holds the caller back.
+void ServerSession::ReadUnlessBacklogged() {
+  if (writing_ && nghttp2_session_get_outbound_queue_size(session_) > kMaxQueuedFrames) {
+    read_paused_ = true;
+    return;
+  }
+  Read();
 }
 
 // The connection is over: every call not yet answered learns it, as of a reset.
@@ -272,42 +288,6 @@ int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const ui
   return 0;
 }
 
-void ServerSession::Consume(int32_t stream_id, Stream& stream, size_t size) {
-  if (stream.reader.complete()) return;  // no more bytes to take
-  stream.unconsumed += size;
-  if (stream.admitted > 0) {
-    nghttp2_session_consume_stream(session_, stream_id, std::exchange(stream.unconsumed, 0));
-    return;
-  }
-  // Its size is known once its prefix is in (within its first window): it waits its turn.
-  if (stream.waiting || stream.reader.expected_bytes() == 0) return;
-  stream.waiting = true;
-  waiting_.push_back(stream_id);
-  Admit();
-}
-
-// Called where nghttp2's output is flushed next (after its callbacks, or by Answer): the
-// window updates go out with it.
-void ServerSession::Admit() {
-  const uint64_t limit = limits_.max_buffered_messages * limits_.max_message_bytes;
-  while (!waiting_.empty()) {
-    const int32_t stream_id = waiting_.front();
-    Stream* stream = Find(stream_id);
-    if (!stream) {  // gone with its connection (End)
-      waiting_.pop_front();
-      continue;
-    }
-    const uint64_t size = stream->reader.expected_bytes();
-    if (admitted_bytes_ > 0 && admitted_bytes_ + size > limit) return;
-    waiting_.pop_front();
-    stream->waiting = false;
-    stream->admitted = size;
-    admitted_bytes_ += size;
-    stream->reader.ReserveWhole();
-    nghttp2_session_consume_stream(session_, stream_id, std::exchange(stream->unconsumed, 0));
-  }
-}
-
 int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
   ServerSession& session = Of(self);
   if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
@@ -440,19 +420,6 @@ void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status
   Unbuffer(stream);
   if (stream.answered) return;
   Answer(stream_id, nullptr, ToGrpcStatus(status));
-}
-
-void ServerSession::Unbuffer(Stream& stream) {
-  admitted_bytes_ -= std::exchange(stream.admitted, 0);
-  if (std::exchange(stream.waiting, false)) {
-    // Out of the queue now, not when it reaches the front: a caller opening and ending
-    // streams behind one that waits long would grow it without bound.
-    const auto at = std::find(waiting_.begin(), waiting_.end(), stream.call.stream_id);
-    if (at != waiting_.end()) waiting_.erase(at);
-  }
-  stream.unconsumed = 0;
-  stream.reader = MessageReader(limits_.max_message_bytes);  // frees its bytes
-  Admit();
 }
 
 void ServerSession::Answer(int32_t stream_id, const std::string* message,

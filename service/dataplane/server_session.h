@@ -189,6 +189,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Reset(int32_t stream_id, Stream& stream, absl::Status why);
   void EndIfWriteStuck();  // see the .cc
   static constexpr absl::Duration kStuckWriteGrace = absl::Seconds(1);
+  static constexpr size_t kMaxWriteBytes = 64 * 1024;  // see Flush
+  static constexpr size_t kMaxQueuedFrames = 1000;     // see ReadUnlessBacklogged
+  void ReadUnlessBacklogged();
   void Refuse(int32_t stream_id, Stream& stream, const absl::Status& status);
   // Gives the caller window for `size` bytes of the stream's request: at once when its
   // message is admitted (or fits in its first window), else once Admit lets it in.
@@ -236,6 +239,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   uint64_t writes_done_ = 0;                // socket writes completed
   boost::asio::steady_timer write_watch_;  // see EndIfWriteStuck
   bool write_watched_ = false;
+  bool read_paused_ = false;  // see ReadUnlessBacklogged
   uint64_t admitted_bytes_ = 0;  // the sizes of admitted messages still arriving
   std::deque<int32_t> waiting_;  // streams whose messages wait to be admitted, oldest first
   std::unordered_map<int32_t, Stream> streams_;  // node-based: a Stream stays put

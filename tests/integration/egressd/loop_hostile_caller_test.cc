@@ -103,6 +103,27 @@ class RawSocket {
     return true;
   }
 
+  // Writes `bytes`, waiting at most `stall` at a time for the socket to take more: false
+  // once it took nothing for that long (the server reads no more), with the bytes it took
+  // in `sent`.
+  bool SendUnlessStalled(const std::string& bytes, absl::Duration stall, size_t* sent) {
+    size_t at = 0;
+    while (at < bytes.size()) {
+      const ssize_t n =
+          send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        at += static_cast<size_t>(n);
+        *sent += static_cast<size_t>(n);
+        continue;
+      }
+      pollfd writable{fd_, POLLOUT, 0};
+      if (poll(&writable, 1, static_cast<int>(absl::ToInt64Milliseconds(stall))) <= 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // The preface and an empty SETTINGS, and the acknowledgement of the server's SETTINGS
   // (sent before the caller's bytes are read, so it applies to them).
   bool Greet() { return Send(std::string(kPreface) + Settings() + SettingsAck()); }
@@ -408,6 +429,36 @@ TEST_F(LoopHostileCallerTest, ACallerThatTakesNoBytesPastItsStreamsDeadlineIsClo
   EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }))
       << "the upstream connection is still held";
   EXPECT_TRUE(WaitFor([&] { return observer_.buffered_body_bytes == 0; }));
+  ExpectAnotherCallerServed();
+}
+
+// A caller that keeps sending and reads nothing makes the server queue frames for it,
+// here a REFUSED_STREAM for each stream past the 100 it may open (it never acknowledges
+// that limit, so each is refused rather than its connection ended): once its writes wait
+// for the caller with more than 1,000 frames queued, the server stops reading, and TCP
+// holds the caller back instead of the queue growing without bound.
+TEST_F(LoopHostileCallerTest, ACallerThatSendsWithoutReadingIsHeldBackAndItsQueueBounded) {
+  StartLoops();
+  RawSocket caller(server_->grpc_port(), /*receive_buffer=*/4096);
+  ASSERT_TRUE(caller.connected());
+  std::string opening = std::string(kPreface) + Settings();
+  int32_t id = 1;
+  for (; id <= 199; id += 2) {
+    opening += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
+  }
+  ASSERT_TRUE(caller.Send(opening));
+  // Without the bound the server reads on (and queues a refusal for each): 100 MB go.
+  size_t sent = 0;
+  bool held_back = false;
+  while (!held_back && sent < (100u << 20)) {
+    std::string batch;
+    for (int i = 0; i < 1000; ++i, id += 2) {
+      batch += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
+    }
+    held_back = !caller.SendUnlessStalled(batch, absl::Seconds(2), &sent);
+  }
+  EXPECT_TRUE(held_back) << "the server read " << sent << " bytes from a caller that reads none";
+  EXPECT_LT(observer_.Refused(CallRefusal::kTooManyStreams), 1'000'000);
   ExpectAnotherCallerServed();
 }
 
