@@ -375,7 +375,9 @@ void ServerSession::Reset(int32_t stream_id, Stream& stream, absl::Status why) {
 // The reset goes out after the write under way, and the stream ends only then: a caller
 // that takes no bytes at all (its TCP window shut) would keep its calls, their upstream
 // connections and their body budget forever. A write not done kStuckWriteGrace later
-// ends the connection, and every call on it.
+// ends the connection, and every call on it. Ten seconds, not one: gRPC's C++ client
+// stops reading its socket for over a second at times while its application reads
+// nothing, and takes the reset later (limits_test's stalled FetchStream against the loops).
 void ServerSession::EndIfWriteStuck() {
   if (write_watched_) return;
   write_watched_ = true;

@@ -188,7 +188,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // Resets a stream whose answer is under way; a message's sender learns `why`.
   void Reset(int32_t stream_id, Stream& stream, absl::Status why);
   void EndIfWriteStuck();  // see the .cc
-  static constexpr absl::Duration kStuckWriteGrace = absl::Seconds(1);
+  static constexpr absl::Duration kStuckWriteGrace = absl::Seconds(10);
   static constexpr size_t kMaxWriteBytes = 64 * 1024;  // see Flush
   static constexpr size_t kMaxQueuedFrames = 1000;     // see ReadUnlessBacklogged
   void ReadUnlessBacklogged();
