@@ -33,6 +33,11 @@ class FetchService final : public egress::v1::Egress::CallbackService {
         context_{transport, config, observer, fetches_in_flight_, stopped_, body_budget_,
                  caller_counts_, quotas_, quota_stores_, access_log} {
     SetMessageAllocatorFor_Fetch(&fetch_messages_);
+    // Published whole: every call's first read of `stopped` (FetchCall::Begin) acquires
+    // what is written here, also for ThreadSanitizer, which cannot see how gRPC's
+    // uninstrumented threads hand a call over (a transport thread reading the service
+    // then looked like a race with this constructor).
+    stopped_.store(false, std::memory_order_release);
   }
 
   // From now on fetches are refused (UNAVAILABLE) before any work; those under way go on.
