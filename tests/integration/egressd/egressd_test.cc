@@ -36,6 +36,20 @@ using ::testing::HasSubstr;
 
 std::string ReadFile(const std::string& path) { return ReadBoundedFile(path, kMaxTestFileBytes).value_or(""); }
 
+// A Fetch of nginx's 1 KiB file through `channel` answers it whole.
+void ExpectFetchesOneKilobyte(const std::shared_ptr<grpc::Channel>& channel,
+                              const NginxUpstream& nginx) {
+  egress::v1::FetchRequest request;
+  request.set_url(nginx.HttpUrl("/cl/1k"));
+  egress::v1::FetchResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  const grpc::Status status =
+      egress::v1::Egress::NewStub(channel)->Fetch(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+}
+
 // grpc.health.v1.Health/Check with an empty request, through the generic stub (Debian
 // ships no stubs for the health proto); returns the serialized HealthCheckResponse.
 std::string HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
@@ -144,15 +158,7 @@ TEST(EgressdTest, WithDataPlaneLoopsServesFetchAndHealthAndRefusesWhatItCannotSe
   ASSERT_TRUE(egressd.WaitUntilListening()) << ReadFile(egressd.log_file());
   auto channel = grpc::CreateChannel(egressd.grpc_target(), grpc::InsecureChannelCredentials());
   EXPECT_EQ(HealthCheck(channel), std::string("\x08\x01", 2));  // status: SERVING
-  egress::v1::FetchRequest request;
-  request.set_url(nginx->HttpUrl("/cl/1k"));
-  egress::v1::FetchResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  const grpc::Status status =
-      egress::v1::Egress::NewStub(channel)->Fetch(&context, request, &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  ExpectFetchesOneKilobyte(channel, *nginx);
   auto admin = egress::v1::TransportAdmin::NewStub(
       grpc::CreateChannel(egressd.admin_target(), grpc::InsecureChannelCredentials()));
   egress::v1::Config config;
@@ -178,15 +184,7 @@ TEST(EgressdTest, WithDataPlaneLoopsServesOverMtls) {
   const std::string target = absl::StrCat("localhost:", egressd.grpc_port());
   auto channel = grpc::CreateChannel(target, pki.Client("checkout"));
   EXPECT_EQ(HealthCheck(channel), std::string("\x08\x01", 2));  // status: SERVING
-  egress::v1::FetchRequest request;
-  request.set_url(nginx->HttpUrl("/cl/1k"));
-  egress::v1::FetchResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  const grpc::Status status =
-      egress::v1::Egress::NewStub(channel)->Fetch(&context, request, &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(response.body(), NginxUpstream::FileContent("1k"));
+  ExpectFetchesOneKilobyte(channel, *nginx);
   EXPECT_THAT(HealthCheck(grpc::CreateChannel(target, pki.Client(""))), HasSubstr("error"));
   ASSERT_EQ(egressd.process().Signal(SIGTERM), 0);
   EXPECT_EQ(egressd.process().Wait(), 0);
