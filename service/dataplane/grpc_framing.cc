@@ -11,11 +11,9 @@
 namespace egress::dataplane {
 namespace {
 
-constexpr size_t kPrefixBytes = 5;
-
 uint32_t DeclaredLength(absl::string_view prefix) {
   uint32_t length = 0;
-  for (size_t i = 1; i < kPrefixBytes; ++i) {
+  for (size_t i = 1; i < kMessagePrefixBytes; ++i) {
     length = (length << 8) | static_cast<uint8_t>(prefix[i]);
   }
   return length;
@@ -24,10 +22,10 @@ uint32_t DeclaredLength(absl::string_view prefix) {
 }  // namespace
 
 std::string FrameMessage(absl::string_view message) {
-  std::string framed(kPrefixBytes, '\0');
+  std::string framed(kMessagePrefixBytes, '\0');
   const auto length = static_cast<uint32_t>(message.size());
-  for (size_t i = 1; i < kPrefixBytes; ++i) {
-    framed[i] = static_cast<char>(length >> (8 * (kPrefixBytes - 1 - i)));
+  for (size_t i = 1; i < kMessagePrefixBytes; ++i) {
+    framed[i] = static_cast<char>(length >> (8 * (kMessagePrefixBytes - 1 - i)));
   }
   framed.append(message.data(), message.size());
   return framed;
@@ -41,9 +39,9 @@ absl::Status MessageReader::Append(absl::string_view bytes) {
         "UNARY_CALL_WITH_MORE_MESSAGES");
   };
   if (complete()) return more_messages();
-  const bool prefix_known = bytes_.size() >= kPrefixBytes;
+  const bool prefix_known = bytes_.size() >= kMessagePrefixBytes;
   bytes_.append(bytes.data(), bytes.size());
-  if (bytes_.size() < kPrefixBytes) return absl::OkStatus();
+  if (bytes_.size() < kMessagePrefixBytes) return absl::OkStatus();
   const uint32_t length = DeclaredLength(bytes_);
   if (!prefix_known && bytes_[0] != 0) {
     return transport::WithReason(
@@ -52,24 +50,28 @@ absl::Status MessageReader::Append(absl::string_view bytes) {
             "uncompressed messages (grpc-encoding identity)"),
         "COMPRESSION_UNSUPPORTED");
   }
-  if (!prefix_known && length > max_bytes_) {
+  if (!prefix_known && length > bound_.bytes) {
     return transport::WithReason(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "the request message of ", length, " bytes is larger than egressd accepts (",
-            max_bytes_, " bytes, from limits.max_request_body_bytes and "
-            "limits.max_request_header_bytes)")),
-        "REQUEST_MESSAGE_TOO_LARGE", {{"limit", "limits.max_request_body_bytes"}});
+        absl::ResourceExhaustedError(absl::StrCat("the request message of ", length,
+                                                  " bytes is larger than egressd accepts (",
+                                                  bound_.bytes, " bytes, ", bound_.reason, ")")),
+        "REQUEST_MESSAGE_TOO_LARGE", {{"limit", bound_.field}});
   }
-  if (bytes_.size() > kPrefixBytes + uint64_t{length}) return more_messages();
+  if (bytes_.size() > kMessagePrefixBytes + uint64_t{length}) return more_messages();
   return absl::OkStatus();
 }
 
 bool MessageReader::complete() const {
-  return bytes_.size() >= kPrefixBytes && bytes_.size() == expected_bytes();
+  return bytes_.size() >= kMessagePrefixBytes && bytes_.size() == expected_bytes();
 }
 
 uint64_t MessageReader::expected_bytes() const {
-  return bytes_.size() < kPrefixBytes ? 0 : kPrefixBytes + uint64_t{DeclaredLength(bytes_)};
+  return bytes_.size() < kMessagePrefixBytes ? 0 : kMessagePrefixBytes + uint64_t{DeclaredLength(bytes_)};
+}
+
+uint64_t MessageReader::missing_bytes() const {
+  return bytes_.size() < kMessagePrefixBytes ? kMessagePrefixBytes - bytes_.size()
+                                      : expected_bytes() - bytes_.size();
 }
 
 absl::StatusOr<std::string> MessageReader::Take() {
@@ -80,7 +82,7 @@ absl::StatusOr<std::string> MessageReader::Take() {
             " bytes, without one whole length-prefixed message")),
         "REQUEST_MESSAGE_INCOMPLETE");
   }
-  bytes_.erase(0, kPrefixBytes);  // in place: a large message is not copied
+  bytes_.erase(0, kMessagePrefixBytes);  // in place: a large message is not copied
   return std::move(bytes_);
 }
 

@@ -61,7 +61,11 @@ void LoopServer::Serve(CallerStream stream, ConnectionSlot slot) {
 
 bool LoopServer::Serves(absl::string_view path) const {
   return path == kFetch || path == kFetchStream || path == kHealthCheck ||
-         path == kHealthWatch;
+         path == kHealthWatch || path == kServerReflectionInfo;
+}
+
+bool LoopServer::StreamsRequests(absl::string_view path) const {
+  return path == kServerReflectionInfo;
 }
 
 void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) {
@@ -70,6 +74,9 @@ void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCa
   }
   if (call.path == kFetchStream) {
     return StartFetch(fetch::FetchCall::Rpc::kFetchStream, service_, session, std::move(call));
+  }
+  if (call.path == kServerReflectionInfo) {
+    return reflection_.Serve(session, call.stream_id, service_.observer);
   }
   auto health_service = HealthCheckService(call.message);
   if (!health_service.ok()) {

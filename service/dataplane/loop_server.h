@@ -2,7 +2,8 @@
 #define EGRESS_SERVICE_DATAPLANE_LOOP_SERVER_H_
 
 // egressd's data plane served on the transport's event loops (issue 37): egress.v1.Egress
-// Fetch and FetchStream, and grpc.health.v1.Health Check and Watch, over HTTP/2 (nghttp2,
+// Fetch and FetchStream, grpc.health.v1.Health Check and Watch, and server reflection
+// (grpc.reflection.v1alpha) over HTTP/2 (nghttp2,
 // cleartext with prior knowledge, or TLS with ALPN h2 and mTLS), by a gRPC server of
 // egressd's own, so that a fetch's call and its upstream I/O share a loop's thread. Any
 // other method is answered UNIMPLEMENTED.
@@ -14,6 +15,7 @@
 #include "service/dataplane/connection_registry.h"
 #include "service/dataplane/health_watch.h"
 #include "service/dataplane/loop_listener.h"
+#include "service/dataplane/server_reflection.h"
 #include "service/dataplane/server_session.h"
 #include "service/dataplane/tls_acceptor.h"
 #include "service/fetch/fetch_context.h"
@@ -48,6 +50,7 @@ class LoopServer final : private Methods {
 
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
+  bool StreamsRequests(absl::string_view path) const override;
   void CheckHealth(ServerSession& session, int32_t stream_id, const std::string& service);
   // A connection accepted (and, with TLS, through its handshake) within its `slot`.
   void Serve(CallerStream stream, ConnectionSlot slot);
@@ -59,6 +62,8 @@ class LoopServer final : private Methods {
   const ConnectionSlot::Count open_ = std::make_shared<std::atomic<uint32_t>>(0);
   ConnectionRegistry connections_;
   HealthWatchers health_{ServingStatus::kServing};
+  const ServerReflection reflection_{
+      {"egress.v1.Egress", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}};
   std::unique_ptr<LoopListener> listener_;
 };
 

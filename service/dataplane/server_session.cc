@@ -279,6 +279,10 @@ int ServerSession::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const ui
   nghttp2_session_consume_connection(session.session_, size);
   Stream* stream = session.Find(stream_id);
   if (!stream || stream->answered) return 0;  // a refused request's bytes are dropped
+  if (stream->streams_requests) {
+    session.Receive(stream_id, *stream, View(data, size));
+    return 0;
+  }
   if (absl::Status status = stream->reader.Append(View(data, size)); !status.ok()) {
     session.observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     session.Refuse(stream_id, *stream, status);
@@ -336,6 +340,12 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   stream.deadline.async_wait([self = shared_from_this(), stream_id](boost::system::error_code ec) {
     if (!ec) self->OnDeadline(stream_id);  // else the stream went first
   });
+  if (methods_.StreamsRequests(stream.call.path)) {
+    stream.streams_requests = true;
+    stream.reader = MessageReader(kStreamedMessageBound);
+    stream.started = true;
+    methods_.Start(shared_from_this(), std::move(stream.call));
+  }
 }
 
 // What gRPC's library does at a call's deadline. A call whose answer has begun and is not
@@ -347,6 +357,13 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
 void ServerSession::OnDeadline(int32_t stream_id) {
   Stream* stream = Find(stream_id);
   if (!stream || ended_ || (stream->answered && stream->pending.empty())) return;
+  if (stream->streams_requests && stream->pending.empty()) {  // waiting for the caller
+    return Finish(stream_id, ToGrpcStatus(transport::WithReason(
+                                 absl::DeadlineExceededError(
+                                     "the call's deadline (grpc-timeout, at most "
+                                     "limits.max_timeout) passed"),
+                                 "DEADLINE_EXCEEDED")));
+  }
   if (stream->head_sent) {
     return Reset(stream_id, *stream,
                  transport::WithReason(
@@ -407,7 +424,11 @@ void ServerSession::ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Sta
 }
 
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
-  auto message = stream.reader.Take();
+  if (stream.streams_requests && stream.reader.empty()) {
+    stream.requests_ended = true;
+    return Deliver(stream_id, stream);
+  }
+  auto message = stream.reader.Take();  // a streamed call's last message cut short fails
   if (!message.ok()) {
     observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     return Refuse(stream_id, stream, message.status());
@@ -416,6 +437,46 @@ void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
   Unbuffer(stream);
   stream.started = true;
   methods_.Start(shared_from_this(), std::move(stream.call));
+}
+
+void ServerSession::Receive(int32_t stream_id, Stream& stream, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const size_t size = std::min<uint64_t>(bytes.size(), stream.reader.missing_bytes());
+    if (absl::Status status = stream.reader.Append(bytes.substr(0, size)); !status.ok()) {
+      observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
+      return Refuse(stream_id, stream, status);
+    }
+    bytes.remove_prefix(size);
+    if (stream.reader.complete()) {
+      stream.inbox.push_back(*stream.reader.Take());
+      stream.reader = MessageReader(kStreamedMessageBound);
+    }
+  }
+  Deliver(stream_id, stream);
+}
+
+void ServerSession::Read(int32_t stream_id, OnMessage on_message) {
+  Stream* stream = Find(stream_id);
+  if (!stream || stream->answered || ended_) return;
+  stream->on_message = std::move(on_message);
+  Deliver(stream_id, *stream);
+  Flush();  // the window the message gave back
+}
+
+void ServerSession::Deliver(int32_t stream_id, Stream& stream) {
+  if (!stream.on_message || stream.answered) return;
+  std::optional<std::string> message;
+  if (!stream.inbox.empty()) {
+    message = std::move(stream.inbox.front());
+    stream.inbox.pop_front();
+    nghttp2_session_consume_stream(session_, stream_id, kMessagePrefixBytes + message->size());
+  } else if (!stream.requests_ended) {
+    return;
+  }
+  net::post(executor(), [on_message = std::exchange(stream.on_message, nullptr),
+                         message = std::move(message)]() mutable {
+    on_message(std::move(message));
+  });
 }
 
 void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status& status) {
@@ -533,6 +594,14 @@ int ServerSession::OnFrameSent(nghttp2_session*, const nghttp2_frame* frame, voi
   if (frame->hd.type == NGHTTP2_GOAWAY) session.guard_.OnGoawaySent(frame->goaway.error_code);
   if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
     session.lifecycle_.OnAnswerSent();
+  }
+  // An answer that ends its stream before the caller has sent all of its request (an
+  // early refusal, a deadline): RST_STREAM NO_ERROR tells it to stop sending, as gRPC's
+  // servers do (PROTOCOL-HTTP2.md), so that its write ends now, not at its deadline.
+  if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+      nghttp2_session_get_stream_remote_close(session.session_, frame->hd.stream_id) == 0) {
+    nghttp2_submit_rst_stream(session.session_, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                              NGHTTP2_NO_ERROR);
   }
   return 0;
 }

@@ -91,6 +91,10 @@ class Methods {
   // A whole request for a method that Serves; the answer comes back through
   // session->Answer, on the session's loop. Runs on the loop.
   virtual void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) = 0;
+  // Whether `path` takes a stream of request messages (a bidi method): Start then comes
+  // with the request's headers and no message, and the method takes each message with
+  // session->Read.
+  virtual bool StreamsRequests(absl::string_view) const { return false; }
 };
 
 class ServerSession : public std::enable_shared_from_this<ServerSession> {
@@ -127,6 +131,15 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // stream is gone or finished first; one message at a time.
   using OnTaken = std::function<void(absl::Status)>;
   void Send(int32_t stream_id, const std::string& message, OnTaken on_taken);
+  // A call that StreamsRequests: `on_message` gets the next request message, posted to the
+  // loop, or nullopt once the caller has sent its last; never once the stream is gone or
+  // finished. One read at a time. Each message's flow-control window goes back only as
+  // it is read, so a caller that sends faster than the method reads is held back by
+  // HTTP/2, and a message must fit the stream's first window (kStreamedMessageBound).
+  using OnMessage = std::function<void(std::optional<std::string>)>;
+  void Read(int32_t stream_id, OnMessage on_message);
+  static constexpr MessageReader::Bound kStreamedMessageBound = {
+      65535 - kMessagePrefixBytes, "", "a streamed request message fits its stream's first window"};
   // Ends the call with `status`: in the trailers after the messages sent, or alone
   // (Trailers-Only) when none was; nothing more when the stream is gone or ended already
   // (its deadline). `on_finished` (when given) follows once the stream is over.
@@ -172,6 +185,11 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     StreamWatcher* watcher = nullptr;
     OnFinished on_finished;  // Finish's
     absl::Status reset;      // why the server reset the stream, told to a message's sender
+    // A call that StreamsRequests: its whole messages not yet read, the caller's last sent.
+    bool streams_requests = false;
+    std::deque<std::string> inbox;
+    bool requests_ended = false;
+    OnMessage on_message;  // Read's, until a message or the end comes
   };
 
   void Read();
@@ -206,6 +224,10 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);
+  // A streamed call's DATA bytes: split into whole messages, which wait in its inbox.
+  void Receive(int32_t stream_id, Stream& stream, absl::string_view bytes);
+  // Gives a waiting Read its next message, or the end of the requests.
+  void Deliver(int32_t stream_id, Stream& stream);
   Stream* Find(int32_t stream_id);
 
   static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
