@@ -123,6 +123,9 @@ void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, OnReady on_read
     if (ec == boost::beast::error::timeout) {
       return observer_.OnCallRefused(CallRefusal::kTlsHandshakeTimeout);
     }
+    // A caller that closed before its first byte (a TCP probe, a load balancer's check)
+    // tried no handshake: nothing failed.
+    if (ec && BIO_number_read(SSL_get_rbio(tls->native_handle())) == 0) return;
     if (ec) return observer_.OnCallRefused(CallRefusal::kTlsHandshakeFailed);
     if (!SpeaksHttp2(tls->native_handle())) {
       return observer_.OnCallRefused(CallRefusal::kTlsNoH2);

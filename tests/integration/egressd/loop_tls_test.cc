@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -247,6 +248,32 @@ TEST_P(LoopTlsTest, ACleartextCallerIsRefused) {
   if (loops()) {
     EXPECT_TRUE(WaitFor([&] { return observer_.Refused(CallRefusal::kTlsHandshakeFailed) == 1; }));
   }
+}
+
+// A TCP probe (a kubelet's tcpSocket probe, a load balancer's health check) connects and
+// closes before a byte: no handshake was tried, so none failed.
+TEST_P(LoopTlsTest, AConnectionClosedBeforeItsFirstByteIsNoFailedHandshake) {
+  StartTls("", /*mtls=*/false);
+  for (int i = 0; i < 3; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(server_->grpc_port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    close(fd);
+  }
+  FetchResponse response;
+  EXPECT_TRUE(Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response).ok());
+  if (!loops()) return;
+  // A caller that does send bytes, and no TLS, is counted: one, not four.
+  auto connection = RawGrpcConnection::Open(server_->grpc_port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t stream = (*connection)->Start("/egress.v1.Egress/Fetch", "", {});
+  EXPECT_FALSE((*connection)->Wait(stream, absl::Seconds(10)).ok());
+  EXPECT_TRUE(WaitFor([&] { return observer_.Refused(CallRefusal::kTlsHandshakeFailed) > 0; }));
+  std::this_thread::sleep_for(Gap(200));
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTlsHandshakeFailed), 1);
 }
 
 // A caller that connects and never finishes its handshake holds its connection until the
