@@ -39,12 +39,10 @@ ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge()
           "how long calls under way may take to finish on a connection past "
           "--grpc_max_connection_age before it is closed (the default is "
           "limits.max_timeout's, so no fetch is cut short before its deadline)");
-ABSL_FLAG(std::string, data_plane, "grpc_library",
-          "what serves Egress and health on --grpc_listen: grpc_library (gRPC's server) or "
-          "loops (egressd's own HTTP/2 server on the transport's event loops; issue 37's "
-          "first slices: Fetch, FetchStream and health Check and Watch, with "
-          "--grpc_max_connection_age and keepalive enforcement, cleartext or with "
-          "--grpc_tls_*)");
+ABSL_FLAG(std::string, data_plane, "loops",
+          "what serves Egress, health and reflection on --grpc_listen: loops (egressd's own "
+          "HTTP/2 gRPC server on the transport's event loops, where each fetch's upstream I/O "
+          "runs too) or grpc_library (gRPC's library server, the reference and a fallback)");
 ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
           "with --data_plane=loops: caller connections open at once; past it a new "
           "connection is closed as it is accepted (counted too_many_connections)");

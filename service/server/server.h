@@ -40,9 +40,9 @@ absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
 
 // What serves egress.v1.Egress and health on the Egress port (egressd's --data_plane).
 enum class DataPlane {
-  kGrpcLibrary,  // gRPC's library server (TLS, connection age, reflection, FetchStream)
-  kLoops,        // egressd's own server on the transport's loops (issue 37, first slices:
-                 // Fetch, FetchStream and health Check and Watch, cleartext or TLS and mTLS)
+  kGrpcLibrary,  // gRPC's library server: the reference and an operator's fallback
+  kLoops,        // egressd's own server on the transport's loops (the default, issue 37;
+                 // docs/data-plane.md)
 };
 
 // The DataPlane a --data_plane value names ("grpc_library" or "loops"); INVALID_ARGUMENT
@@ -63,7 +63,7 @@ class EgressServer {
       transport::TransportObserver& transport_observer, FetchObserver& fetch_observer,
       ListenerCredentials credentials = {},
       AccessLog* access_log = nullptr, const ConnectionAge& connection_age = {},
-      DataPlane data_plane = DataPlane::kGrpcLibrary,
+      DataPlane data_plane = DataPlane::kLoops,
       const dataplane::CallerLimits& caller_limits = {});
   ~EgressServer();
 

@@ -6,7 +6,7 @@ namespace egress::testing {
 
 std::string DataPlaneUnderTest() {
   const char* chosen = std::getenv("EGRESS_TEST_DATA_PLANE");
-  return chosen && *chosen ? chosen : "grpc_library";
+  return chosen && *chosen ? chosen : "loops";
 }
 
 }  // namespace egress::testing

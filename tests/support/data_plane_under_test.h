@@ -6,8 +6,8 @@
 namespace egress::testing {
 
 // What serves the Egress port in the tests that do not choose: egressd's --data_plane value
-// from EGRESS_TEST_DATA_PLANE ("grpc_library" when unset), so that one suite runs against
-// either front end (bazel test --test_env=EGRESS_TEST_DATA_PLANE=loops).
+// from EGRESS_TEST_DATA_PLANE ("loops", egressd's default, when unset), so that one suite
+// runs against either front end (bazel test --test_env=EGRESS_TEST_DATA_PLANE=grpc_library).
 std::string DataPlaneUnderTest();
 
 }  // namespace egress::testing
