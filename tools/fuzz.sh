@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets in fuzz/ with clang (ASan + UBSan) and runs each for
 # SECONDS (default 30) from its seed corpus in fuzz/corpus/. Prints, per target, the
 # executions, coverage and any crash; fails if a target crashes. The network targets
-# (transport, service, access_log) run in a network namespace with only loopback up.
+# (transport, service, access_log, server_session) run in a network namespace with only
+# loopback up.
 #   tools/fuzz.sh            # 30 s each
 #   tools/fuzz.sh 600        # the longer run recorded in fuzz/README.md
 #   tools/fuzz.sh --build    # builds the targets only; then `tools/fuzz.sh --run 20` runs them
@@ -52,6 +53,11 @@ service=(service/fetch/*.cc "${config[@]}" service/limits/body_budget.cc
          "$genfiles/google/rpc/status.pb.cc" "$genfiles/google/rpc/error_details.pb.cc"
          tests/support/fault_server.cc)
 
+# egressd's own gRPC server session, and what it stands on.
+dataplane=(service/dataplane/server_session.cc service/dataplane/server_session_admission.cc
+           service/dataplane/grpc_framing.cc service/dataplane/caller_limits.cc
+           service/dataplane/connection_lifecycle.cc service/dataplane/tls_acceptor.cc)
+
 object() { echo "$out/obj/$(echo "${1#"$genfiles"/}" | tr / _).o"; }
 # Every source once, FUZZ_JOBS at a time: compiling is most of this script's time
 # (serially, 7 minutes on 2 cores).
@@ -64,7 +70,7 @@ compile_all() {  # sources...
   done
   while ((running--)); do wait -n; done
 }
-compile_all fuzz/*_fuzzer.cc "${all_transport[@]}" "${service[@]}"
+compile_all fuzz/*_fuzzer.cc "${all_transport[@]}" "${service[@]}" "${dataplane[@]}"
 
 link() {  # name, sources... [-- libs...]; the default libs when none are given
   local name="$1"; shift
@@ -83,6 +89,8 @@ link service_fuzzer fuzz/service_fuzzer.cc "${service[@]}" "${all_transport[@]}"
   -- "${service_libs[@]}"
 link access_log_fuzzer fuzz/access_log_fuzzer.cc "${service[@]}" "${all_transport[@]}" \
   -- "${service_libs[@]}"
+link server_session_fuzzer fuzz/server_session_fuzzer.cc "${dataplane[@]}" "${service[@]}" \
+  "${all_transport[@]}" -- "${service_libs[@]}"
 link url_redaction_fuzzer fuzz/url_redaction_fuzzer.cc service/access_log/access_log.cc \
   service/access_log/access_log_json.cc service/fetch/utf8_text.cc "$genfiles/egress/v1/egress.pb.cc" "${transport[@]}"
 fi
@@ -97,7 +105,7 @@ fuzz_one() {  # target
   cp -n fuzz/regressions/"$target"-* "$corpus"/ 2>/dev/null || true
   local run=("$out/${target}_fuzzer") extra=()
   [[ -f fuzz/$target.dict ]] && extra+=(-dict="fuzz/$target.dict")
-  case "$target" in transport|service|access_log)
+  case "$target" in transport|service|access_log|server_session)
     run=(tests/support/run_in_netns.sh "${run[@]}")
     extra+=(-malloc_limit_mb=256)  # one allocation past it is a finding
   esac
@@ -116,7 +124,7 @@ fuzz_one() {  # target
 
 # FUZZ_JOBS targets at a time (each fuzzes on one thread).
 targets=(request response_parser config transport service http2_response url_redaction
-         access_log)
+         access_log server_session)
 running=0
 for target in "${targets[@]}"; do
   rm -f "$out/$target.result"

@@ -42,23 +42,30 @@ absl::Status MessageReader::Append(absl::string_view bytes) {
   const bool prefix_known = bytes_.size() >= kMessagePrefixBytes;
   bytes_.append(bytes.data(), bytes.size());
   if (bytes_.size() < kMessagePrefixBytes) return absl::OkStatus();
-  const uint32_t length = DeclaredLength(bytes_);
-  if (!prefix_known && bytes_[0] != 0) {
+  if (!prefix_known) {
+    if (auto length = MessageLength(bytes_, bound_); !length.ok()) return length.status();
+  }
+  if (bytes_.size() > expected_bytes()) return more_messages();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> MessageLength(absl::string_view prefix, const MessageBound& bound) {
+  const uint32_t length = DeclaredLength(prefix);
+  if (prefix[0] != 0) {
     return transport::WithReason(
         absl::UnimplementedError(
             "the request message is compressed; egressd's data plane accepts only "
             "uncompressed messages (grpc-encoding identity)"),
         "COMPRESSION_UNSUPPORTED");
   }
-  if (!prefix_known && length > bound_.bytes) {
+  if (length > bound.bytes) {
     return transport::WithReason(
         absl::ResourceExhaustedError(absl::StrCat("the request message of ", length,
                                                   " bytes is larger than egressd accepts (",
-                                                  bound_.bytes, " bytes, ", bound_.reason, ")")),
-        "REQUEST_MESSAGE_TOO_LARGE", {{"limit", bound_.field}});
+                                                  bound.bytes, " bytes, ", bound.reason, ")")),
+        "REQUEST_MESSAGE_TOO_LARGE", {{"limit", bound.field}});
   }
-  if (bytes_.size() > kMessagePrefixBytes + uint64_t{length}) return more_messages();
-  return absl::OkStatus();
+  return length;
 }
 
 bool MessageReader::complete() const {
@@ -67,11 +74,6 @@ bool MessageReader::complete() const {
 
 uint64_t MessageReader::expected_bytes() const {
   return bytes_.size() < kMessagePrefixBytes ? 0 : kMessagePrefixBytes + uint64_t{DeclaredLength(bytes_)};
-}
-
-uint64_t MessageReader::missing_bytes() const {
-  return bytes_.size() < kMessagePrefixBytes ? kMessagePrefixBytes - bytes_.size()
-                                      : expected_bytes() - bytes_.size();
 }
 
 absl::StatusOr<std::string> MessageReader::Take() {

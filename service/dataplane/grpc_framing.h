@@ -23,35 +23,34 @@ namespace egress::dataplane {
 std::string FrameMessage(absl::string_view message);
 constexpr uint64_t kMessagePrefixBytes = 5;
 
+// The largest request message accepted, named in the refusal of a larger one: the
+// configuration field that sets it (ErrorInfo's "limit"; "" for none) and why.
+struct MessageBound {
+  uint64_t bytes;
+  absl::string_view field = "limits.max_request_body_bytes";
+  absl::string_view reason = "from limits.max_request_body_bytes and "
+                             "limits.max_request_header_bytes";
+};
+
+// The length a request message's prefix declares: RESOURCE_EXHAUSTED over `bound`,
+// UNIMPLEMENTED when the message is compressed (egressd offers no grpc-encoding).
+absl::StatusOr<uint32_t> MessageLength(absl::string_view prefix, const MessageBound& bound);
+
 // Collects one request message from a stream's DATA bytes, refusing one larger than
-// `max_bytes` as soon as its prefix says so (before its bytes arrive), a compressed one
-// (egressd offers no grpc-encoding), and a second message on a unary call.
+// `max_bytes` as soon as its prefix says so (before its bytes arrive), a compressed one,
+// and a second message on a unary call.
 class MessageReader {
  public:
-  // What bounds a message, named in its refusal: the configuration field that sets it
-  // (ErrorInfo's "limit"; "" for none) and why.
-  struct Bound {
-    uint64_t bytes;
-    absl::string_view field = "limits.max_request_body_bytes";
-    absl::string_view reason = "from limits.max_request_body_bytes and "
-                               "limits.max_request_header_bytes";
-  };
   explicit MessageReader(uint64_t max_bytes) : bound_{max_bytes} {}
-  explicit MessageReader(Bound bound) : bound_(bound) {}
 
   // RESOURCE_EXHAUSTED over max_bytes, UNIMPLEMENTED when compressed, INVALID_ARGUMENT
   // for bytes after the message; nothing more should be appended after an error.
   absl::Status Append(absl::string_view bytes);
   // The message is whole: Take may be called.
   bool complete() const;
-  // Not a byte of a message yet.
-  bool empty() const { return bytes_.empty(); }
   // The bytes the message takes on the wire (its prefix and itself), once its prefix is in;
   // 0 before.
   uint64_t expected_bytes() const;
-  // How many bytes the message (its prefix first) still lacks: what a stream of several
-  // messages appends before it takes this one.
-  uint64_t missing_bytes() const;
   // INVALID_ARGUMENT unless one whole message came (the request ended early).
   absl::StatusOr<std::string> Take();
   // Makes room for the whole message once its prefix is in: one allocation of its size,
@@ -60,7 +59,7 @@ class MessageReader {
   void ReserveWhole();
 
  private:
-  Bound bound_;
+  MessageBound bound_;
   std::string bytes_;  // the prefix, then the message
 };
 

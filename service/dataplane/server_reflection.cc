@@ -15,15 +15,21 @@ namespace {
 using google::protobuf::DescriptorPool;
 using google::protobuf::FileDescriptor;
 
-// `file`, then each file it imports not sent yet on this call, depth first.
+bool Sent(const std::vector<std::string>& sent, const FileDescriptor& file) {
+  return std::find(sent.begin(), sent.end(), file.name()) != sent.end();
+}
+
+// `file` (always: the one asked for), then each file it imports not sent yet on this
+// call, depth first, as grpc-go answers.
 void AddFile(const FileDescriptor& file, std::vector<std::string>& sent,
              ServerReflection::Response& response) {
-  if (std::find(sent.begin(), sent.end(), file.name()) != sent.end()) return;
-  sent.push_back(file.name());
+  if (!Sent(sent, file)) sent.push_back(file.name());
   google::protobuf::FileDescriptorProto proto;
   file.CopyTo(&proto);
   proto.SerializeToString(response.mutable_file_descriptor_response()->add_file_descriptor_proto());
-  for (int i = 0; i < file.dependency_count(); ++i) AddFile(*file.dependency(i), sent, response);
+  for (int i = 0; i < file.dependency_count(); ++i) {
+    if (!Sent(sent, *file.dependency(i))) AddFile(*file.dependency(i), sent, response);
+  }
 }
 
 void NotFound(const std::string& what, ServerReflection::Response& response) {
@@ -88,10 +94,7 @@ ServerReflection::Response ServerReflection::Answer(const Request& request,
       break;
     }
   }
-  if (file) {
-    response.mutable_file_descriptor_response();  // present even when all were sent
-    AddFile(*file, sent, response);
-  }
+  if (file) AddFile(*file, sent, response);
   return response;
 }
 

@@ -34,7 +34,7 @@ class ServerReflection {
              FetchObserver& observer) const;
 
   // The answer to one request. A file's descriptor comes with those of the files it
-  // imports, each once a call: `sent` holds the names of those this call has sent.
+  // imports not sent yet on this call (`sent`, the names of those it has sent).
   using Request = egress::internal::server_reflection::ServerReflectionRequest;
   using Response = egress::internal::server_reflection::ServerReflectionResponse;
   Response Answer(const Request& request, std::vector<std::string>& sent) const;

@@ -342,7 +342,6 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   });
   if (methods_.StreamsRequests(stream.call.path)) {
     stream.streams_requests = true;
-    stream.reader = MessageReader(kStreamedMessageBound);
     stream.started = true;
     methods_.Start(shared_from_this(), std::move(stream.call));
   }
@@ -424,11 +423,20 @@ void ServerSession::ResetIfStalledAt(int32_t stream_id, absl::Time at, absl::Sta
 }
 
 void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
-  if (stream.streams_requests && stream.reader.empty()) {
+  if (stream.streams_requests) {
+    if (stream.next_message_at != stream.unread.size()) {
+      observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
+      return Refuse(stream_id, stream,
+                    transport::WithReason(
+                        absl::InvalidArgumentError(
+                            "the request ended inside a message: its last bytes are not one "
+                            "whole length-prefixed message"),
+                        "REQUEST_MESSAGE_INCOMPLETE"));
+    }
     stream.requests_ended = true;
     return Deliver(stream_id, stream);
   }
-  auto message = stream.reader.Take();  // a streamed call's last message cut short fails
+  auto message = stream.reader.Take();
   if (!message.ok()) {
     observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
     return Refuse(stream_id, stream, message.status());
@@ -439,18 +447,19 @@ void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
   methods_.Start(shared_from_this(), std::move(stream.call));
 }
 
+// The bytes stay as they came, one buffer: a flood of empty messages costs their wire
+// bytes, which the stream's window bounds, not a string each.
 void ServerSession::Receive(int32_t stream_id, Stream& stream, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const size_t size = std::min<uint64_t>(bytes.size(), stream.reader.missing_bytes());
-    if (absl::Status status = stream.reader.Append(bytes.substr(0, size)); !status.ok()) {
+  stream.unread.append(bytes.data(), bytes.size());
+  while (stream.unread.size() >= stream.next_message_at + kMessagePrefixBytes) {
+    const auto length = MessageLength(
+        absl::string_view(stream.unread).substr(stream.next_message_at, kMessagePrefixBytes),
+        kStreamedMessageBound);
+    if (!length.ok()) {
       observer_.OnCallRefused(CallRefusal::kBadRequestMessage);
-      return Refuse(stream_id, stream, status);
+      return Refuse(stream_id, stream, length.status());
     }
-    bytes.remove_prefix(size);
-    if (stream.reader.complete()) {
-      stream.inbox.push_back(*stream.reader.Take());
-      stream.reader = MessageReader(kStreamedMessageBound);
-    }
+    stream.next_message_at += kMessagePrefixBytes + *length;
   }
   Deliver(stream_id, stream);
 }
@@ -466,10 +475,16 @@ void ServerSession::Read(int32_t stream_id, OnMessage on_message) {
 void ServerSession::Deliver(int32_t stream_id, Stream& stream) {
   if (!stream.on_message || stream.answered) return;
   std::optional<std::string> message;
-  if (!stream.inbox.empty()) {
-    message = std::move(stream.inbox.front());
-    stream.inbox.pop_front();
-    nghttp2_session_consume_stream(session_, stream_id, kMessagePrefixBytes + message->size());
+  const absl::string_view unread = stream.unread;
+  if (unread.size() >= kMessagePrefixBytes) {
+    // Checked as it came (Receive).
+    const uint64_t size = kMessagePrefixBytes +
+                          *MessageLength(unread.substr(0, kMessagePrefixBytes), kStreamedMessageBound);
+    if (unread.size() < size) return;  // the rest of it is on its way
+    message.emplace(unread.substr(kMessagePrefixBytes, size - kMessagePrefixBytes));
+    stream.unread.erase(0, size);
+    stream.next_message_at -= size;
+    nghttp2_session_consume_stream(session_, stream_id, size);
   } else if (!stream.requests_ended) {
     return;
   }

@@ -135,11 +135,14 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // loop, or nullopt once the caller has sent its last; never once the stream is gone or
   // finished. One read at a time. Each message's flow-control window goes back only as
   // it is read, so a caller that sends faster than the method reads is held back by
-  // HTTP/2, and a message must fit the stream's first window (kStreamedMessageBound).
+  // HTTP/2: a stream holds at most its window's bytes (kStreamedMessageBound).
   using OnMessage = std::function<void(std::optional<std::string>)>;
   void Read(int32_t stream_id, OnMessage on_message);
-  static constexpr MessageReader::Bound kStreamedMessageBound = {
-      65535 - kMessagePrefixBytes, "", "a streamed request message fits its stream's first window"};
+  // A streamed message fits what its caller may always send: the stream's first window
+  // (65,535) less what nghttp2 keeps of it before it gives window back (just under half).
+  static constexpr MessageBound kStreamedMessageBound = {
+      65535 - 32766 - kMessagePrefixBytes, "",
+      "a streamed request message fits half its stream's flow-control window"};
   // Ends the call with `status`: in the trailers after the messages sent, or alone
   // (Trailers-Only) when none was; nothing more when the stream is gone or ended already
   // (its deadline). `on_finished` (when given) follows once the stream is over.
@@ -185,11 +188,13 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     StreamWatcher* watcher = nullptr;
     OnFinished on_finished;  // Finish's
     absl::Status reset;      // why the server reset the stream, told to a message's sender
-    // A call that StreamsRequests: its whole messages not yet read, the caller's last sent.
+    // A call that StreamsRequests: its DATA bytes not yet read (whole messages, then at
+    // most part of one), and where the next message's prefix begins in them.
     bool streams_requests = false;
-    std::deque<std::string> inbox;
-    bool requests_ended = false;
-    OnMessage on_message;  // Read's, until a message or the end comes
+    std::string unread;
+    uint64_t next_message_at = 0;
+    bool requests_ended = false;  // the caller sent its last
+    OnMessage on_message;         // Read's, until a message or the end comes
   };
 
   void Read();
@@ -224,7 +229,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);
-  // A streamed call's DATA bytes: split into whole messages, which wait in its inbox.
+  // A streamed call's DATA bytes: kept unread, each message's prefix checked as it comes.
   void Receive(int32_t stream_id, Stream& stream, absl::string_view bytes);
   // Gives a waiting Read its next message, or the end of the requests.
   void Deliver(int32_t stream_id, Stream& stream);

@@ -54,6 +54,7 @@ void ServerSession::Unbuffer(Stream& stream) {
   }
   stream.unconsumed = 0;
   stream.reader = MessageReader(limits_.max_message_bytes);  // frees its bytes
+  std::string().swap(stream.unread);
   Admit();
 }
 

@@ -20,15 +20,12 @@ struct ServerTlsFiles {
   bool any() const { return !cert_file.empty() || !key_file.empty() || !client_ca_file.empty(); }
 };
 
-// What a listener serves with, its PEM files read once: gRPC's credentials for its
-// library server, and the same PEM for the data plane on the loops (EgressServer's
-// --data_plane=loops). Made from gRPC's credentials alone (plaintext, as most tests start
-// egress), the loops serve cleartext.
+// What a listener serves with, its PEM files read once (LoadServerCredentials): gRPC's
+// credentials for its library server, and the same PEM for the data plane on the loops.
+// Default-constructed: plaintext on either. Never made from gRPC's credentials alone: the
+// loops, egressd's default, would serve cleartext where TLS was asked for.
 struct ListenerCredentials {
-  ListenerCredentials(  // NOLINT(runtime/explicit): gRPC's credentials alone
-      std::shared_ptr<grpc::ServerCredentials> library = grpc::InsecureServerCredentials())
-      : library(std::move(library)) {}
-  std::shared_ptr<grpc::ServerCredentials> library;
+  std::shared_ptr<grpc::ServerCredentials> library = grpc::InsecureServerCredentials();
   dataplane::TlsSettings loops;  // not enabled: cleartext
 };
 

@@ -51,6 +51,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/support/data_plane_under_test.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
@@ -452,9 +453,10 @@ TEST_F(ReplicasTest, CallsSpreadOverEveryReplicaANewOneJoinsAndAStoppedOneLosesN
   }
 
   // 3. Replica 1 gets SIGTERM under load, with a fetch of a slow upstream (0.3 s to its
-  // headers) under way there: it answers that one and exits 0; until it does, it refuses
-  // new fetches (UNAVAILABLE, SHUTTING_DOWN) on connections it has not yet sent GOAWAY,
-  // which the clients retry on the next replica. No client sees a failed call.
+  // headers) under way there: it answers that one and exits 0; until it does, gRPC's
+  // library server refuses new fetches (UNAVAILABLE, SHUTTING_DOWN) on connections it has
+  // not yet sent GOAWAY, which the clients retry on the next replica (the loops send every
+  // connection its GOAWAY at once). No client sees a failed call.
   ClientOptions direct;
   direct.target = absl::StrCat(replicas_[0].ip, ":", port_);
   EgressClient replica_1(direct);
@@ -510,7 +512,12 @@ TEST_F(ReplicasTest, CallsSpreadOverEveryReplicaANewOneJoinsAndAStoppedOneLosesN
       &status);
   int64_t refusals = 0;
   EXPECT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(refused), &refusals)) << refused;
-  EXPECT_GT(refusals, 0) << "replica 1 refused nothing: the retries went untested";
+  // On the loops every connection gets its GOAWAY at SIGTERM, and a call that races it is
+  // refused at HTTP/2 (REFUSED_STREAM), which gRPC's clients send again themselves: no
+  // fetch is left to refuse, and none failed (above) is what holds.
+  if (DataPlaneUnderTest() == "grpc_library") {
+    EXPECT_GT(refusals, 0) << "replica 1 refused nothing: the retries went untested";
+  }
   std::cout << "replica 1 refused " << refusals << " fetches while stopping" << std::endl;
 }
 

@@ -53,7 +53,7 @@ class AccessTest : public EgressTest {
     configure(proto);
     auto config = BuildConfig(proto);
     ASSERT_TRUE(config.ok()) << config.status();
-    auto credentials = MakeServerCredentials(pki_->ServerFiles(), "--grpc_tls");
+    auto credentials = LoadServerCredentials(pki_->ServerFiles(), "--grpc_tls");
     ASSERT_TRUE(credentials.ok()) << credentials.status();
     auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_, *credentials);
     ASSERT_TRUE(server.ok()) << server.status();

@@ -251,7 +251,7 @@ TEST_F(PolicyTest, CallerIsIdentifiedByItsClientCertificateOverMtls) {
   rule->add_allowed_hosts("localhost");
   auto config = BuildConfig(proto);
   ASSERT_TRUE(config.ok()) << config.status();
-  auto credentials = MakeServerCredentials(
+  auto credentials = LoadServerCredentials(
       {nginx().server_cert_file(), nginx().server_key_file(), nginx().ca_file()}, "--grpc_tls");
   ASSERT_TRUE(credentials.ok()) << credentials.status();
   auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_, *credentials);
