@@ -47,7 +47,7 @@ void EgressTest::StartEgress(const std::function<void(egress::v1::Config&)>& con
   auto config = BuildConfig(proto);
   ASSERT_TRUE(config.ok()) << config.status();
   auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                   grpc::InsecureServerCredentials(), nullptr, {}, data_plane,
+                                   ListenerCredentials(), nullptr, {}, data_plane,
                                    caller_limits_);
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = *std::move(server);

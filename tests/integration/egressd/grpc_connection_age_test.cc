@@ -37,7 +37,7 @@ class GrpcConnectionAgeTest : public ::testing::TestWithParam<DataPlane> {
     auto config = BuildConfig(proto);
     ASSERT_TRUE(config.ok()) << config.status();
     auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                      grpc::InsecureServerCredentials(), nullptr, age,
+                                      ListenerCredentials(), nullptr, age,
                                       GetParam());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -133,7 +133,7 @@ TEST_P(GrpcConnectionAgeTest, ANegativeAgeIsRefused) {
   auto config = BuildConfig(egress::v1::Config());
   ASSERT_TRUE(config.ok());
   auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                    grpc::InsecureServerCredentials(), nullptr,
+                                    ListenerCredentials(), nullptr,
                                     {absl::Seconds(-1), absl::Seconds(30)}, GetParam());
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
 }

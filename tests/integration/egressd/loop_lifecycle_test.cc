@@ -200,7 +200,7 @@ class LoopLifecycleTest : public EgressFaultsTest {
     auto config = BuildConfig(proto);
     ASSERT_TRUE(config.ok()) << config.status();
     auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                      grpc::InsecureServerCredentials(), nullptr, age,
+                                      ListenerCredentials(), nullptr, age,
                                       DataPlane::kLoops);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
