@@ -5,8 +5,8 @@
 // library server (C-core 1.51) does it, at the connection's max age (with gRPC's jitter)
 // or at shutdown: a graceful GOAWAY in two steps, so that no stream on its way is lost
 // (the first GOAWAY names the last stream id 2^31-1 and comes with a PING; the final one,
-// sent once the PING's ACK shows the caller has seen the first, or 20 s later, names the
-// last stream the server took), the calls under way given a grace, then the connection
+// sent a second after the PING's ACK shows the caller has seen the first, or 20 s later,
+// names the last stream the server took), the calls under way given a grace, then the connection
 // closed. A stream the caller opens after the final GOAWAY is refused (REFUSED_STREAM:
 // not processed, safe to retry elsewhere). And gRPC's keepalive enforcement: a caller
 // that PINGs more often than the library server's defaults allow is sent GOAWAY
@@ -104,6 +104,7 @@ class ConnectionLifecycle {
   absl::Time last_ping_ = absl::InfinitePast();  // since the last answer sent
   int ping_strikes_ = 0;
   bool calmed_ = false;  // TooManyPings has sent its GOAWAY
+  bool acked_ = false;   // the first GOAWAY's PING came back
   boost::asio::steady_timer age_;
   boost::asio::steady_timer ping_ack_;  // the final GOAWAY without the ACK
   boost::asio::steady_timer grace_;

@@ -497,6 +497,9 @@ void ServerSession::Deliver(int32_t stream_id, Stream& stream) {
 void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status& status) {
   Unbuffer(stream);
   if (stream.answered) return;
+  // A streamed call's method has the call already: it learns of the refusal as of a reset
+  // (server_session_fuzzer: a bad second message left a watched call never told).
+  if (stream.started && stream.watcher) stream.watcher->OnStreamReset();
   Answer(stream_id, nullptr, ToGrpcStatus(status));
 }
 

@@ -64,7 +64,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 grpc::Status ToGrpcStatus(const absl::Status& status, const transport::ErrorReason& reason) {
   if (status.ok()) return grpc::Status::OK;
   const grpc::StatusCode code = GrpcCode(status.code());
-  const std::string message(status.message());
+  // Messages may quote what a caller or upstream sent (a method's :path, a header): the
+  // status details' message is a proto3 string, which must be UTF-8.
+  const std::string message = EscapeNonUtf8(status.message());
 
   google::rpc::ErrorInfo info;
   info.set_domain(kDomain);

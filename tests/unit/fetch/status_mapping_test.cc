@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "service/base/error_reason.h"
+#include "google/rpc/status.pb.h"
 #include "tests/support/status_details.h"
 
 namespace egress {
@@ -42,6 +43,16 @@ TEST(StatusMappingTest, AnErrorWithoutAReasonIsGivenItsCodesKind) {
 
 TEST(StatusMappingTest, AnOkStatusIsOkWhateverReasonItIsGiven) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus(), transport::ErrorReason{"X", {}, {}}).ok());
+}
+
+// A message may quote a caller's bytes (an unknown method's :path): the status details'
+// message is a proto3 string, so bytes that are not UTF-8 are escaped, in both copies.
+TEST(StatusMappingTest, AMessageQuotingBytesThatAreNotUtf8IsEscaped) {
+  const grpc::Status answer = ToGrpcStatus(absl::UnimplementedError("no method /a\xff\xfe"));
+  EXPECT_EQ(answer.error_message(), "no method /a\\xFF\\xFE");
+  google::rpc::Status details;
+  ASSERT_TRUE(details.ParseFromString(answer.error_details()));
+  EXPECT_EQ(details.message(), "no method /a\\xFF\\xFE");
 }
 
 }  // namespace
