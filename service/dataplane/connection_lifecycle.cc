@@ -14,11 +14,12 @@ namespace {
 constexpr uint8_t kGoAwayPing[8] = {'g', 'o', 'a', 'w', 'a', 'y', '.', '1'};
 // How long the final GOAWAY waits for that ACK: gRPC's 20 s.
 constexpr absl::Duration kPingAckWait = absl::Seconds(20);
-// From the PING's ACK to the final GOAWAY. A caller that has seen the first GOAWAY may
-// still send a stream it had started before: grpc-java writes one from its queue after
-// the ACK, and fails it "Abrupt GOAWAY closed sent stream" (not retried) when the final
-// GOAWAY leaves it out (replicas_test, 1 call in 845 under ASan). Streams that come
-// within this second are served.
+// At the max age, from the PING's ACK to the final GOAWAY (at most half the grace). A
+// caller that has seen the first GOAWAY may still send a stream it had started before:
+// grpc-java writes one from its queue after the ACK, and fails it "Abrupt GOAWAY closed
+// sent stream" (not retried) when the final GOAWAY leaves it out (replicas_test, 1 call
+// in 845 under ASan). Streams that come within this second are served. At shutdown the
+// final GOAWAY goes at the ACK: the connections close soon after it.
 constexpr absl::Duration kFinalGoAwayDelay = absl::Seconds(1);
 // gRPC's server defaults (C-core 1.51): GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
 // the 2 hours it allows with no call open (GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS
@@ -45,7 +46,9 @@ void ConnectionLifecycle::Start(nghttp2_session* session, const ConnectionLifeti
   alive_ = std::move(alive);
   actions_ = std::move(actions);
   if (lifetime_.max_age <= absl::ZeroDuration()) return;
-  Arm(age_, JitteredAge(lifetime_.max_age), [this] { GoAway(lifetime_.grace, "max_age"); });
+  Arm(age_, JitteredAge(lifetime_.max_age), [this] {
+    GoAway(lifetime_.grace, "max_age", std::min(kFinalGoAwayDelay, lifetime_.grace / 2));
+  });
 }
 
 void ConnectionLifecycle::Arm(boost::asio::steady_timer& timer, absl::Duration when,
@@ -58,7 +61,8 @@ void ConnectionLifecycle::Arm(boost::asio::steady_timer& timer, absl::Duration w
   });
 }
 
-void ConnectionLifecycle::GoAway(absl::Duration grace, const char* why) {
+void ConnectionLifecycle::GoAway(absl::Duration grace, const char* why,
+                                 absl::Duration final_delay) {
   if (!session_) return;  // not started: nothing to say it on
   const absl::Time close_at = grace == absl::InfiniteDuration() ? absl::InfiniteFuture()
                                                                 : absl::Now() + grace;
@@ -71,6 +75,7 @@ void ConnectionLifecycle::GoAway(absl::Duration grace, const char* why) {
   if (state_ != State::kOpen) return;
   state_ = State::kAnnounced;
   why_ = why;
+  final_delay_ = final_delay;
   age_.cancel();
   nghttp2_submit_shutdown_notice(session_);
   nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kGoAwayPing);
@@ -82,7 +87,8 @@ void ConnectionLifecycle::OnPingAck(const nghttp2_frame& frame) {
   if (state_ == State::kAnnounced && !acked_ &&
       std::memcmp(frame.ping.opaque_data, kGoAwayPing, sizeof(kGoAwayPing)) == 0) {
     acked_ = true;  // once: more ACKs put nothing off
-    Arm(ping_ack_, kFinalGoAwayDelay, [this] { SendFinalGoAway(); });
+    if (final_delay_ <= absl::ZeroDuration()) return SendFinalGoAway();
+    Arm(ping_ack_, final_delay_, [this] { SendFinalGoAway(); });
   }
 }
 

@@ -5,8 +5,9 @@
 // library server (C-core 1.51) does it, at the connection's max age (with gRPC's jitter)
 // or at shutdown: a graceful GOAWAY in two steps, so that no stream on its way is lost
 // (the first GOAWAY names the last stream id 2^31-1 and comes with a PING; the final one,
-// sent a second after the PING's ACK shows the caller has seen the first, or 20 s later,
-// names the last stream the server took), the calls under way given a grace, then the connection
+// sent once the PING's ACK shows the caller has seen the first (a second later at the
+// max age), or 20 s later, names the last stream the server took), the calls under way
+// given a grace, then the connection
 // closed. A stream the caller opens after the final GOAWAY is refused (REFUSED_STREAM:
 // not processed, safe to retry elsewhere). And gRPC's keepalive enforcement: a caller
 // that PINGs more often than the library server's defaults allow is sent GOAWAY
@@ -55,8 +56,10 @@ class ConnectionLifecycle {
              std::weak_ptr<void> alive, Actions actions);
   // Sends the first GOAWAY and its PING (once), and closes the connection `grace` from
   // now (or at a grace already running, whichever ends first). `why` is the final
-  // GOAWAY's debug data (gRPC's library server says "max_age" at the age).
-  void GoAway(absl::Duration grace, const char* why);
+  // GOAWAY's debug data (gRPC's library server says "max_age" at the age); it goes
+  // `final_delay` after the PING's ACK (see kFinalGoAwayDelay in the .cc).
+  void GoAway(absl::Duration grace, const char* why,
+              absl::Duration final_delay = absl::ZeroDuration());
   // A PING's ACK came from the caller (nghttp2's frame): the final GOAWAY, when it is ours.
   void OnPingAck(const nghttp2_frame& frame);
   // A stream the caller opens (a HEADERS frame's header, before nghttp2 reads the frame):
@@ -105,6 +108,7 @@ class ConnectionLifecycle {
   int ping_strikes_ = 0;
   bool calmed_ = false;  // TooManyPings has sent its GOAWAY
   bool acked_ = false;   // the first GOAWAY's PING came back
+  absl::Duration final_delay_;  // GoAway's
   boost::asio::steady_timer age_;
   boost::asio::steady_timer ping_ack_;  // the final GOAWAY without the ACK
   boost::asio::steady_timer grace_;

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "service/base/error_reason.h"
 #include "service/dataplane/loop_caller_side.h"
 #include "service/fetch/status_mapping.h"
@@ -94,7 +95,9 @@ void LoopServer::CheckHealth(ServerSession& session, int32_t stream_id,
   if (!IsHealthService(service)) {
     return session.Answer(stream_id, nullptr,
                           ToGrpcStatus(transport::WithReason(
-                              absl::NotFoundError("unknown service " + service),
+                              absl::NotFoundError(absl::StrCat(
+                                  "unknown service ",
+                                  absl::string_view(service).substr(0, ServerSession::kQuotedBytes))),
                               "SERVICE_NOT_FOUND")));
   }
   const std::string message = HealthCheckResponse(health_.status());

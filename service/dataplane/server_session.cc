@@ -330,9 +330,11 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   if (!methods_.Serves(stream.call.path)) {
     observer_.OnCallRefused(CallRefusal::kUnimplemented);
     return Refuse(stream_id, stream,
-                  transport::WithReason(absl::UnimplementedError(absl::StrCat(
-                                            "egressd serves no method ", stream.call.path)),
-                                        "METHOD_NOT_FOUND"));
+                  transport::WithReason(
+                      absl::UnimplementedError(absl::StrCat(
+                          "egressd serves no method ",
+                          absl::string_view(stream.call.path).substr(0, kQuotedBytes))),
+                      "METHOD_NOT_FOUND"));
   }
   const absl::Duration left =
       std::min(stream.call.deadline - absl::Now(), limits_.max_call_time);
@@ -357,6 +359,7 @@ void ServerSession::OnDeadline(int32_t stream_id) {
   Stream* stream = Find(stream_id);
   if (!stream || ended_ || (stream->answered && stream->pending.empty())) return;
   if (stream->streams_requests && stream->pending.empty()) {  // waiting for the caller
+    if (stream->watcher) stream->watcher->OnStreamReset();  // its method learns it, as of Refuse
     return Finish(stream_id, ToGrpcStatus(transport::WithReason(
                                  absl::DeadlineExceededError(
                                      "the call's deadline (grpc-timeout, at most "

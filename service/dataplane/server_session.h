@@ -140,6 +140,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Read(int32_t stream_id, OnMessage on_message);
   // A streamed message fits what its caller may always send: the stream's first window
   // (65,535) less what nghttp2 keeps of it before it gives window back (just under half).
+  // The most of a caller's bytes an error message quotes: a status's trailers over 64 KiB
+  // (nghttp2's bound on a header block it sends) would end the connection.
+  static constexpr size_t kQuotedBytes = 256;
   static constexpr MessageBound kStreamedMessageBound = {
       65535 - 32766 - kMessagePrefixBytes, "",
       "a streamed request message fits half its stream's flow-control window"};

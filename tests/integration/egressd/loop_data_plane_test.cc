@@ -253,6 +253,25 @@ TEST_F(LoopDataPlaneTest, AnUnknownMethodIsUnimplementedAndCounted) {
   EXPECT_EQ(observer_.Refused(CallRefusal::kUnimplemented), 1);
 }
 
+// A 15 KB :path of bytes that are not UTF-8, quoted whole and escaped, would make trailers
+// of some 150 KB, past what nghttp2 sends: the connection, and every call on it, would end.
+TEST_F(LoopDataPlaneTest, AnUnknownMethodWithAHugePathIsAnsweredAndItsConnectionServesOn) {
+  StartLoops();
+  auto connection = RawGrpcConnection::Open(server_->grpc_port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  const int32_t unknown = (*connection)->Start("/" + std::string(15000, '\xff'), "", {});
+  auto refused = (*connection)->Wait(unknown, absl::Seconds(10));
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->Field("grpc-status"), "12");
+  EXPECT_LT(refused->Field("grpc-message").size(), 2000u);
+  const int32_t health = (*connection)->Start("/grpc.health.v1.Health/Check",
+                                              dataplane::FrameMessage(""), {});
+  auto served = (*connection)->Wait(health, absl::Seconds(10));
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->Field("grpc-status"), "0");
+  EXPECT_FALSE((*connection)->ended());
+}
+
 TEST_F(LoopDataPlaneTest, ARequestMessageOverTheLimitIsResourceExhaustedBeforeItArrives) {
   StartEgress([](egress::v1::Config& c) { c.mutable_limits()->set_max_request_body_bytes(1000); },
               DataPlane::kLoops);
