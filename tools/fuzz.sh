@@ -54,9 +54,9 @@ service=(service/fetch/*.cc "${config[@]}" service/limits/body_budget.cc
          tests/support/fault_server.cc)
 
 # egressd's own gRPC server session, and what it stands on.
-dataplane=(service/dataplane/server_session.cc service/dataplane/server_session_admission.cc
-           service/dataplane/grpc_framing.cc service/dataplane/caller_limits.cc
-           service/dataplane/connection_lifecycle.cc service/dataplane/tls_acceptor.cc)
+dataplane=(service/dataplane/server_session*.cc service/dataplane/grpc_framing.cc
+           service/dataplane/caller_limits.cc service/dataplane/connection_lifecycle.cc
+           service/dataplane/tls_acceptor.cc)
 
 object() { echo "$out/obj/$(echo "${1#"$genfiles"/}" | tr / _).o"; }
 # Every source once, FUZZ_JOBS at a time: compiling is most of this script's time
