@@ -46,6 +46,11 @@ ABSL_FLAG(std::string, data_plane, "loops",
 ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
           "with --data_plane=loops: caller connections open at once; past it a new "
           "connection is closed as it is accepted (counted too_many_connections)");
+ABSL_FLAG(uint32_t, grpc_max_connections_per_source,
+          egress::dataplane::CallerLimits().max_connections_per_source,
+          "with --data_plane=loops: of --grpc_max_connections, the most from one source (an "
+          "IPv4 address or an IPv6 /64), so that one host cannot hold every slot; past it a "
+          "new connection from that source is closed as it is accepted (too_many_connections)");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:50052",
           "address:port for the TransportAdmin gRPC service; a non-loopback address needs "
           "--admin_token_file or the --admin_tls_* flags");
@@ -171,8 +176,10 @@ int main(int argc, char** argv) {
   if (!data_plane.ok()) return Fail(std::string(data_plane.status().message()));
   egress::dataplane::CallerLimits caller_limits;
   caller_limits.max_connections = absl::GetFlag(FLAGS_grpc_max_connections);
-  if (caller_limits.max_connections == 0) {
-    return Fail("--grpc_max_connections=0 would refuse every caller: give at least 1");
+  caller_limits.max_connections_per_source = absl::GetFlag(FLAGS_grpc_max_connections_per_source);
+  if (caller_limits.max_connections == 0 || caller_limits.max_connections_per_source == 0) {
+    return Fail(absl::StrCat("--grpc_max_connections", caller_limits.max_connections == 0 ? "" : "_per_source",
+                             "=0 would refuse every caller: give at least 1"));
   }
   auto credentials = egress::LoadServerCredentials(
       {absl::GetFlag(FLAGS_grpc_tls_cert), absl::GetFlag(FLAGS_grpc_tls_key),

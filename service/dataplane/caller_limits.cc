@@ -19,25 +19,53 @@ OptionPtr ServerOptions(const CallerLimits& limits) {
   return owned;
 }
 
-ConnectionSlot ConnectionSlot::Take(const Count& open, uint32_t max) {
-  uint32_t now = open->load();
-  do {
-    if (now >= max) return ConnectionSlot();
-  } while (!open->compare_exchange_weak(now, now + 1));
-  return ConnectionSlot(open);
+namespace {
+
+// What a source is counted as: an IPv4 address, or an IPv6 /64 (what one host is given;
+// an IPv4-mapped address is its IPv4 one).
+std::string SourceOf(const boost::asio::ip::address& address) {
+  if (address.is_v4()) {
+    const auto bytes = address.to_v4().to_bytes();
+    return std::string(bytes.begin(), bytes.end());
+  }
+  const auto v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return SourceOf(boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, v6));
+  const auto bytes = v6.to_bytes();
+  return std::string(bytes.begin(), bytes.begin() + 8);
+}
+
+}  // namespace
+
+ConnectionSlot ConnectionLedger::Take(const boost::asio::ip::address& address) {
+  std::string source = SourceOf(address);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (open_ >= max_connections_) return ConnectionSlot();
+  uint32_t& from_source = by_source_[source];
+  if (from_source >= max_per_source_) return ConnectionSlot();
+  ++from_source;
+  ++open_;
+  return ConnectionSlot(shared_from_this(), std::move(source));
+}
+
+void ConnectionLedger::Release(const std::string& source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --open_;
+  auto it = by_source_.find(source);
+  if (--it->second == 0) by_source_.erase(it);
 }
 
 ConnectionSlot& ConnectionSlot::operator=(ConnectionSlot&& other) noexcept {
   if (this != &other) {
     Release();
-    open_ = std::move(other.open_);
+    ledger_ = std::move(other.ledger_);
+    source_ = std::move(other.source_);
   }
   return *this;
 }
 
 void ConnectionSlot::Release() {
-  if (open_) open_->fetch_sub(1);
-  open_ = nullptr;
+  if (ledger_) ledger_->Release(source_);
+  ledger_ = nullptr;
 }
 
 bool CallerGuard::TakeReset() {

@@ -10,13 +10,17 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "boost/asio/ip/address.hpp"
 #include "service/fetch/fetch_observer.h"
 
 namespace egress::dataplane {
@@ -25,6 +29,10 @@ struct CallerLimits {
   // Caller connections open at once over every loop; past it a new connection is closed
   // as it is accepted (too_many_connections). egressd's --grpc_max_connections.
   uint32_t max_connections = 4096;
+  // Of those, the most from one source (an IPv4 address, or an IPv6 /64), so that one
+  // host's idle or half-open connections cannot take every slot from the others; past it
+  // too_many_connections as well. egressd's --grpc_max_connections_per_source.
+  uint32_t max_connections_per_source = 1024;
   // How long a new connection has to send the client preface and its SETTINGS before it
   // is closed (preface_timeout): gRPC's library server's handshake timeout
   // (GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 120 s).
@@ -49,23 +57,46 @@ using OptionPtr = std::unique_ptr<nghttp2_option, void (*)(nghttp2_option*)>;
 // nghttp2's options for a server session bounded by `limits`.
 OptionPtr ServerOptions(const CallerLimits& limits);
 
-// One of the caller connections counted against CallerLimits::max_connections, held by
-// its session for as long as it lives.
-class ConnectionSlot {
+class ConnectionSlot;
+
+// The caller connections open now over every loop, in all and by source, within
+// CallerLimits' max_connections and max_connections_per_source. Thread-safe.
+class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
  public:
-  using Count = std::shared_ptr<std::atomic<uint32_t>>;
-  // One of `max` slots of `open`, or an empty slot (held() false) when all are taken.
-  static ConnectionSlot Take(const Count& open, uint32_t max);
-  ConnectionSlot() = default;
-  ConnectionSlot(ConnectionSlot&& other) noexcept : open_(std::move(other.open_)) {}
-  ConnectionSlot& operator=(ConnectionSlot&& other) noexcept;
-  ~ConnectionSlot() { Release(); }
-  bool held() const { return open_ != nullptr; }
+  ConnectionLedger(uint32_t max_connections, uint32_t max_per_source)
+      : max_connections_(max_connections), max_per_source_(max_per_source) {}
+  // A slot for a connection from `source`, or an empty one (held() false) past a bound.
+  ConnectionSlot Take(const boost::asio::ip::address& source);
 
  private:
-  explicit ConnectionSlot(Count open) : open_(std::move(open)) {}
+  friend class ConnectionSlot;
+  void Release(const std::string& source);
+
+  const uint32_t max_connections_;
+  const uint32_t max_per_source_;
+  std::mutex mutex_;
+  uint32_t open_ = 0;
+  absl::flat_hash_map<std::string, uint32_t> by_source_;  // only sources with one open
+};
+
+// One caller connection's place in the ledger, held by its session for as long as it
+// lives.
+class ConnectionSlot {
+ public:
+  ConnectionSlot() = default;
+  ConnectionSlot(ConnectionSlot&& other) noexcept
+      : ledger_(std::move(other.ledger_)), source_(std::move(other.source_)) {}
+  ConnectionSlot& operator=(ConnectionSlot&& other) noexcept;
+  ~ConnectionSlot() { Release(); }
+  bool held() const { return ledger_ != nullptr; }
+
+ private:
+  friend class ConnectionLedger;
+  ConnectionSlot(std::shared_ptr<ConnectionLedger> ledger, std::string source)
+      : ledger_(std::move(ledger)), source_(std::move(source)) {}
   void Release();
-  Count open_;
+  std::shared_ptr<ConnectionLedger> ledger_;
+  std::string source_;  // the ledger's key for it
 };
 
 // One connection's watch over its caller, for what nghttp2 reports and the resets it

@@ -30,8 +30,10 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
   }
   auto listener = LoopListener::Start(
       loops, address, [server = server.get()](boost::asio::ip::tcp::socket socket) {
-        ConnectionSlot slot =
-            ConnectionSlot::Take(server->open_, server->limits_.caller.max_connections);
+        boost::system::error_code ec;
+        const auto caller = socket.remote_endpoint(ec);
+        if (ec) return;  // gone already
+        ConnectionSlot slot = server->open_->Take(caller.address());
         if (!slot.held()) {
           // Closed at once, as `socket` goes: the caller sees the connection end.
           return server->service_.observer.OnCallRefused(CallRefusal::kTooManyConnections);

@@ -46,7 +46,10 @@ class LoopServer final : private Methods {
 
  private:
   LoopServer(const fetch::Context& service, const SessionLimits& limits)
-      : service_(service), limits_(limits) {}
+      : service_(service),
+        limits_(limits),
+        open_(std::make_shared<ConnectionLedger>(limits.caller.max_connections,
+                                                 limits.caller.max_connections_per_source)) {}
 
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;
@@ -58,8 +61,8 @@ class LoopServer final : private Methods {
   const fetch::Context& service_;
   const SessionLimits limits_;
   std::unique_ptr<TlsAcceptor> tls_;  // null: cleartext
-  // Caller connections open now, over every loop (limits_.caller.max_connections).
-  const ConnectionSlot::Count open_ = std::make_shared<std::atomic<uint32_t>>(0);
+  // Caller connections open now, over every loop (limits_.caller's bounds).
+  const std::shared_ptr<ConnectionLedger> open_;
   ConnectionRegistry connections_;
   HealthWatchers health_{ServingStatus::kServing};
   const ServerReflection reflection_{

@@ -78,7 +78,7 @@ enum class CallRefusal {
   // connection (too_many_streams before SETTINGS_MAX_CONCURRENT_STREAMS was acknowledged:
   // the one stream):
   kTooManyStreams,      // a stream past SETTINGS_MAX_CONCURRENT_STREAMS
-  kTooManyConnections,  // a connection past --grpc_max_connections, closed as accepted
+  kTooManyConnections,  // past --grpc_max_connections(_per_source), closed as accepted
   kPrefaceTimeout,      // no client preface and SETTINGS within the handshake timeout
   kRapidReset,          // streams reset before their answer faster than the reset budget
   kContinuationFlood,   // a header block of more CONTINUATION frames than allowed

@@ -66,12 +66,18 @@ struct ReadFrame {
 // HPACK encoder of its own (the header blocks of one connection share its table).
 class RawSocket {
  public:
-  // Connects to 127.0.0.1:port; `receive_buffer` (bytes, when not 0) is set before the
-  // connection is made: a caller that reads nothing holds little.
-  explicit RawSocket(int port, int receive_buffer = 0) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  // Connects to 127.0.0.1:port from `source` (an address of the loopback's 127/8);
+  // `receive_buffer` (bytes, when not 0) is set before the connection is made: a caller
+  // that reads nothing holds little.
+  explicit RawSocket(int port, int receive_buffer = 0, uint32_t source = INADDR_LOOPBACK)
+      : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
     if (receive_buffer > 0) {
       setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
     }
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl(source);
+    bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from));
     timeval ten_seconds = {10, 0};  // a send the server never takes fails, not hangs
     setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &ten_seconds, sizeof(ten_seconds));
     sockaddr_in address{};
@@ -523,6 +529,31 @@ TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAnd
     const auto answer = RawFetch();
     return answer.ok() && answer->Field("grpc-status") == "0";
   }));
+}
+
+// One source's connections take at most --grpc_max_connections_per_source (here 2) of the
+// slots: a host holding idle connections cannot lock the others out.
+TEST_F(LoopHostileCallerTest, OneSourcePastItsShareOfConnectionsIsClosedAndAnotherServed) {
+  caller_limits_.max_connections_per_source = 2;
+  StartLoops();
+  const int port = server_->grpc_port();
+  constexpr uint32_t kOtherHost = 0x7f000002;  // 127.0.0.2
+  const auto served = [](RawSocket& caller) {
+    return caller.Greet() && !caller.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+                                     return frame.type == NGHTTP2_SETTINGS;
+                                   }).empty();
+  };
+  RawSocket first(port), second(port);
+  ASSERT_TRUE(served(first));
+  ASSERT_TRUE(served(second));
+  RawSocket third(port);
+  third.Greet();  // may find the connection closed already
+  EXPECT_TRUE(third.Read(absl::Seconds(10)).empty());
+  EXPECT_TRUE(third.closed());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 1);
+  RawSocket other_host(port, 0, kOtherHost);
+  EXPECT_TRUE(served(other_host)) << "a caller from another host was refused too";
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 1);
 }
 
 // A caller that sends part of the preface and then nothing (a slowloris) holds its socket
