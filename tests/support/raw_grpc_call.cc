@@ -31,8 +31,7 @@ std::string RawGrpcAnswer::Field(const std::string& name) const {
   return "";
 }
 
-absl::StatusOr<std::unique_ptr<RawGrpcConnection>> RawGrpcConnection::Open(
-    int port, uint32_t initial_window) {
+int ConnectToLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -40,8 +39,15 @@ absl::StatusOr<std::unique_ptr<RawGrpcConnection>> RawGrpcConnection::Open(
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     close(fd);
-    return absl::UnavailableError(absl::StrCat("connect to port ", port, " failed"));
+    return -1;
   }
+  return fd;
+}
+
+absl::StatusOr<std::unique_ptr<RawGrpcConnection>> RawGrpcConnection::Open(
+    int port, uint32_t initial_window) {
+  const int fd = ConnectToLoopback(port);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("connect to port ", port, " failed"));
   return std::unique_ptr<RawGrpcConnection>(new RawGrpcConnection(fd, port, initial_window));
 }
 

@@ -33,6 +33,9 @@ struct RawGrpcAnswer {
   std::string Field(const std::string& name) const;
 };
 
+// A TCP connection to 127.0.0.1:port: its descriptor, or -1 when refused.
+int ConnectToLoopback(int port);
+
 // One connection to 127.0.0.1:port, pumped by the test's thread.
 class RawGrpcConnection {
  public:

@@ -34,6 +34,15 @@ using egress::v1::FetchRequest;
 using egress::v1::FetchResponse;
 using ::testing::HasSubstr;
 
+// ConnectToLoopback, whose reads give up after 10 s: a bound on a test that is going to
+// fail.
+int ConnectWithReadTimeout(int port) {
+  const int fd = ConnectToLoopback(port);
+  timeval wait{10, 0};
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  return fd;
+}
+
 // What a TLS client of the test's own saw of the server.
 struct TlsProbe {
   bool handshake_done = false;  // its side of the handshake completed
@@ -55,14 +64,8 @@ TlsProbe Probe(int port, const std::string& ca_file, const std::string& alpn,
     EXPECT_EQ(SSL_CTX_use_certificate_chain_file(context.get(), cert_file.c_str()), 1);
     EXPECT_EQ(SSL_CTX_use_PrivateKey_file(context.get(), key_file.c_str(), SSL_FILETYPE_PEM), 1);
   }
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  timeval wait{10, 0};  // bounds a test that is going to fail
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  const int fd = ConnectWithReadTimeout(port);
+  EXPECT_GE(fd, 0);
   std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(context.get()), SSL_free);
   SSL_set_fd(ssl.get(), fd);
   SSL_set_tlsext_host_name(ssl.get(), "localhost");
@@ -255,12 +258,8 @@ TEST_P(LoopTlsTest, ACleartextCallerIsRefused) {
 TEST_P(LoopTlsTest, AConnectionClosedBeforeItsFirstByteIsNoFailedHandshake) {
   StartTls("", /*mtls=*/false);
   for (int i = 0; i < 3; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(server_->grpc_port()));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    const int fd = ConnectToLoopback(server_->grpc_port());
+    ASSERT_GE(fd, 0);
     close(fd);
   }
   FetchResponse response;
@@ -281,15 +280,9 @@ TEST_P(LoopTlsTest, AConnectionClosedBeforeItsFirstByteIsNoFailedHandshake) {
 TEST_P(LoopTlsTest, AStalledHandshakeIsClosedAndCounted) {
   if (!loops()) GTEST_SKIP() << "gRPC's library server closes it after 120 s";
   StartTls("", /*mtls=*/false, {}, absl::FromChrono(Gap(1000)));
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(server_->grpc_port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const int fd = ConnectWithReadTimeout(server_->grpc_port());
+  ASSERT_GE(fd, 0);
   ASSERT_EQ(send(fd, "\x16\x03\x01", 3, 0), 3);  // the start of a ClientHello, and no more
-  timeval wait{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
   char byte;
   EXPECT_EQ(recv(fd, &byte, 1, 0), 0);  // closed by the server
   close(fd);
