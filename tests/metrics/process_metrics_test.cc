@@ -218,7 +218,8 @@ struct HeldSockets {
 };
 
 // Started with a soft limit of 1,024, egressd still answers a scrape (and callers) while
-// 1,200 connections are open to it: before, the scrape waited until it timed out.
+// 1,200 connections are open to it: before, the scrape waited until it timed out. They
+// come from two loopback addresses, each within --grpc_max_connections_per_source.
 TEST_F(ProcessMetricsTest, ScrapesAreAnsweredWhileMoreCallersAreConnectedThanTheLimitItStartedWith) {
   constexpr int kConnections = 1200;
   rlimit own{};
@@ -237,6 +238,10 @@ TEST_F(ProcessMetricsTest, ScrapesAreAnsweredWhileMoreCallersAreConnectedThanThe
       sockaddr_in address{};
       address.sin_family = AF_INET;
       address.sin_port = htons(static_cast<uint16_t>(egressd_->grpc_port()));
+      sockaddr_in source{};
+      source.sin_family = AF_INET;
+      source.sin_addr.s_addr = htonl(INADDR_LOOPBACK + i % 2);  // 127.0.0.1 and 127.0.0.2
+      ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&source), sizeof(source)), 0);
       address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
       ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
     }
