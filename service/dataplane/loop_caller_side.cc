@@ -1,5 +1,6 @@
 #include "service/dataplane/loop_caller_side.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -8,6 +9,7 @@
 #include "service/fetch/caller_side.h"
 #include "service/fetch/certificate_names.h"
 #include "service/fetch/fetch_call.h"
+#include "service/fetch/inline_arena.h"
 #include "service/fetch/stalled_write.h"
 #include "service/fetch/status_mapping.h"
 
@@ -21,15 +23,30 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
  public:
   LoopCallerSide(fetch::FetchCall::Rpc rpc, std::shared_ptr<ServerSession> session,
                  IncomingCall call)
-      : rpc_(rpc), session_(std::move(session)), call_(std::move(call)), fetch_(rpc, *this) {}
+      : rpc_(rpc),
+        session_(std::move(session)),
+        call_(std::move(call)),
+        request_(arena_.Create<egress::v1::FetchRequest>()),
+        first_(arena_.Create<egress::v1::FetchChunk>()),
+        fetch_(rpc, *this) {}
+
+  // The call's message as its request; the message's bytes are let go either way.
+  bool ParseRequest() {
+    const bool parsed = request_.ParseFromString(call_.message);
+    std::string().swap(call_.message);  // the parsed request holds the body now
+    return parsed;
+  }
+
+  int32_t stream_id() const { return call_.stream_id; }
 
   // On the loop: watches the stream, then starts the fetch (which may finish at once).
-  void Start(const fetch::Context& service, egress::v1::FetchRequest& request) {
+  void Start(const fetch::Context& service) {
     session_->Watch(call_.stream_id, this);
-    fetch_.Start(service, request);
+    fetch_.Start(service, request_);
   }
 
  private:
+  friend std::default_delete<LoopCallerSide>;
   ~LoopCallerSide() { session_->Unwatch(call_.stream_id); }  // on the loop
 
   std::string Peer() const override { return session_->peer(); }
@@ -46,7 +63,7 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
   }
   absl::Time Deadline() const override { return call_.deadline; }
 
-  egress::v1::FetchResponse& Response() override { return *chunk_.mutable_head(); }
+  egress::v1::FetchResponse& Response() override { return *first_.mutable_head(); }
   // FetchStream: the head, then each body chunk, one message at a time; OnSent once the
   // session's nghttp2 has taken it (the caller's window let it), so a caller that stops
   // reading holds back its own fetch only, and past the fetch's deadline not even that.
@@ -55,16 +72,15 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
     boost::asio::post(session_->executor(), [this, stalled_at] {
       session_->ResetIfStalledAt(call_.stream_id, stalled_at, fetch::StalledWrite());
     });
-    Send();
+    Send(first_);
   }
   void SendBody(std::string bytes) override {
-    chunk_.Clear();
-    chunk_.set_body(std::move(bytes));
-    Send();
+    body_chunk_.set_body(std::move(bytes));
+    Send(body_chunk_);
   }
-  void Send() {
+  void Send(const egress::v1::FetchChunk& chunk) {
     std::string message;
-    chunk_.SerializeToString(&message);
+    chunk.SerializeToString(&message);
     boost::asio::post(session_->executor(), [this, message = std::move(message)] {
       session_->Send(call_.stream_id, message,
                      [this](absl::Status taken) { fetch_.OnSent(std::move(taken)); });
@@ -78,7 +94,7 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
   void Finish(const grpc::Status& status) override {
     std::string message;
     if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
-      chunk_.head().SerializeToString(&message);
+      first_.head().SerializeToString(&message);
     }
     boost::asio::post(session_->executor(), [this, status, message = std::move(message)] {
       const auto done = [this] { fetch_.Done(); };
@@ -98,13 +114,17 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
 
   void OnStreamReset() override { fetch_.Cancel(); }
 
-  friend std::default_delete<LoopCallerSide>;
-
   const fetch::FetchCall::Rpc rpc_;
   const std::shared_ptr<ServerSession> session_;
-  const IncomingCall call_;
-  // Fetch's answer in its head; FetchStream's message being sent (the head, then a chunk).
-  egress::v1::FetchChunk chunk_;
+  IncomingCall call_;  // its message let go once parsed
+  // The request and the answer's head (Fetch's whole answer; FetchStream's first
+  // message): on the call's own arena (fetch/inline_arena.h), as gRPC's library front end
+  // has them (fetch/arena_messages.h).
+  InlineArena<2048> arena_;
+  egress::v1::FetchRequest& request_;
+  egress::v1::FetchChunk& first_;
+  // FetchStream's body chunks, one at a time: on the heap, for an arena would keep each.
+  egress::v1::FetchChunk body_chunk_;
   fetch::FetchCall fetch_;
 };
 
@@ -112,18 +132,19 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
 
 void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
                 const std::shared_ptr<ServerSession>& session, IncomingCall call) {
-  egress::v1::FetchRequest request;
-  if (!request.ParseFromString(call.message)) {
+  auto side = std::make_unique<LoopCallerSide>(rpc, session, std::move(call));
+  const int32_t stream_id = side->stream_id();
+  if (!side->ParseRequest()) {
+    side.reset();
     service.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
     return session->Answer(
-        call.stream_id, nullptr,
+        stream_id, nullptr,
         ToGrpcStatus(transport::WithReason(
             absl::InvalidArgumentError("the request message is not an egress.v1.FetchRequest"),
             "REQUEST_MESSAGE_UNREADABLE")));
   }
-  std::string().swap(call.message);  // the parsed request holds the body now; once
   // Owned by itself from here: freed by Release, once FetchCall is done with it.
-  (new LoopCallerSide(rpc, session, std::move(call)))->Start(service, request);
+  side.release()->Start(service);
 }
 
 }  // namespace egress::dataplane

@@ -24,8 +24,7 @@ using egress::v1::FetchRequest;
 using transport::Response;
 
 AccessLogLine::AccessLogLine(AccessLog& log, const AccessLogSettings& settings)
-    : arena_(FirstBlock(first_block_, sizeof first_block_)),
-      entry(*google::protobuf::Arena::CreateMessage<egress::v1::AccessLogEntry>(&arena_)),
+    : entry(arena_.Create<egress::v1::AccessLogEntry>()),
       log_(log),
       settings_(settings) {}
 
@@ -33,13 +32,6 @@ AccessLogLine::~AccessLogLine() {
   entry.set_drain(drain.empty() ? "none" : drain);
   entry.set_drained_bytes(drained_bytes);
   log_.Submit(entry, settings_);
-}
-
-google::protobuf::ArenaOptions AccessLogLine::FirstBlock(char* block, size_t size) {
-  google::protobuf::ArenaOptions options;
-  options.initial_block = block;
-  options.initial_block_size = size;
-  return options;
 }
 
 FetchCall::~FetchCall() {

@@ -18,11 +18,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "egress/v1/egress.pb.h"
-#include "google/protobuf/arena.h"
 #include "service/access_log/access_log.h"
 #include "service/config/config.h"
 #include "service/fetch/caller_side.h"
 #include "service/fetch/fetch_context.h"
+#include "service/fetch/inline_arena.h"
 #include "service/fetch/trace_context.h"
 #include "service/limits/quotas.h"
 #include "service/base/error_reason.h"
@@ -38,10 +38,9 @@ constexpr size_t kStreamChunkBytes = 64 * 1024;
 // once its connection is pooled, drained or closed (whichever comes last; each writes
 // only its own part).
 class AccessLogLine {
-  // The entry's messages and short strings live in a block of the line's own, freed with
-  // it: no allocation each (a Timing and its Durations are seven messages).
-  alignas(8) char first_block_[2048];
-  google::protobuf::Arena arena_;
+  // The entry's messages and short strings: no allocation each (a Timing and its
+  // Durations are seven messages).
+  InlineArena<2048> arena_;
 
  public:
   AccessLogLine(AccessLog& log, const AccessLogSettings& settings);
@@ -52,8 +51,6 @@ class AccessLogLine {
   uint64_t drained_bytes = 0;
 
  private:
-  static google::protobuf::ArenaOptions FirstBlock(char* block, size_t size);
-
   AccessLog& log_;
   const AccessLogSettings settings_;
 };
