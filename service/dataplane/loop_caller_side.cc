@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
 #include "service/base/error_reason.h"
 #include "service/fetch/caller_side.h"
@@ -88,15 +89,17 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
   }
 
   // Fetch: FetchCall touches the response no more; it is serialized here, on whichever
-  // thread finishes the call, and the loop sends it. Done follows once nghttp2 has taken
-  // the answer's last byte, or the stream went (gRPC's OnDone, after the send): until
-  // then the call counts in flight and its body stays in the budget.
+  // thread finishes the call, and the loop sends it: at once when this is the loop (a
+  // pooled fetch's answer comes on its own loop; the session queues what it is asked to
+  // send inside its own callbacks), else posted to it. Done follows once nghttp2 has
+  // taken the answer's last byte, or the stream went (gRPC's OnDone, after the send):
+  // until then the call counts in flight and its body stays in the budget.
   void Finish(const grpc::Status& status) override {
     std::string message;
     if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
       first_.head().SerializeToString(&message);
     }
-    boost::asio::post(session_->executor(), [this, status, message = std::move(message)] {
+    boost::asio::dispatch(session_->executor(), [this, status, message = std::move(message)] {
       const auto done = [this] { fetch_.Done(); };
       if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
         session_->Answer(call_.stream_id, &message, status, done);
