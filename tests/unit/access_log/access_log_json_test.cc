@@ -2,6 +2,7 @@
 // order of fields may differ), for every kind of field the access log holds.
 #include "service/access_log/access_log_json.h"
 
+#include <cstdint>
 #include <string>
 
 #include "egress/v1/egress.pb.h"
@@ -91,6 +92,55 @@ TEST(AccessLogJsonTest, BytesThatAreNotUtf8AreEscapedSoThatTheLineStaysValidJson
   AppendAccessLogJson(entry, &ours);
   EXPECT_EQ(Parsed(ours).struct_value().fields().at("caller").string_value(),
             "caller-\\xFF\\xFE");
+}
+
+// Each string at its longest once escaped (a control character takes six bytes, a byte
+// that is not UTF-8 five), every number at its widest: the line is written into room made
+// for it beforehand, and a line past that room would write outside the string (which the
+// ASan build reports).
+TEST(AccessLogJsonTest, EveryFieldAtItsWidestFitsTheRoomMadeForTheLine) {
+  for (const std::string& worst : {std::string(300, '\x01'), std::string(300, '\xff')}) {
+    AccessLogEntry entry;
+    const auto* descriptor = entry.GetDescriptor();
+    const auto* reflection = entry.GetReflection();
+    for (int i = 0; i < descriptor->field_count(); ++i) {
+      const auto* field = descriptor->field(i);
+      using google::protobuf::FieldDescriptor;
+      switch (field->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_STRING:
+          if (field->is_repeated()) {
+            for (int rule = 0; rule < 3; ++rule) reflection->AddString(&entry, field, worst);
+          } else {
+            reflection->SetString(&entry, field, worst);
+          }
+          break;
+        case FieldDescriptor::CPPTYPE_INT32: reflection->SetInt32(&entry, field, INT32_MIN); break;
+        case FieldDescriptor::CPPTYPE_UINT32: reflection->SetUInt32(&entry, field, UINT32_MAX); break;
+        case FieldDescriptor::CPPTYPE_UINT64: reflection->SetUInt64(&entry, field, UINT64_MAX); break;
+        default: break;
+      }
+    }
+    entry.mutable_time()->set_seconds(253402300799);  // 9999-12-31T23:59:59
+    entry.mutable_time()->set_nanos(999999999);
+    for (auto* duration : {entry.mutable_timing()->mutable_dns(),
+                           entry.mutable_timing()->mutable_connect(),
+                           entry.mutable_timing()->mutable_tls_handshake(),
+                           entry.mutable_timing()->mutable_time_to_first_byte(),
+                           entry.mutable_timing()->mutable_total()}) {
+      duration->set_seconds(-315576000000);
+      duration->set_nanos(-999999999);
+    }
+    std::string ours;
+    AppendAccessLogJson(entry, &ours);
+    const auto fields = Parsed(ours).struct_value().fields();
+    const std::string escaped = worst[0] == '\x01' ? "\x01" : "\\xFF";
+    std::string expected;
+    for (int i = 0; i < 300; ++i) expected += escaped;
+    EXPECT_EQ(fields.at("error_message").string_value(), expected);
+    EXPECT_EQ(fields.at("would_deny_rules").list_value().values_size(), 3);
+    EXPECT_EQ(fields.at("timing").struct_value().fields().at("total").string_value(),
+              "-315576000000.999999999s");
+  }
 }
 
 }  // namespace
