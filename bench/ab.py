@@ -4,7 +4,7 @@ its access log to a file and off, beside the nginx gateway and the gRPC ceiling,
 the same h2load load, in one run; medians of the repetitions. Prints markdown.
 
     tools/ab.sh BEFORE_BINARY [AFTER_BINARY] [--connections=16] [--streams=1] [--seconds=5]
-                [--repetitions=5] [--call=fetch|stream|refused]
+                [--repetitions=5] [--call=fetch|stream|refused] [--callers=plain|tls]
 
 AFTER_BINARY defaults to this tree's bazel-bin/service/egressd. --call says what both
 egressd are called with (the gateway and the ceiling rows stay 1 KiB fetches):
@@ -12,6 +12,8 @@ egressd are called with (the gateway and the ceiling rows stay 1 KiB fetches):
   stream   FetchStream of the same 1 KiB
   refused  Fetch of an ftp:// URL, refused with INVALID_ARGUMENT before the transport:
            what gRPC and the service layer cost without any upstream I/O
+--callers=tls serves both egressd over TLS (--grpc_tls_cert, h2 by ALPN) and puts the
+gateway's TLS listener in the gateway's row; the ceiling stays plain (it has no TLS).
 """
 
 import argparse
@@ -36,16 +38,21 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--call", choices=["fetch", "stream", "refused"], default="fetch")
+    parser.add_argument("--callers", choices=["plain", "tls"], default="plain")
     args = parser.parse_args()
     work = readable_tempdir("egress-ab-")
     tools = Tools(args.bin, None, work)
+    pki = os.path.dirname(tools.ca)  # its server certificate names 127.0.0.1
+    tls = ([f"--grpc_tls_cert={pki}/server.pem", f"--grpc_tls_key={pki}/server.key"]
+           if args.callers == "tls" else [])
     variants = {}
     for label, binary in (("before", args.before), ("after", args.after)):
         binary = os.path.abspath(binary)
         variants[f"{label}, access log to a file"] = (
-            binary, [f"--access_log={os.path.join(work, label + '.log')}"])
-        variants[f"{label}, access log off"] = (binary, ["--access_log=off"])
-    systems = list(variants) + ["gateway", "ceiling"]
+            binary, [f"--access_log={os.path.join(work, label + '.log')}", *tls])
+        variants[f"{label}, access log off"] = (binary, ["--access_log=off", *tls])
+    gateway = "gateway-callers-tls" if args.callers == "tls" else "gateway"
+    systems = list(variants) + [gateway, "ceiling"]
     runs = {system: [] for system in systems}
     with Wan(tools.delay_link, rtt_ms=0) as wan:
         loopback = Loopback(wan, wan.CLIENT, tools, work, variants)
@@ -60,7 +67,8 @@ def main():
                 runs[system].append(
                     loopback.h2load(system, args.connections, args.streams, args.seconds, call))
     print(f"h2load -c{args.connections} -m{args.streams}, {args.seconds} s per run, "
-          f"{args.repetitions} repetitions, egressd called with --call={args.call}, the gateway and the ceiling "
+          f"{args.repetitions} repetitions, {args.callers} callers, "
+          f"egressd called with --call={args.call}, the gateway and the ceiling "
           "with a 1 KiB fetch; medians (each variant's standard error: "
           f"{loopback.dir}/variant-N.stderr, N in the order of the rows)\n")
     print("| system | requests/s | CPU us per request (server processes) | p50 ms |")

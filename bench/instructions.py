@@ -120,6 +120,8 @@ def main():
     parser.add_argument("--bin", default="bazel-bin")
     parser.add_argument("--egressd", help="another egressd binary to count (default: --bin's)")
     parser.add_argument("--fetches", type=int, default=2000)
+    parser.add_argument("--data_plane", choices=["loops", "grpc_library"], default="loops",
+                        help="what serves egressd's Fetch calls")
     args = parser.parse_args()
     work = readable_tempdir("egress-instructions-")
     os.makedirs(os.path.join(work, "www"))
@@ -135,7 +137,7 @@ def main():
     frame = grpc_frame(work, f"http://127.0.0.1:{UPSTREAM_PORT}/1k", "fetch-1k")
     egressd = [args.egressd or os.path.join(args.bin, "service/egressd"), f"--config={egress_config}",
                f"--grpc_listen={GRPC}", "--admin_listen=127.0.0.1:50052",
-               "--metrics_listen=127.0.0.1:9464"]
+               "--metrics_listen=127.0.0.1:9464", f"--data_plane={args.data_plane}"]
     systems = {
         "egressd, access log to a file": egressd + [f"--access_log={work}/access.log"],
         "egressd, access log off": egressd + ["--access_log=off"],

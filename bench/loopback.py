@@ -20,6 +20,8 @@ UPSTREAM_PORT = 8080
 UPSTREAM_TLS_PORT = 8444
 GATEWAY_PORT = 8081
 GATEWAY_TLS_PORT = 8082
+# The gateway with TLS callers (h2 over TLS in front, HTTP/1.1 keep-alive behind).
+GATEWAY_CALLERS_TLS_PORT = 8083
 EGRESSD_GRPC = "127.0.0.1:50051"
 EGRESSD_METRICS = "127.0.0.1:9464"
 # Three more egressd, started alike and measured one after the other, their access log
@@ -101,9 +103,13 @@ class Loopback:
                 tools.egressd, f"--config={config}", f"--grpc_listen={grpc}",
                 f"--admin_listen={admin}", f"--metrics_listen={metrics}", f"--access_log={sink}"],
                 stderr=subprocess.DEVNULL)
+        # Systems whose callers speak TLS: the variants served with --grpc_tls_cert.
+        self.https = set()
         for i, (system, (binary, flags)) in enumerate((variants or {}).items()):
             grpc, admin, metrics = (f"127.0.0.1:{50300 + 3 * i + k}" for k in range(3))
             self.addresses[system] = (grpc, admin, metrics)
+            if any(f.startswith("--grpc_tls_cert") for f in flags):
+                self.https.add(system)
             log = [] if any(f.startswith("--access_log") for f in flags) else ["--access_log=off"]
             # Kept: a floor (bench/loop_server_floor) says there what status its answers had.
             with open(os.path.join(self.dir, f"variant-{i}.stderr"), "wb") as stderr:
@@ -128,6 +134,7 @@ class Loopback:
         os.makedirs(prefix)
         values = {"www": os.path.join(self.dir, "www"), "port": port, "upstream": UPSTREAM_PORT,
                   "tls_port": UPSTREAM_TLS_PORT, "gateway_tls_port": GATEWAY_TLS_PORT,
+                  "gateway_callers_tls_port": GATEWAY_CALLERS_TLS_PORT,
                   "pki": self.pki}
         for key, value in values.items():
             template = template.replace("{" + key + "}", str(value))
@@ -150,6 +157,7 @@ class Loopback:
         return {"egressd": egressd, "egressd-tls": egressd, "egressd-1m": egressd,
                 "direct": upstream,
                 "gateway": gateway, "gateway-tls": gateway, "gateway-1m": gateway,
+                "gateway-callers-tls": gateway,
                 "ceiling": [self.ceiling.pid]}[system]
 
     def h2load(self, system, connections, streams, seconds, call=None):
@@ -174,12 +182,15 @@ class Loopback:
             argv += [f"http://127.0.0.1:{GATEWAY_PORT}/1k"]
         elif system == "gateway-tls":
             argv += [f"http://127.0.0.1:{GATEWAY_TLS_PORT}/1k"]
+        elif system == "gateway-callers-tls":
+            argv += [f"https://127.0.0.1:{GATEWAY_CALLERS_TLS_PORT}/1k"]
         elif system == "gateway-1m":
             argv += [f"http://127.0.0.1:{GATEWAY_PORT}/1m"]
         else:
             address, frame, method = grpc[system]
+            scheme = "https" if system in self.https else "http"
             argv += ["-d", frame, "-H", "content-type: application/grpc",
-                     "-H", "te: trailers", f"http://{address}{method}"]
+                     "-H", "te: trailers", f"{scheme}://{address}{method}"]
         pids = self.server_pids(system)
         metrics = self.addresses[system][2] if system in self.addresses else EGRESSD_METRICS
         is_egressd = system.startswith("egressd")
@@ -392,6 +403,18 @@ GATEWAY_HTTP = """
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_ssl_session_reuse on;
+    }
+  }
+  # TLS callers (h2 by ALPN), as egressd's with --grpc_tls_cert; the plain upstream.
+  server {
+    listen 127.0.0.1:{gateway_callers_tls_port} ssl http2;
+    ssl_certificate {pki}/server.pem;
+    ssl_certificate_key {pki}/server.key;
+    http2_max_concurrent_streams 128;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
     }
   }
 """

@@ -2,7 +2,7 @@
 # Two egressd binaries side by side on loopback (bench/ab.py): e.g. a build of an earlier
 # commit against this tree's. Needs root (a network namespace). Installs what it needs.
 #   tools/ab.sh BEFORE_BINARY [AFTER_BINARY] [--connections=16] [--streams=1] [--seconds=5]
-#                [--repetitions=5] [--call=fetch|stream|refused]
+#                [--repetitions=5] [--call=fetch|stream|refused] [--callers=plain|tls]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh

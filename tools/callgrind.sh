@@ -2,7 +2,7 @@
 # Instructions (callgrind) and system calls (strace) per fetch, bench/instructions.py:
 # egressd with its access log on and off, and the gRPC ceiling, in a network namespace
 # with only loopback up. Needs root. Installs what it needs.
-#   tools/callgrind.sh [--fetches=2000] [--egressd=ANOTHER_BUILD]
+#   tools/callgrind.sh [--fetches=2000] [--egressd=ANOTHER_BUILD] [--data_plane=grpc_library]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh valgrind strace
