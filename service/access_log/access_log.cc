@@ -27,6 +27,9 @@ namespace {
 constexpr absl::Duration kBatchInterval = absl::Milliseconds(50);
 // The most a written batch's buffer keeps for the next one; a burst's is freed.
 constexpr size_t kKeptBatchBytes = 256 * 1024;
+// The most a thread's line buffer keeps for its next line (room for a line is made for
+// its worst case, six bytes per byte of text: a long line's is freed).
+constexpr size_t kKeptLineBytes = 64 * 1024;
 // How long a blocked sink may hold up egressd's exit.
 constexpr absl::Duration kFlushOnExit = absl::Seconds(1);
 
@@ -81,14 +84,6 @@ AccessLog::~AccessLog() {
 
 namespace {
 
-// Its start, marked as cut: a URL may be megabytes and still parse.
-std::string Bounded(std::string text) {
-  if (text.size() > AccessLog::kMaxLoggedBytes) {
-    text.replace(AccessLog::kMaxLoggedBytes, std::string::npos, "...");
-  }
-  return text;
-}
-
 // A URL read as text, for one that does not parse (or parses as something else):
 // "REDACTED" for what precedes its last '@' after the scheme's "://" (when that comes
 // before any '@'), and no query (unless kept) or fragment. When one of those begins
@@ -126,12 +121,18 @@ std::string AccessLog::LoggedUrl(const std::string& url, bool keep_query) {
     return url;
   }
   auto parsed = boost::urls::parse_uri_reference(url);
-  if (!parsed || HidesUserinfo(url, *parsed)) return Bounded(RedactedText(url, keep_query));
+  if (!parsed || HidesUserinfo(url, *parsed)) return LoggedText(RedactedText(url, keep_query));
   boost::urls::url logged(*parsed);
   if (logged.has_userinfo()) logged.set_userinfo("REDACTED");
   if (logged.has_query() && !keep_query) logged.set_encoded_query("REDACTED");
   logged.remove_fragment();  // never sent upstream
-  return Bounded(std::string(logged.buffer()));
+  return LoggedText(std::string(logged.buffer()));
+}
+
+// Its start, marked as cut: a URL may be megabytes and still parse.
+std::string AccessLog::LoggedText(std::string text) {
+  if (text.size() > kMaxLoggedBytes) text.replace(kMaxLoggedBytes, std::string::npos, "...");
+  return text;
 }
 
 std::string AccessLog::LoggedMessage(const absl::Status& error, bool keep_query) {
@@ -160,7 +161,7 @@ void AccessLog::Submit(const egress::v1::AccessLogEntry& entry,
   const bool always = entry.grpc_code() != "OK" || entry.policy_decision() != "allow";
   if (!always && settings.sample_ratio < 1.0 && !Sampled(settings.sample_ratio)) return;
   // Serialized here, outside the lock, into a buffer each thread keeps (no allocation
-  // once it has grown to a line's size).
+  // once it has grown to a line's size; one a long line grew is let go).
   thread_local std::string line;
   line.clear();
   AppendAccessLogJson(entry, &line);
@@ -179,6 +180,7 @@ void AccessLog::Submit(const egress::v1::AccessLogEntry& entry,
       wake = std::exchange(writer_idle_, false);
     }
   }
+  if (line.capacity() > kKeptLineBytes) std::string().swap(line);
   if (dropped) return observer_.OnAccessLogDropped(*dropped, 1);
   if (wake) wake_.notify_one();
 }

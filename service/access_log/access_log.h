@@ -47,6 +47,9 @@ class AccessLog {
   // upstream's Location; transport::UrlError made it and carries it) quoted as LoggedUrl
   // shows it, and at most kMaxLoggedBytes. No message quotes a URL any other way.
   static std::string LoggedMessage(const absl::Status& error, bool keep_query);
+  // Any other text of a caller's (a method not yet checked) as the log shows it: at most
+  // kMaxLoggedBytes and "...".
+  static std::string LoggedText(std::string text);
   // The most of a caller's text (a URL that is not one, an error message quoting it) a
   // line holds: the queue is bounded in lines, so each line must be bounded too.
   static constexpr size_t kMaxLoggedBytes = 4096;

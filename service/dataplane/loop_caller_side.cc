@@ -27,23 +27,13 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
       : rpc_(rpc),
         session_(std::move(session)),
         call_(std::move(call)),
-        request_(arena_.Create<egress::v1::FetchRequest>()),
         first_(arena_.Create<egress::v1::FetchChunk>()),
         fetch_(rpc, *this) {}
 
-  // The call's message as its request; the message's bytes are let go either way.
-  bool ParseRequest() {
-    const bool parsed = request_.ParseFromString(call_.message);
-    std::string().swap(call_.message);  // the parsed request holds the body now
-    return parsed;
-  }
-
-  int32_t stream_id() const { return call_.stream_id; }
-
   // On the loop: watches the stream, then starts the fetch (which may finish at once).
-  void Start(const fetch::Context& service) {
+  void Start(const fetch::Context& service, egress::v1::FetchRequest& request) {
     session_->Watch(call_.stream_id, this);
-    fetch_.Start(service, request_);
+    fetch_.Start(service, request);
   }
 
  private:
@@ -119,12 +109,10 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
 
   const fetch::FetchCall::Rpc rpc_;
   const std::shared_ptr<ServerSession> session_;
-  IncomingCall call_;  // its message let go once parsed
-  // The request and the answer's head (Fetch's whole answer; FetchStream's first
-  // message): on the call's own arena (fetch/inline_arena.h), as gRPC's library front end
-  // has them (fetch/arena_messages.h).
+  const IncomingCall call_;
+  // The answer's head (Fetch's whole answer; FetchStream's first message), on the call's
+  // own arena (fetch/inline_arena.h): its headers and timings cost no malloc each.
   InlineArena<2048> arena_;
-  egress::v1::FetchRequest& request_;
   egress::v1::FetchChunk& first_;
   // FetchStream's body chunks, one at a time: on the heap, for an arena would keep each.
   egress::v1::FetchChunk body_chunk_;
@@ -135,19 +123,22 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
 
 void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
                 const std::shared_ptr<ServerSession>& session, IncomingCall call) {
-  auto side = std::make_unique<LoopCallerSide>(rpc, session, std::move(call));
-  const int32_t stream_id = side->stream_id();
-  if (!side->ParseRequest()) {
-    side.reset();
+  // The request lives while the fetch starts only, on an arena of its own: FetchCall
+  // takes what it keeps (the body moved, the URL copied), and whatever else a caller
+  // padded the message with (unknown fields) goes now, not when the call ends.
+  InlineArena<2048> arena;
+  auto& request = arena.Create<egress::v1::FetchRequest>();
+  if (!request.ParseFromString(call.message)) {
     service.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
     return session->Answer(
-        stream_id, nullptr,
+        call.stream_id, nullptr,
         ToGrpcStatus(transport::WithReason(
             absl::InvalidArgumentError("the request message is not an egress.v1.FetchRequest"),
             "REQUEST_MESSAGE_UNREADABLE")));
   }
+  std::string().swap(call.message);  // the parsed request holds the body now
   // Owned by itself from here: freed by Release, once FetchCall is done with it.
-  side.release()->Start(service);
+  (new LoopCallerSide(rpc, session, std::move(call)))->Start(service, request);
 }
 
 }  // namespace egress::dataplane

@@ -450,7 +450,7 @@ void FetchCall::StartLogLine(AccessLog& log, const FetchRequest& request) {
   ToProto(start_, entry.mutable_time());
   entry.set_rpc(rpc_ == Rpc::kFetch ? "Fetch" : "FetchStream");
   entry.set_peer(caller_.Peer());
-  entry.set_method(request.method().empty() ? "GET" : request.method());
+  entry.set_method(request.method().empty() ? "GET" : AccessLog::LoggedText(request.method()));
   entry.set_trace_id(trace_.trace_id);
   entry.set_span_id(trace_.span_id);
   entry.set_parent_span_id(trace_.parent_id);

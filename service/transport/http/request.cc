@@ -43,6 +43,9 @@ std::string DescribeByte(char c) {
 // server takes more (nginx 8 KiB, Envoy 60 KiB for all headers), and an unbounded one is
 // a caller choosing how much egress writes.
 constexpr size_t kMaxFieldBytes = 65533;
+// The longest method sent: the registered ones are at most 17 bytes
+// (UPDATEREDIRECTREF); a longer token is a mistake or a caller filling the request line.
+constexpr size_t kMaxMethodBytes = 64;
 // A DNS name has at most 253 characters (RFC 1035); no host is longer.
 constexpr size_t kMaxHostBytes = 253;
 
@@ -214,6 +217,12 @@ bool HttpRequest::IsIdempotent() const {
 absl::StatusOr<HttpRequest> MakeRequest(absl::string_view method, absl::string_view url,
                                         HeaderList headers, RequestBody body) {
   HttpRequest request;
+  if (method.size() > kMaxMethodBytes) {
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(
+                          "method ", Quoted(method), " is longer than the ", kMaxMethodBytes,
+                          " bytes egress sends")),
+                      "INVALID_METHOD");
+  }
   request.method = method.empty() ? "GET" : std::string(method);
   if (!IsToken(request.method)) {
     return WithReason(absl::InvalidArgumentError(absl::StrCat(

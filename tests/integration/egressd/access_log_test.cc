@@ -388,6 +388,24 @@ TEST_F(AccessLogTest, AHugeInvalidUrlMakesABoundedLineAndMessage) {
   EXPECT_LE(Text(lines[0], "error_message").size(), 4096u);
 }
 
+// A caller's megabyte of method (a valid token) is refused before it is sent, and cut to
+// a few KiB in its line and its message, as a URL is.
+TEST_F(AccessLogTest, AHugeMethodIsRefusedWithABoundedLineAndMessage) {
+  const std::string path = TestDir("huge-method") + "/access.log";
+  Start("huge-method", "", path);
+  FetchRequest request = Request(nginx_->HttpUrl("/cl/1k"));
+  request.set_method(std::string(1 << 20, 'A'));
+  FetchResponse response;
+  const grpc::Status status = Fetch(request, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("is longer than the 64 bytes egress sends"));
+  EXPECT_LT(status.error_message().size(), 1024u);
+  const std::vector<Struct> lines = WaitForLines(path, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(Text(lines[0], "method").size(), 4096u + 3);
+  EXPECT_EQ(Text(lines[0], "error_reason"), "INVALID_METHOD");
+}
+
 // A URL that does not parse still has its credentials redacted, in the url field and
 // in the error message that quotes it.
 TEST_F(AccessLogTest, CredentialsInAUrlThatDoesNotParseAreNotLogged) {

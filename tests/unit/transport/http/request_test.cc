@@ -1,8 +1,11 @@
 #include "service/transport/http/request.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "service/base/error_reason.h"
 
 namespace egress::transport {
 namespace {
@@ -124,6 +127,20 @@ TEST(MakeRequest, ConnectIsInvalidArgumentWhateverItsCase) {
     EXPECT_THAT(std::string(request.status().message()),
                 HasSubstr("method CONNECT asks for a tunnel, which egress does not open"));
   }
+}
+
+// A method is a token of any length to HTTP; egress sends at most 64 bytes of one (the
+// longest registered is 17), so that a caller cannot fill the request line.
+TEST(MakeRequest, AMethodOver64BytesIsInvalidArgument) {
+  EXPECT_TRUE(MakeRequest(std::string(64, 'M'), "http://h/", {}, "").ok());
+  auto request = MakeRequest(std::string(65, 'M'), "http://h/", {}, "");
+  ASSERT_FALSE(request.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(request.status()));
+  EXPECT_THAT(std::string(request.status().message()),
+              HasSubstr("is longer than the 64 bytes egress sends"));
+  const std::optional<ErrorReason> reason = ReasonOf(request.status());
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_EQ(reason->reason, "INVALID_METHOD");
 }
 
 TEST(MakeRequest, TraceWithABodyIsInvalidArgument) {
