@@ -3,7 +3,9 @@
 #include "service/access_log/access_log_json.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "egress/v1/egress.pb.h"
 #include "google/protobuf/struct.pb.h"
@@ -38,33 +40,57 @@ TEST(AccessLogJsonTest, AnEmptyEntryHasEveryPrimitiveFieldAndNoUnsetMessage) {
   ExpectSameAsProtobuf(AccessLogEntry());
 }
 
-TEST(AccessLogJsonTest, EveryFieldSetComesOutAsProtobufWritesIt) {
-  AccessLogEntry entry;
-  const auto* descriptor = entry.GetDescriptor();
-  const auto* reflection = entry.GetReflection();
+// What SetEveryField gives each kind of field the entry has (its messages are left to
+// the test).
+struct FieldValues {
+  std::function<std::string(const google::protobuf::FieldDescriptor&)> text;
+  std::vector<std::string> repeated_text;
+  int32_t int32;
+  uint32_t uint32;
+  uint64_t uint64;
+};
+
+// Every field of an entry but its messages, set by reflection: a field added to
+// AccessLogEntry is set without a line here (and one of a kind not here fails the test).
+void SetEveryField(const FieldValues& values, AccessLogEntry* entry) {
+  const auto* descriptor = entry->GetDescriptor();
+  const auto* reflection = entry->GetReflection();
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const auto* field = descriptor->field(i);
     using google::protobuf::FieldDescriptor;
     switch (field->cpp_type()) {
       case FieldDescriptor::CPPTYPE_STRING:
         if (field->is_repeated()) {
-          reflection->AddString(&entry, field, "a");
-          reflection->AddString(&entry, field, "b\"c");
+          for (const std::string& text : values.repeated_text) {
+            reflection->AddString(entry, field, text);
+          }
         } else {
-          reflection->SetString(&entry, field, field->name() + " \"quoted\" \\ \x01 é\n");
+          reflection->SetString(entry, field, values.text(*field));
         }
         break;
-      case FieldDescriptor::CPPTYPE_BOOL: reflection->SetBool(&entry, field, true); break;
-      case FieldDescriptor::CPPTYPE_INT32: reflection->SetInt32(&entry, field, -7); break;
-      case FieldDescriptor::CPPTYPE_UINT32: reflection->SetUInt32(&entry, field, 4000000000u); break;
-      case FieldDescriptor::CPPTYPE_UINT64:
-        reflection->SetUInt64(&entry, field, 18446744073709551615u);
+      case FieldDescriptor::CPPTYPE_BOOL: reflection->SetBool(entry, field, true); break;
+      case FieldDescriptor::CPPTYPE_INT32: reflection->SetInt32(entry, field, values.int32); break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        reflection->SetUInt32(entry, field, values.uint32);
         break;
-      case FieldDescriptor::CPPTYPE_MESSAGE: break;  // below
-      default: FAIL() << "AccessLogEntry has a field of a kind this test does not set: "
+      case FieldDescriptor::CPPTYPE_UINT64:
+        reflection->SetUInt64(entry, field, values.uint64);
+        break;
+      case FieldDescriptor::CPPTYPE_MESSAGE: break;
+      default:
+        ADD_FAILURE() << "AccessLogEntry has a field of a kind this test does not set: "
                       << field->name();
     }
   }
+}
+
+TEST(AccessLogJsonTest, EveryFieldSetComesOutAsProtobufWritesIt) {
+  AccessLogEntry entry;
+  SetEveryField({[](const google::protobuf::FieldDescriptor& field) {
+                   return field.name() + " \"quoted\" \\ \x01 é\n";
+                 },
+                 {"a", "b\"c"}, -7, 4000000000u, 18446744073709551615u},
+                &entry);
   entry.mutable_time()->set_seconds(1764680000);
   entry.mutable_time()->set_nanos(123000000);
   auto* timing = entry.mutable_timing();
@@ -101,25 +127,9 @@ TEST(AccessLogJsonTest, BytesThatAreNotUtf8AreEscapedSoThatTheLineStaysValidJson
 TEST(AccessLogJsonTest, EveryFieldAtItsWidestFitsTheRoomMadeForTheLine) {
   for (const std::string& worst : {std::string(300, '\x01'), std::string(300, '\xff')}) {
     AccessLogEntry entry;
-    const auto* descriptor = entry.GetDescriptor();
-    const auto* reflection = entry.GetReflection();
-    for (int i = 0; i < descriptor->field_count(); ++i) {
-      const auto* field = descriptor->field(i);
-      using google::protobuf::FieldDescriptor;
-      switch (field->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_STRING:
-          if (field->is_repeated()) {
-            for (int rule = 0; rule < 3; ++rule) reflection->AddString(&entry, field, worst);
-          } else {
-            reflection->SetString(&entry, field, worst);
-          }
-          break;
-        case FieldDescriptor::CPPTYPE_INT32: reflection->SetInt32(&entry, field, INT32_MIN); break;
-        case FieldDescriptor::CPPTYPE_UINT32: reflection->SetUInt32(&entry, field, UINT32_MAX); break;
-        case FieldDescriptor::CPPTYPE_UINT64: reflection->SetUInt64(&entry, field, UINT64_MAX); break;
-        default: break;
-      }
-    }
+    SetEveryField({[&](const google::protobuf::FieldDescriptor&) { return worst; },
+                   {worst, worst, worst}, INT32_MIN, UINT32_MAX, UINT64_MAX},
+                  &entry);
     entry.mutable_time()->set_seconds(253402300799);  // 9999-12-31T23:59:59
     entry.mutable_time()->set_nanos(999999999);
     for (auto* duration : {entry.mutable_timing()->mutable_dns(),
