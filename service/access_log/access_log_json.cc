@@ -17,18 +17,16 @@ namespace {
 // (LineBound), not appended a piece at a time: each std::string append costs a call, a
 // capacity check and a copy, and a line is some ninety pieces.
 
-// The most a JSON string of `text` takes: each byte may become six ("\u0001"; a byte that
-// is not UTF-8 becomes "\\xNN", five), and the quotes.
-size_t StringBound(absl::string_view text) { return 6 * text.size() + 2; }
-
 char* Put(absl::string_view text, char* out) {
   std::memcpy(out, text.data(), text.size());
   return out + text.size();
 }
 
-// A JSON string. Most are printable ASCII and are copied whole after one look at each
-// byte; the rest are escaped, and bytes that are not UTF-8 written as \xNN first (a JSON
-// parser may refuse invalid UTF-8, e.g. a caller's identity from binary metadata).
+// A JSON string: at most six bytes for each of `text`'s ("\u0001"; a byte that is not
+// UTF-8 becomes "\\xNN", five) and the quotes. Most are printable ASCII and are copied
+// whole after one look at each byte; the rest are escaped, and bytes that are not UTF-8
+// written as \xNN first (a JSON parser may refuse invalid UTF-8, e.g. a caller's identity
+// from binary metadata).
 char* PutString(absl::string_view text, char* out) {
   *out++ = '"';
   bool plain = true;
@@ -165,19 +163,10 @@ char* PutTiming(const egress::v1::Timing& timing, char* out) {
 }
 
 // Room for the names, punctuation, numbers, times and durations of a line (under 900
-// bytes with every field at its longest), and for every string field at its worst.
-size_t LineBound(const egress::v1::AccessLogEntry& e) {
-  size_t bound = 1024;
-  for (const std::string* text :
-       {&e.rpc(), &e.caller(), &e.peer(), &e.method(), &e.url(), &e.origin(),
-        &e.remote_address(), &e.grpc_code(), &e.error_reason(), &e.error_message(),
-        &e.drain(), &e.policy_decision(), &e.policy_rule(), &e.trace_id(), &e.span_id(),
-        &e.parent_span_id(), &e.protocol()}) {
-    bound += StringBound(*text);
-  }
-  for (const std::string& rule : e.would_deny_rules()) bound += StringBound(rule) + 1;
-  return bound;
-}
+// bytes with every field at its longest), and six bytes for each byte of the entry's wire
+// form, which holds every string's bytes: a field added to the entry is counted without
+// a line here.
+size_t LineBound(const egress::v1::AccessLogEntry& e) { return 1024 + 6 * e.ByteSizeLong(); }
 
 char* PutEntry(const egress::v1::AccessLogEntry& e, char* out) {
   *out++ = '{';
