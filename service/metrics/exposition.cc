@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_family.h"
 #include "service/metrics/families.h"
@@ -170,13 +169,14 @@ std::vector<MetricFamily> Metrics::Collect() const {
   MetricFamily buffered = Family(Id::kBufferedBodyBytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, c] : origins_) {
-      const ClientMetric::Label origin{"origin", key};
+    // One origin's row; `https` for an https origin.
+    const auto add_row = [&](std::string label, bool https, const OriginCounts& c) {
+      const ClientMetric::Label origin{"origin", std::move(label)};
       AddSample(requests, {origin, {"connection", "new"}}, c.requests_new);
       AddSample(requests, {origin, {"connection", "reused"}}, c.requests_reused);
       AddSample(opened, {origin}, c.opened);
       // https origins (and "other" once it has any): a plain origin's would never move.
-      if (absl::StartsWith(key, "https:") || c.tls_handshakes[false] + c.tls_handshakes[true]) {
+      if (https || c.tls_handshakes[false] + c.tls_handshakes[true]) {
         AddSample(tls, {origin, {"resumed", "false"}}, c.tls_handshakes[false]);
         AddSample(tls, {origin, {"resumed", "true"}}, c.tls_handshakes[true]);
       }
@@ -228,7 +228,9 @@ std::vector<MetricFamily> Metrics::Collect() const {
       }
       AddSample(surplus, {origin, {"fate", "kept_idle"}}, c.surplus[true]);
       AddSample(surplus, {origin, {"fate", "closed"}}, c.surplus[false]);
-    }
+    };
+    for (const auto& [key, c] : origins_) add_row(key.Key(), key.tls, c);
+    if (other_) add_row("other", false, *other_);
     AddSample(labels, {{"state", "in_use"}}, labelled_origins());
     AddSample(labels, {{"state", "limit"}}, max_origins_);
     AddSample(evictions, {}, evictions_);

@@ -13,8 +13,6 @@ using metrics::Id;
 using metrics::Spec;
 using transport::ConnectionState;
 
-constexpr const char* kOther = "other";
-
 // A histogram family, named as kFamilies declares it.
 prometheus::Family<prometheus::Histogram>& RegisterHistogram(prometheus::Registry& registry,
                                                              Id id) {
@@ -51,9 +49,7 @@ void Metrics::SetMaxOrigins(size_t max_origins) {
   EvictDownTo(max_origins_);
 }
 
-size_t Metrics::labelled_origins() const {
-  return origins_.size() - (origins_.contains(kOther) ? 1 : 0);
-}
+size_t Metrics::labelled_origins() const { return origins_.size(); }
 
 bool Metrics::EvictDownTo(size_t keep) {
   // Only quiet rows: a live connection's gauges and drains must end in the row they
@@ -67,32 +63,30 @@ bool Metrics::EvictDownTo(size_t keep) {
 }
 
 void Metrics::TrackLive(const transport::Origin& origin, OriginCounts& c, int delta) {
-  std::string key = origin.Key();
-  if (!origins_.contains(key)) {
-    int64_t& live = live_in_other_[key];
+  if (&c == (other_ ? &*other_ : nullptr)) {
+    int64_t& live = live_in_other_[origin];
     live += delta;
-    if (live <= 0) live_in_other_.erase(key);
+    if (live <= 0) live_in_other_.erase(origin);
   } else if (c.live() && c.quiet) {
     quiet_.erase(*c.quiet);
     c.quiet.reset();
   } else if (!c.live() && !c.quiet) {
-    quiet_.push_front(std::move(key));
+    quiet_.push_front(origin);
     c.quiet = quiet_.begin();
   }
 }
 
 Metrics::OriginCounts& Metrics::For(const transport::Origin& origin) {
-  std::string key = origin.Key();
-  auto it = origins_.find(key);
+  auto it = origins_.find(origin);
   if (it != origins_.end()) {
     if (it->second.quiet) quiet_.splice(quiet_.begin(), quiet_, *it->second.quiet);
     return it->second;
   }
-  if (live_in_other_.contains(key) || max_origins_ == 0 || !EvictDownTo(max_origins_ - 1)) {
-    return origins_[kOther];
+  if (live_in_other_.contains(origin) || max_origins_ == 0 || !EvictDownTo(max_origins_ - 1)) {
+    return other_ ? *other_ : other_.emplace();
   }
-  quiet_.push_front(key);  // until its first connection opens
-  OriginCounts& row = origins_[std::move(key)];
+  quiet_.push_front(origin);  // until its first connection opens
+  OriginCounts& row = origins_[origin];
   row.quiet = quiet_.begin();
   return row;
 }

@@ -125,7 +125,7 @@ class Metrics final : public transport::TransportObserver,
     std::array<std::array<uint64_t, 2>, 2> drain_aware{};  // [wait, dial][new, drained]
     std::array<uint64_t, 2> surplus{};                     // [closed, kept]
     // Its place in quiet_: set while the origin has a row and no live connection.
-    std::optional<std::list<std::string>::iterator> quiet;
+    std::optional<std::list<transport::Origin>::iterator> quiet;
     bool live() const { return idle != 0 || active != 0 || draining != 0; }
   };
 
@@ -158,13 +158,16 @@ class Metrics final : public transport::TransportObserver,
 
   mutable std::mutex mu_;
   size_t max_origins_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, OriginCounts> origins_ ABSL_GUARDED_BY(mu_);
+  // Keyed by the origin itself: each event finds its row without building a label.
+  absl::flat_hash_map<transport::Origin, OriginCounts> origins_ ABSL_GUARDED_BY(mu_);
+  // The row of the origins without one of their own (origin="other"), once it is used.
+  std::optional<OriginCounts> other_ ABSL_GUARDED_BY(mu_);
   // Origins with a row and no live connection, most recently used first: the ones whose
   // slots may go to new origins.
-  std::list<std::string> quiet_ ABSL_GUARDED_BY(mu_);
+  std::list<transport::Origin> quiet_ ABSL_GUARDED_BY(mu_);
   // Live connections, by origin, of origins counted in "other": such an origin stays in
   // "other" until they are closed, so that each connection's counts stay in one row.
-  absl::flat_hash_map<std::string, int64_t> live_in_other_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<transport::Origin, int64_t> live_in_other_ ABSL_GUARDED_BY(mu_);
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<uint64_t, 17> fetches_by_code_ ABSL_GUARDED_BY(mu_){};
   // Not by origin: a caller probing many internal names must not explode the label.

@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace egress::transport {
 
-// Where a pooled connection goes: connections are shared only within one origin.
+// Where a pooled connection goes: connections are shared only within one origin. Maps
+// of origins key by the struct itself (ordered, or hashed with absl::Hash), not by Key():
+// a lookup per event builds no string.
 struct Origin {
   bool tls = false;
   std::string host;  // a name, an IPv4 literal, or an IPv6 literal without brackets
@@ -20,6 +23,14 @@ struct Origin {
 
   friend bool operator==(const Origin& a, const Origin& b) {
     return std::tie(a.tls, a.host, a.port) == std::tie(b.tls, b.host, b.port);
+  }
+  // The order of their Key()s but for the port, compared as a number.
+  friend bool operator<(const Origin& a, const Origin& b) {
+    return std::tie(a.tls, a.host, a.port) < std::tie(b.tls, b.host, b.port);
+  }
+  template <typename H>
+  friend H AbslHashValue(H hash, const Origin& origin) {
+    return H::combine(std::move(hash), origin.tls, origin.host, origin.port);
   }
 };
 

@@ -27,7 +27,7 @@ ConnectionPool::ConnectionPool(net::any_io_executor executor, PoolLimitsByHost l
 ConnectionPool::~ConnectionPool() { Shutdown(); }
 
 ConnectionPool::OriginIterator ConnectionPool::EntryFor(const Origin& origin) {
-  auto [it, inserted] = origins_.try_emplace(origin.Key());
+  auto [it, inserted] = origins_.try_emplace(origin);
   if (inserted) {
     it->second.origin = origin;
     if (auto recent = recent_cost_index_.find(it->first); recent != recent_cost_index_.end()) {
@@ -71,7 +71,7 @@ ConnectionPool::OriginIterator ConnectionPool::EraseIfUnused(OriginIterator it) 
 }
 
 void ConnectionPool::EraseIfUnused(const Origin& origin) {
-  if (auto it = origins_.find(origin.Key()); it != origins_.end()) EraseIfUnused(it);
+  if (auto it = origins_.find(origin); it != origins_.end()) EraseIfUnused(it);
 }
 
 bool ConnectionPool::DeniedByPolicy(const Connection& connection) const {
@@ -421,9 +421,9 @@ bool ConnectionPool::SweepIdle() {
 std::vector<OriginStats> ConnectionPool::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<OriginStats> stats;
-  for (const auto& [key, pool] : origins_) {
+  for (const auto& [origin, pool] : origins_) {
     OriginStats s;
-    s.origin = key;
+    s.origin = origin.Key();
     s.opened = pool.opened;
     s.reused = pool.reused;
     s.waiting = static_cast<int>(pool.waiters.size());

@@ -200,7 +200,7 @@ class ConnectionPool {
     // warm_slot). Only such an origin, used within its idle timeout, is warmed.
     absl::Time last_used = absl::InfinitePast();
     bool warm = false;
-    std::list<std::string>::iterator warm_slot;
+    std::list<Origin>::iterator warm_slot;
     // Idle connections dialed for min_idle that no request has taken yet: closed
     // (kPoolFull) when the origin is pushed out of warm_origins_.
     std::set<uint64_t> warmed;
@@ -212,7 +212,7 @@ class ConnectionPool {
     std::vector<std::shared_ptr<Connection>> warms;  // to dial (pre-warming)
   };
 
-  using OriginIterator = std::map<std::string, OriginPool>::iterator;
+  using OriginIterator = std::map<Origin, OriginPool>::iterator;
   // The origin's entry, made (with what was learned of it before) if it has none.
   OriginIterator EntryFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   OriginPool& PoolFor(const Origin& origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -285,7 +285,7 @@ class ConnectionPool {
                     CloseReason reason, Deferred& deferred)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a queued wait and says for which origin; none if it is no longer queued.
-  std::optional<Waiter> TakeWaiter(WaitId id, std::string* origin_key)
+  std::optional<Waiter> TakeWaiter(WaitId id, Origin* origin)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run(Deferred& deferred);
   void OnWaitExpired(WaitId id);
@@ -301,19 +301,19 @@ class ConnectionPool {
 
   mutable std::mutex mu_;
   PoolLimitsByHost limits_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
+  std::map<Origin, OriginPool> origins_ ABSL_GUARDED_BY(mu_);
   // What erased origins taught (cost models, HTTP/2), most recently used first, at most
   // kMaxRecentCosts.
   struct Learned {
     CostModel cost;
     std::optional<Connection::Protocol> speaks;
   };
-  std::list<std::pair<std::string, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::list<std::pair<std::string, Learned>>::iterator>
+  std::list<std::pair<Origin, Learned>> recent_costs_ ABSL_GUARDED_BY(mu_);
+  std::map<Origin, std::list<std::pair<Origin, Learned>>::iterator>
       recent_cost_index_ ABSL_GUARDED_BY(mu_);
   // Keys of the origins that may be warmed, most recently used first, at most
   // kMaxWarmOrigins; each is in origins_ (EraseIfUnused takes it out).
-  std::list<std::string> warm_origins_ ABSL_GUARDED_BY(mu_);
+  std::list<Origin> warm_origins_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const AddressPolicy> policy_ ABSL_GUARDED_BY(mu_);  // none: no check
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

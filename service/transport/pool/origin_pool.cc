@@ -65,7 +65,7 @@ void ConnectionPool::MarkUsed(OriginPool& pool, absl::Time now, Deferred& deferr
   if (pool.warm) {
     warm_origins_.splice(warm_origins_.begin(), warm_origins_, pool.warm_slot);
   } else {
-    warm_origins_.push_front(pool.origin.Key());
+    warm_origins_.push_front(pool.origin);
     pool.warm = true;
   }
   pool.warm_slot = warm_origins_.begin();

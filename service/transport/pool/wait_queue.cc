@@ -32,15 +32,14 @@ ConnectionPool::WaitId ConnectionPool::Enqueue(OriginPool& pool, WaitFor what, b
   return wait_id;
 }
 
-std::optional<ConnectionPool::Waiter> ConnectionPool::TakeWaiter(WaitId id,
-                                                                std::string* origin_key) {
+std::optional<ConnectionPool::Waiter> ConnectionPool::TakeWaiter(WaitId id, Origin* origin) {
   for (auto& [key, pool] : origins_) {
     auto it = std::find_if(pool.waiters.begin(), pool.waiters.end(),
                            [id](const Waiter& w) { return w.id == id; });
     if (it == pool.waiters.end()) continue;
     Waiter waiter = std::move(*it);
     pool.waiters.erase(it);
-    *origin_key = key;
+    *origin = key;
     return waiter;
   }
   return std::nullopt;  // served, expired or cancelled already
@@ -50,9 +49,9 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::string key;
-    if (auto waiter = TakeWaiter(id, &key)) {
-      OriginPool& pool = origins_.at(key);
+    Origin origin;
+    if (auto waiter = TakeWaiter(id, &origin)) {
+      OriginPool& pool = origins_.at(origin);
       const absl::Time now = absl::Now();
       if (waiter->what == WaitFor::kDrain && now < waiter->deadline) {
         // The drain it waited for is late: dial after all, or wait for room.
@@ -72,13 +71,13 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
             absl::DeadlineExceededError(
                 max_conns == 0 || HasRoom(pool)
                     ? absl::StrCat("deadline expired while waiting for the connection being "
-                                   "dialed to ", key)
-                    : absl::StrCat("deadline expired while waiting for a connection to ", key,
+                                   "dialed to ", origin.Key())
+                    : absl::StrCat("deadline expired while waiting for a connection to ", origin.Key(),
                                    ": all ", max_conns,
                                    " connections allowed by transport.max_conns_per_origin "
                                    "are busy")));
       }
-      EraseIfUnused(origins_.find(key));
+      EraseIfUnused(origins_.find(origin));
     }
   }
   Run(deferred);
@@ -88,13 +87,13 @@ void ConnectionPool::CancelWait(WaitId id) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::string key;
-    if (auto waiter = TakeWaiter(id, &key)) {
+    Origin origin;
+    if (auto waiter = TakeWaiter(id, &origin)) {
       CancelTimer(waiter->timer);
       deferred.callbacks.emplace_back(
           std::move(waiter->done),
-          absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ", key)));
-      EraseIfUnused(origins_.find(key));
+          absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ", origin.Key())));
+      EraseIfUnused(origins_.find(origin));
     }
   }
   Run(deferred);
