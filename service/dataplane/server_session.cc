@@ -17,6 +17,10 @@ namespace {
 
 namespace net = boost::asio;
 
+// Room made for a call's metadata at once: what gRPC clients send (content-type, te,
+// user-agent, grpc-accept-encoding and a few of the caller's own) without growing.
+constexpr size_t kTypicalMetadataEntries = 8;
+
 absl::string_view View(const uint8_t* bytes, size_t size) {
   return absl::string_view(reinterpret_cast<const char*>(bytes), size);
 }
@@ -220,6 +224,7 @@ int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, 
                                                 session.executor())
                        .first->second;
     stream.call.stream_id = frame->hd.stream_id;
+    stream.call.metadata.reserve(kTypicalMetadataEntries);
   }
   return 0;
 }

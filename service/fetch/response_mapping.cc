@@ -1,5 +1,7 @@
 #include "service/fetch/response_mapping.h"
 
+#include <utility>
+
 #include "service/config/proto_time.h"
 #include "service/fetch/utf8_text.h"
 
@@ -8,13 +10,13 @@ namespace egress::fetch {
 using egress::v1::FetchResponse;
 using transport::Response;
 
-void SetHeaderValue(const std::string& value, egress::v1::Header* header) {
+void SetHeaderValue(std::string value, egress::v1::Header* header) {
   if (IsUtf8(value)) {
-    header->set_value(value);
+    header->set_value(std::move(value));
     return;
   }
   header->set_value(Latin1ToUtf8(value));
-  header->set_value_bytes(value);
+  header->set_value_bytes(std::move(value));
 }
 
 void FillTiming(const transport::ConnectionDetails& c, absl::Duration total,
@@ -26,13 +28,14 @@ void FillTiming(const transport::ConnectionDetails& c, absl::Duration total,
   ToProto(total, timing->mutable_total());
 }
 
-void FillHead(const Response& response, absl::Time start, const TraceContext& trace,
+void FillHead(Response& response, absl::Time start, const TraceContext& trace,
               FetchResponse* out) {
   out->set_status_code(response.head.status_code);
-  for (const auto& [name, value] : response.head.headers) {
+  out->mutable_headers()->Reserve(static_cast<int>(response.head.headers.size()));
+  for (auto& [name, value] : response.head.headers) {
     auto* header = out->add_headers();
-    header->set_name(name);  // a token (the parser checks): ASCII
-    SetHeaderValue(value, header);
+    header->set_name(std::move(name));  // a token (the parser checks): ASCII
+    SetHeaderValue(std::move(value), header);
   }
   const transport::ConnectionDetails& c = response.connection;
   auto* info = out->mutable_connection();

@@ -15,14 +15,15 @@ namespace egress::fetch {
 
 // A header value as the contract carries it: text when it is UTF-8, else the exact bytes
 // in value_bytes and their ISO-8859-1 reading in value.
-void SetHeaderValue(const std::string& value, egress::v1::Header* header);
+void SetHeaderValue(std::string value, egress::v1::Header* header);
 
 // A connection's dial timings, its time to first byte and `total`.
 void FillTiming(const transport::ConnectionDetails& c, absl::Duration total,
                 egress::v1::Timing* timing);
 
-// Status, headers, connection info, timing and trace: everything but the body.
-void FillHead(const transport::Response& response, absl::Time start, const TraceContext& trace,
+// Status, headers, connection info, timing and trace: everything but the body. The
+// header strings are moved out of `response`, not copied.
+void FillHead(transport::Response& response, absl::Time start, const TraceContext& trace,
               egress::v1::FetchResponse* out);
 
 }  // namespace egress::fetch

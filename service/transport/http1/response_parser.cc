@@ -8,6 +8,7 @@
 #include "service/transport/http1/response_parser.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <string>
 
@@ -35,6 +36,7 @@ size_t BodyBytesFilled(const ResponseParser& parser, size_t size) {
 ResponseHead HeadOf(const ResponseParser& parser) {
   ResponseHead head;
   head.status_code = static_cast<int>(parser.get().result_int());
+  head.headers.reserve(std::distance(parser.get().begin(), parser.get().end()));
   for (const auto& field : parser.get()) {
     head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   }
