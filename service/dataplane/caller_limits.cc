@@ -38,33 +38,80 @@ std::string SourceOf(const boost::asio::ip::address& address) {
 
 ConnectionSlot ConnectionLedger::Take(const boost::asio::ip::address& address) {
   std::string source = SourceOf(address);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (open_ >= max_connections_) return ConnectionSlot();
-  uint32_t& from_source = by_source_[source];
-  if (from_source >= max_per_source_) return ConnectionSlot();
-  ++from_source;
-  ++open_;
-  return ConnectionSlot(shared_from_this(), std::move(source));
+  std::function<void()> close_evicted;
+  ConnectionSlot slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto from_source = by_source_.find(source);
+    const uint32_t held = from_source == by_source_.end() ? 0 : from_source->second;
+    // A source past its own bound evicts nobody.
+    if (held >= max_per_source_) return ConnectionSlot();
+    if (slots_.size() >= max_connections_) {
+      if (evictable_.empty()) return ConnectionSlot();
+      const SlotIterator oldest = slots_.find(*evictable_.begin());
+      close_evicted = std::move(oldest->second.close);
+      Forget(oldest);
+    }
+    const uint64_t id = next_id_++;
+    ++by_source_[source];
+    slots_.emplace(id, Slot{std::move(source), nullptr});
+    slot = ConnectionSlot(shared_from_this(), id);
+  }
+  if (close_evicted) close_evicted();
+  return slot;
 }
 
-void ConnectionLedger::Release(const std::string& source) {
+void ConnectionLedger::Forget(SlotIterator slot) {
+  evictable_.erase(slot->first);
+  const auto from_source = by_source_.find(slot->second.source);
+  if (--from_source->second == 0) by_source_.erase(from_source);
+  slots_.erase(slot);
+}
+
+void ConnectionLedger::Release(uint64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  --open_;
-  auto it = by_source_.find(source);
-  if (--it->second == 0) by_source_.erase(it);
+  if (const SlotIterator slot = slots_.find(id); slot != slots_.end()) Forget(slot);
+}
+
+bool ConnectionLedger::EvictWith(uint64_t id, std::function<void()> close) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const SlotIterator slot = slots_.find(id);
+  if (slot == slots_.end()) return false;  // evicted
+  slot->second.close = std::move(close);
+  evictable_.insert(id);
+  return true;
+}
+
+void ConnectionLedger::Proven(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const SlotIterator slot = slots_.find(id);
+  if (slot == slots_.end()) return;
+  slot->second.close = nullptr;
+  evictable_.erase(id);
 }
 
 ConnectionSlot& ConnectionSlot::operator=(ConnectionSlot&& other) noexcept {
   if (this != &other) {
     Release();
     ledger_ = std::move(other.ledger_);
-    source_ = std::move(other.source_);
+    id_ = other.id_;
+    proven_ = other.proven_;
   }
   return *this;
 }
 
+bool ConnectionSlot::EvictWith(std::function<void()> close) {
+  return !ledger_ || ledger_->EvictWith(id_, std::move(close));
+}
+
+void ConnectionSlot::Proven() {
+  if (!ledger_ || proven_) return;
+  proven_ = true;
+  ledger_->Proven(id_);
+}
+
 void ConnectionSlot::Release() {
-  if (ledger_) ledger_->Release(source_);
+  if (ledger_) ledger_->Release(id_);
   ledger_ = nullptr;
 }
 

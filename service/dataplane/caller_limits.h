@@ -12,11 +12,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -26,8 +29,10 @@
 namespace egress::dataplane {
 
 struct CallerLimits {
-  // Caller connections open at once over every loop; past it a new connection is closed
-  // as it is accepted (too_many_connections). egressd's --grpc_max_connections.
+  // Caller connections open at once over every loop. Past it, a new connection takes the
+  // slot of the oldest one that has not sent its client preface yet, which is closed
+  // (preface_evicted), or, when every connection has sent it, is closed as it is accepted
+  // (too_many_connections). egressd's --grpc_max_connections.
   uint32_t max_connections = 4096;
   // Of those, the most from one source (an IPv4 address, or an IPv6 /64), so that one
   // host's idle or half-open connections cannot take every slot from the others; past it
@@ -61,42 +66,70 @@ class ConnectionSlot;
 
 // The caller connections open now over every loop, in all and by source, within
 // CallerLimits' max_connections and max_connections_per_source. Thread-safe.
+//
+// A connection that has not sent its client preface yet may be evicted: when every slot
+// is taken, the oldest such connection that can be closed (ConnectionSlot::EvictWith) is,
+// and its slot goes to the new one. So callers that connect and send nothing (a flood of
+// half-open connections from a few sources, each within its own bound) cannot keep the
+// slots from callers that speak HTTP/2 at once; each such connection lasts only until
+// newer ones need its slot, or until its preface timeout.
 class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
  public:
   ConnectionLedger(uint32_t max_connections, uint32_t max_per_source)
       : max_connections_(max_connections), max_per_source_(max_per_source) {}
   // A slot for a connection from `source`, or an empty one (held() false) past a bound.
+  // May call an evicted connection's close, on this thread, before it returns.
   ConnectionSlot Take(const boost::asio::ip::address& source);
 
  private:
   friend class ConnectionSlot;
-  void Release(const std::string& source);
+  struct Slot {
+    std::string source;           // by_source_'s key
+    std::function<void()> close;  // set while the slot may be evicted
+  };
+  using SlotIterator = absl::flat_hash_map<uint64_t, Slot>::iterator;
+  void Release(uint64_t id);
+  bool EvictWith(uint64_t id, std::function<void()> close);
+  void Proven(uint64_t id);
+  // Gives up a slot: its connection no longer counts.
+  void Forget(SlotIterator slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const uint32_t max_connections_;
   const uint32_t max_per_source_;
   std::mutex mutex_;
-  uint32_t open_ = 0;
-  absl::flat_hash_map<std::string, uint32_t> by_source_;  // only sources with one open
+  uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::flat_hash_map<uint64_t, Slot> slots_ ABSL_GUARDED_BY(mutex_);  // held, by id
+  std::set<uint64_t> evictable_ ABSL_GUARDED_BY(mutex_);  // ids with a close, oldest first
+  // Only sources with a slot held.
+  absl::flat_hash_map<std::string, uint32_t> by_source_ ABSL_GUARDED_BY(mutex_);
 };
 
 // One caller connection's place in the ledger, held by its session for as long as it
-// lives.
+// lives (and by the TLS handshake before).
 class ConnectionSlot {
  public:
   ConnectionSlot() = default;
   ConnectionSlot(ConnectionSlot&& other) noexcept
-      : ledger_(std::move(other.ledger_)), source_(std::move(other.source_)) {}
+      : ledger_(std::move(other.ledger_)), id_(other.id_), proven_(other.proven_) {}
   ConnectionSlot& operator=(ConnectionSlot&& other) noexcept;
   ~ConnectionSlot() { Release(); }
   bool held() const { return ledger_ != nullptr; }
+  // Until Proven, the ledger may evict the connection for a newer one: it then calls
+  // `close` (on the thread of that connection's accept: `close` posts to the connection's
+  // loop) and no longer counts this slot. Replaces an earlier `close`. False when the
+  // slot was evicted already: the connection must close now.
+  bool EvictWith(std::function<void()> close);
+  // The caller sent its client preface: the connection is no longer evicted. Once.
+  void Proven();
 
  private:
   friend class ConnectionLedger;
-  ConnectionSlot(std::shared_ptr<ConnectionLedger> ledger, std::string source)
-      : ledger_(std::move(ledger)), source_(std::move(source)) {}
+  ConnectionSlot(std::shared_ptr<ConnectionLedger> ledger, uint64_t id)
+      : ledger_(std::move(ledger)), id_(id) {}
   void Release();
   std::shared_ptr<ConnectionLedger> ledger_;
-  std::string source_;  // the ledger's key for it
+  uint64_t id_ = 0;  // the ledger's key for it
+  bool proven_ = false;
 };
 
 // One connection's watch over its caller, for what nghttp2 reports and the resets it

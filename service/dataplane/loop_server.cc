@@ -39,11 +39,10 @@ absl::StatusOr<std::unique_ptr<LoopServer>> LoopServer::Start(transport::EventLo
           return server->service_.observer.OnCallRefused(CallRefusal::kTooManyConnections);
         }
         if (!server->tls_) return server->Serve(std::move(socket), std::move(slot));
-        // The slot is held through the handshake too.
-        server->tls_->Handshake(
-            std::move(socket),
-            [server, slot = std::make_shared<ConnectionSlot>(std::move(slot))](
-                CallerStream stream) { server->Serve(std::move(stream), std::move(*slot)); });
+        server->tls_->Handshake(std::move(socket), std::move(slot),
+                                [server](CallerStream stream, ConnectionSlot slot) {
+                                  server->Serve(std::move(stream), std::move(slot));
+                                });
       },
       [&observer = service.observer] { observer.OnCallRefused(CallRefusal::kAcceptFailed); });
   if (!listener.ok()) return listener.status();

@@ -98,6 +98,15 @@ void ServerSession::Start() {
     self->guard_.Refuse(CallRefusal::kPrefaceTimeout);
     self->End();
   });
+  const auto evicted = [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || self->ended_) return;
+    self->guard_.Refuse(CallRefusal::kPrefaceEvicted);
+    self->End();
+  };
+  if (!slot_.EvictWith([evicted, loop = executor()] { net::post(loop, evicted); })) {
+    return evicted();  // while its TLS handshake finished
+  }
   Flush();
   Read();
 }
@@ -312,7 +321,10 @@ int ServerSession::OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* s
   }
   const int32_t stream_id = frame->hd.stream_id;
   Stream* stream = session.Find(stream_id);
-  if (frame->hd.type == NGHTTP2_SETTINGS) session.preface_timer_.cancel();
+  if (frame->hd.type == NGHTTP2_SETTINGS) {
+    session.preface_timer_.cancel();
+    session.slot_.Proven();
+  }
   // A stream reset before its answer is all sent (it is closed once it is).
   if (frame->hd.type == NGHTTP2_RST_STREAM && stream && !session.guard_.TakeReset()) {
     nghttp2_session_terminate_session(session.session_, NGHTTP2_ENHANCE_YOUR_CALM);

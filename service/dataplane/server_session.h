@@ -108,7 +108,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
 
   // Sends the server's SETTINGS and starts reading; once, on the socket's loop.
   void Start();
-  // `slot` is let go of when the session is.
+  // `slot` is let go of when the session is; until the caller's preface, the ledger may
+  // evict the connection for a newer one (preface_evicted). Before Start.
   void Hold(ConnectionSlot slot) { slot_ = std::move(slot); }
 
   // The loop the session runs on: what a call posts its answer to.

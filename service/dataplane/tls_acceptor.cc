@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/buffer.hpp"
+#include "boost/asio/post.hpp"
 #include "boost/beast/core/error.hpp"
 #include "service/transport/tls/alpn.h"
 
@@ -110,16 +111,34 @@ absl::StatusOr<std::unique_ptr<TlsAcceptor>> TlsAcceptor::Create(const TlsSettin
   return acceptor;
 }
 
-void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, OnReady on_ready) {
+void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, ConnectionSlot slot,
+                            OnReady on_ready) {
   auto tls = std::make_unique<transport::TlsStream>(socket.get_executor(), context_);
   SSL_set_accept_state(tls->native_handle());
   tls->next_layer().socket() = std::move(socket);
   // The stream's timeout closes the socket under whatever the handshake waits for.
   tls->next_layer().expires_after(absl::ToChronoNanoseconds(timeout_));
   transport::TlsStream& stream = *tls;
-  stream.async_handshake([this, tls = std::move(tls), on_ready = std::move(on_ready)](
-                             boost::beast::error_code ec) mutable {
+  // An eviction closes the socket too, on the loop, while the handshake is under way.
+  struct Handshaking {
+    transport::TlsStream* stream;  // null once the handshake's handler ran
+    bool evicted = false;
+  };
+  auto handshaking = std::make_shared<Handshaking>(Handshaking{&stream});
+  const bool evictable = slot.EvictWith([handshaking, loop = stream.get_executor()] {
+    net::post(loop, [handshaking] {
+      // Done: the session it became (if any) closes itself (ConnectionSlot::EvictWith).
+      if (!handshaking->stream) return;
+      handshaking->evicted = true;
+      handshaking->stream->next_layer().close();
+    });
+  });
+  if (!evictable) return observer_.OnCallRefused(CallRefusal::kPrefaceEvicted);
+  stream.async_handshake([this, tls = std::move(tls), slot = std::move(slot), handshaking,
+                          on_ready = std::move(on_ready)](boost::beast::error_code ec) mutable {
+    handshaking->stream = nullptr;
     // Each refusal below closes the connection: the stream goes with this handler.
+    if (handshaking->evicted) return observer_.OnCallRefused(CallRefusal::kPrefaceEvicted);
     if (ec == boost::beast::error::timeout) {
       return observer_.OnCallRefused(CallRefusal::kTlsHandshakeTimeout);
     }
@@ -133,7 +152,7 @@ void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, OnReady on_read
     tls->next_layer().expires_never();
     fetch::CertificateNames certificate =
         fetch::NamesOf(SSL_get0_peer_certificate(tls->native_handle()));
-    on_ready(CallerStream(std::move(tls), std::move(certificate)));
+    on_ready(CallerStream(std::move(tls), std::move(certificate)), std::move(slot));
   });
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/ssl/context.hpp"
+#include "service/dataplane/caller_limits.h"
 #include "service/dataplane/caller_stream.h"
 #include "service/dataplane/tls_settings.h"
 #include "service/fetch/fetch_observer.h"
@@ -26,13 +27,15 @@ class TlsAcceptor {
   static absl::StatusOr<std::unique_ptr<TlsAcceptor>> Create(const TlsSettings& settings,
                                                              FetchObserver& observer);
 
-  using OnReady = std::function<void(CallerStream)>;
-  // Runs `socket`'s handshake on its loop; `on_ready` gets the TLS stream once it is done
-  // with h2. A handshake that fails (cleartext, a certificate missing or not verified),
-  // that ends without h2, or that is not done within the settings' bound, closes the
+  using OnReady = std::function<void(CallerStream, ConnectionSlot)>;
+  // Runs `socket`'s handshake on its loop, holding its `slot`; `on_ready` gets the TLS
+  // stream and the slot once it is done with h2. A handshake that fails (cleartext, a
+  // certificate missing or not verified), that ends without h2, that is not done within
+  // the settings' bound, or whose slot is evicted for a newer connection, closes the
   // connection and counts in egress_calls_refused_total (tls_handshake_failed,
-  // tls_no_h2, tls_handshake_timeout). The acceptor must outlive the loop's handlers.
-  void Handshake(boost::asio::ip::tcp::socket socket, OnReady on_ready);
+  // tls_no_h2, tls_handshake_timeout, preface_evicted). The acceptor must outlive the
+  // loop's handlers.
+  void Handshake(boost::asio::ip::tcp::socket socket, ConnectionSlot slot, OnReady on_ready);
 
  private:
   TlsAcceptor(absl::Duration timeout, FetchObserver& observer)

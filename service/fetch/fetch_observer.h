@@ -80,6 +80,7 @@ enum class CallRefusal {
   kTooManyStreams,      // a stream past SETTINGS_MAX_CONCURRENT_STREAMS
   kTooManyConnections,  // past --grpc_max_connections(_per_source), closed as accepted
   kPrefaceTimeout,      // no client preface and SETTINGS within the handshake timeout
+  kPrefaceEvicted,      // no client preface yet when a new connection needed its slot
   kRapidReset,          // streams reset before their answer faster than the reset budget
   kContinuationFlood,   // a header block of more CONTINUATION frames than allowed
   kSettingsFlood,       // SETTINGS acks left unread past the bound, or too many entries
@@ -88,7 +89,7 @@ enum class CallRefusal {
   kTooManyPings,           // a connection that PINGed too often (GOAWAY ENHANCE_YOUR_CALM)
   kStalledCaller,          // a connection whose caller took no bytes past a reset's time
 };
-inline constexpr size_t kCallRefusalCount = 21;
+inline constexpr size_t kCallRefusalCount = 22;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -105,6 +106,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kTooManyStreams: return "too_many_streams";
     case CallRefusal::kTooManyConnections: return "too_many_connections";
     case CallRefusal::kPrefaceTimeout: return "preface_timeout";
+    case CallRefusal::kPrefaceEvicted: return "preface_evicted";
     case CallRefusal::kRapidReset: return "rapid_reset";
     case CallRefusal::kContinuationFlood: return "continuation_flood";
     case CallRefusal::kSettingsFlood: return "settings_flood";

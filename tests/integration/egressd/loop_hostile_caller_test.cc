@@ -62,6 +62,11 @@ struct ReadFrame {
   }
 };
 
+// The server's acknowledgement of the caller's SETTINGS: it has read the client preface.
+bool IsSettingsAck(const ReadFrame& frame) {
+  return frame.type == NGHTTP2_SETTINGS && (frame.flags & NGHTTP2_FLAG_ACK);
+}
+
 // A caller's connection, written and read frame by frame by the test's thread, with an
 // HPACK encoder of its own (the header blocks of one connection share its table).
 class RawSocket {
@@ -511,11 +516,8 @@ TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAnd
   RawSocket second(port);
   for (RawSocket* caller : {first.get(), &second}) {
     ASSERT_TRUE(caller->Greet());
-    // The server's SETTINGS: the connection is accepted and served.
-    const auto frames = caller->Read(absl::Seconds(10), [](const ReadFrame& frame) {
-      return frame.type == NGHTTP2_SETTINGS;
-    });
-    ASSERT_FALSE(frames.empty());
+    // The server acknowledged the caller's SETTINGS: it is served, its preface is in.
+    ASSERT_FALSE(caller->Read(absl::Seconds(10), IsSettingsAck).empty());
   }
   RawSocket third(port);
   ASSERT_TRUE(third.connected());
@@ -529,6 +531,34 @@ TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAnd
     const auto answer = RawFetch();
     return answer.ok() && answer->Field("grpc-status") == "0";
   }));
+}
+
+// When every slot (here 2) is taken, a new connection takes the slot of the oldest one that
+// has not sent its client preface yet, which is closed and counted: connections that say
+// nothing cannot lock out callers that speak at once. One that sent it stays.
+TEST_F(LoopHostileCallerTest, ASilentConnectionGivesItsSlotToTheNextCallerWhenAllAreTaken) {
+  caller_limits_.max_connections = 2;
+  StartLoops();
+  const int port = server_->grpc_port();
+  RawSocket greeted(port);
+  ASSERT_TRUE(greeted.Greet());
+  ASSERT_FALSE(greeted.Read(absl::Seconds(10), IsSettingsAck).empty());
+  RawSocket silent(port);
+  // The server's SETTINGS: it is accepted and holds the other slot.
+  ASSERT_FALSE(silent.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+    return frame.type == NGHTTP2_SETTINGS;
+  }).empty());
+  ExpectAnotherCallerServed();
+  silent.Read(absl::Seconds(10));
+  EXPECT_TRUE(silent.closed());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceEvicted), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 0);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceTimeout), 0);
+  ASSERT_TRUE(greeted.Send(Ping()));
+  ASSERT_FALSE(greeted.Read(absl::Seconds(10), [](const ReadFrame& frame) {
+    return frame.type == NGHTTP2_PING;
+  }).empty());
+  EXPECT_FALSE(greeted.closed());
 }
 
 // One source's connections take at most --grpc_max_connections_per_source (here 2) of the

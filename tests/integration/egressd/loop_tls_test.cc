@@ -123,7 +123,7 @@ class LoopTlsTest : public EgressTest, public ::testing::WithParamInterface<Data
     ASSERT_TRUE(credentials.ok()) << credentials.status();
     credentials->loops.handshake_timeout = handshake_timeout;
     auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                      *credentials, nullptr, {}, GetParam());
+                                      *credentials, nullptr, {}, GetParam(), caller_limits_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = egress::v1::Egress::NewStub(grpc::CreateChannel(
@@ -291,6 +291,25 @@ TEST_P(LoopTlsTest, AStalledHandshakeIsClosedAndCounted) {
   // A caller that completes its handshake in time is served.
   FetchResponse response;
   EXPECT_TRUE(Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response).ok());
+}
+
+// A caller stalled in its TLS handshake has sent no client preface: when every slot (here
+// 1) is taken, the next caller's connection closes it (preface_evicted) and is served.
+TEST_P(LoopTlsTest, AStalledHandshakeGivesItsSlotToTheNextCallerWhenAllAreTaken) {
+  if (!loops()) GTEST_SKIP() << "gRPC's library server has no connection slots of egressd's";
+  caller_limits_.max_connections = 1;
+  StartTls("", /*mtls=*/false);
+  const int fd = ConnectWithReadTimeout(server_->grpc_port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(send(fd, "\x16\x03\x01", 3, 0), 3);  // the start of a ClientHello, and no more
+  FetchResponse response;
+  EXPECT_TRUE(Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response).ok());
+  char byte;
+  EXPECT_EQ(recv(fd, &byte, 1, 0), 0);  // closed by the server, long before its 120 s
+  close(fd);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceEvicted), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTlsHandshakeFailed), 0);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 0);
 }
 
 }  // namespace

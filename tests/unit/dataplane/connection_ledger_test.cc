@@ -1,6 +1,8 @@
 // The caller connections open at once, in all and by source (--grpc_max_connections and
-// --grpc_max_connections_per_source): what counts as one source, and slots given back.
+// --grpc_max_connections_per_source): what counts as one source, slots given back, and
+// the connections that have not sent their preface evicted for new ones.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "boost/asio/ip/address.hpp"
@@ -37,6 +39,51 @@ TEST(ConnectionLedgerTest, ASlotGoesBackWhenItsConnectionEndsAndTheTotalBoundsAl
   first = ConnectionSlot();  // its connection ended
   EXPECT_TRUE(ledger->Take(At("10.0.0.1")).held());
   EXPECT_TRUE(ledger->Take(At("10.0.0.3")).held());
+}
+
+// A slot whose close the ledger may call, recording into `closed` that it did.
+ConnectionSlot Evictable(ConnectionLedger& ledger, const char* source,
+                         std::vector<std::string>& closed) {
+  ConnectionSlot slot = ledger.Take(At(source));
+  EXPECT_TRUE(slot.held());
+  EXPECT_TRUE(slot.EvictWith([&closed, source] { closed.push_back(source); }));
+  return slot;
+}
+
+TEST(ConnectionLedgerTest, WhenAllAreTakenTheOldestConnectionWithoutItsPrefaceMakesRoom) {
+  auto ledger = std::make_shared<ConnectionLedger>(3, 3);
+  std::vector<std::string> closed;
+  ConnectionSlot greeted = Evictable(*ledger, "10.0.0.1", closed);
+  greeted.Proven();  // the oldest, but it sent its preface
+  ConnectionSlot silent = Evictable(*ledger, "10.0.0.2", closed);
+  ConnectionSlot later = Evictable(*ledger, "10.0.0.3", closed);
+  ConnectionSlot newcomer = ledger->Take(At("10.0.0.4"));
+  EXPECT_TRUE(newcomer.held());
+  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.2"}) << "the oldest without its preface";
+  EXPECT_FALSE(silent.EvictWith([] {})) << "an evicted slot's connection must close at once";
+  silent.Proven();  // too late: changes nothing
+  silent = ConnectionSlot();  // its connection closed: gives back no slot of the others'
+  ConnectionSlot next = ledger->Take(At("10.0.0.5"));
+  EXPECT_TRUE(next.held());
+  EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.2", "10.0.0.3"}));
+  // Left: `greeted` (proven) and `newcomer` and `next`, which cannot be closed (no
+  // EvictWith): nobody makes room.
+  EXPECT_FALSE(ledger->Take(At("10.0.0.6")).held());
+  EXPECT_EQ(closed.size(), 2u);
+}
+
+TEST(ConnectionLedgerTest, ASourcePastItsOwnShareEvictsNobody) {
+  auto ledger = std::make_shared<ConnectionLedger>(2, 1);
+  std::vector<std::string> closed;
+  ConnectionSlot first = Evictable(*ledger, "10.0.0.1", closed);
+  ConnectionSlot second = Evictable(*ledger, "10.0.0.2", closed);
+  EXPECT_FALSE(ledger->Take(At("10.0.0.1")).held());
+  EXPECT_TRUE(closed.empty());
+  ConnectionSlot third = ledger->Take(At("10.0.0.3"));
+  EXPECT_TRUE(third.held());
+  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.1"});
+  // 10.0.0.1's evicted slot no longer counts against its share.
+  EXPECT_TRUE(Evictable(*ledger, "10.0.0.1", closed).held());
 }
 
 }  // namespace
