@@ -16,13 +16,16 @@ constexpr char kShutdown[] = "shutdown";
 void ConnectionRegistry::Add(const std::shared_ptr<ServerSession>& session) {
   uint64_t id;
   bool going_away;
+  bool closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
     id = next_id_++;
     going_away = going_away_;
+    closing = closing_;
     sessions_.emplace(id, session);
   }
   session->OnEnd([this, id] { Remove(id); });
+  if (closing) return session->Close();
   // Until CloseAll: the shutdown closes it with the others.
   if (going_away) session->GoAway(absl::InfiniteDuration(), kShutdown);
 }
@@ -54,6 +57,7 @@ void ConnectionRegistry::CloseAll(absl::Duration wait) {
   std::vector<std::weak_ptr<ServerSession>> sessions;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
     for (const auto& [id, session] : sessions_) sessions.push_back(session);
   }
   for (auto& weak : sessions) {

@@ -20,7 +20,8 @@ namespace egress::dataplane {
 class ConnectionRegistry {
  public:
   // Registers a session that has started, on its loop; it leaves when it ends. After
-  // GoAwayAll it gets its GOAWAY at once.
+  // GoAwayAll it gets its GOAWAY at once; after CloseAll began (a TLS handshake that
+  // finished meanwhile), it is closed at once: nothing may outlive the loops.
   void Add(const std::shared_ptr<ServerSession>& session);
   // Every connection open, and every one added from now on, gets a graceful GOAWAY. Any
   // thread; returns at once.
@@ -38,6 +39,7 @@ class ConnectionRegistry {
   std::map<uint64_t, std::weak_ptr<ServerSession>> sessions_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool going_away_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace egress::dataplane
