@@ -45,7 +45,9 @@ ABSL_FLAG(std::string, data_plane, "loops",
           "runs too) or grpc_library (gRPC's library server, the reference and a fallback)");
 ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
           "with --data_plane=loops: caller connections open at once; past it a new "
-          "connection is closed as it is accepted (counted too_many_connections)");
+          "connection takes the slot of the oldest that sent no client preface within 1 s "
+          "(closed, counted preface_evicted), or is closed as it is accepted (counted "
+          "too_many_connections)");
 ABSL_FLAG(uint32_t, grpc_max_connections_per_source,
           egress::dataplane::CallerLimits().max_connections_per_source,
           "with --data_plane=loops: of --grpc_max_connections, the most from one source (an "

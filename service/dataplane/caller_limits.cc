@@ -46,15 +46,17 @@ ConnectionSlot ConnectionLedger::Take(const boost::asio::ip::address& address) {
     const uint32_t held = from_source == by_source_.end() ? 0 : from_source->second;
     // A source past its own bound evicts nobody.
     if (held >= max_per_source_) return ConnectionSlot();
+    const absl::Time now = absl::Now();
     if (slots_.size() >= max_connections_) {
       if (evictable_.empty()) return ConnectionSlot();
-      const SlotIterator oldest = slots_.find(*evictable_.begin());
+      const SlotIterator oldest = slots_.find(*evictable_.begin());  // ids grow with time
+      if (now - oldest->second.taken < eviction_age_) return ConnectionSlot();
       close_evicted = std::move(oldest->second.close);
       Forget(oldest);
     }
     const uint64_t id = next_id_++;
     ++by_source_[source];
-    slots_.emplace(id, Slot{std::move(source), nullptr});
+    slots_.emplace(id, Slot{std::move(source), now, nullptr});
     slot = ConnectionSlot(shared_from_this(), id);
   }
   if (close_evicted) close_evicted();

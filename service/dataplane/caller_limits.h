@@ -30,10 +30,16 @@ namespace egress::dataplane {
 
 struct CallerLimits {
   // Caller connections open at once over every loop. Past it, a new connection takes the
-  // slot of the oldest one that has not sent its client preface yet, which is closed
-  // (preface_evicted), or, when every connection has sent it, is closed as it is accepted
-  // (too_many_connections). egressd's --grpc_max_connections.
+  // slot of the oldest one that has not sent its client preface (or finished its TLS
+  // handshake) within `eviction_age` of its accept, which is closed (preface_evicted);
+  // when there is none, it is closed as it is accepted (too_many_connections). egressd's
+  // --grpc_max_connections.
   uint32_t max_connections = 4096;
+  // How long a connection has to send its preface before a newer one may take its slot
+  // when all are taken: a caller's handshake takes a few round trips, and the newest
+  // connection evicting the oldest at once would, in a storm of reconnecting callers near
+  // the bound, let no handshake finish.
+  absl::Duration eviction_age = absl::Seconds(1);
   // Of those, the most from one source (an IPv4 address, or an IPv6 /64), so that one
   // host's idle or half-open connections cannot take every slot from the others; past it
   // too_many_connections as well. egressd's --grpc_max_connections_per_source.
@@ -68,15 +74,20 @@ class ConnectionSlot;
 // CallerLimits' max_connections and max_connections_per_source. Thread-safe.
 //
 // A connection that has not sent its client preface yet may be evicted: when every slot
-// is taken, the oldest such connection that can be closed (ConnectionSlot::EvictWith) is,
-// and its slot goes to the new one. So callers that connect and send nothing (a flood of
-// half-open connections from a few sources, each within its own bound) cannot keep the
-// slots from callers that speak HTTP/2 at once; each such connection lasts only until
-// newer ones need its slot, or until its preface timeout.
+// is taken, the oldest such connection that can be closed (ConnectionSlot::EvictWith) and
+// is past `eviction_age` is, and its slot goes to the new one. So callers that connect
+// and send nothing (a flood of half-open connections from a few sources, each within its
+// own bound) cannot keep the slots from callers that speak HTTP/2 at once; each such
+// connection lasts only until newer ones need its slot, or until its preface (or TLS
+// handshake) timeout. Connections that sent their preface are not evicted: those are
+// bounded by the per-source share alone.
 class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
  public:
-  ConnectionLedger(uint32_t max_connections, uint32_t max_per_source)
-      : max_connections_(max_connections), max_per_source_(max_per_source) {}
+  ConnectionLedger(uint32_t max_connections, uint32_t max_per_source,
+                   absl::Duration eviction_age)
+      : max_connections_(max_connections),
+        max_per_source_(max_per_source),
+        eviction_age_(eviction_age) {}
   // A slot for a connection from `source`, or an empty one (held() false) past a bound.
   // May call an evicted connection's close, on this thread, before it returns.
   ConnectionSlot Take(const boost::asio::ip::address& source);
@@ -85,6 +96,7 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   friend class ConnectionSlot;
   struct Slot {
     std::string source;           // by_source_'s key
+    absl::Time taken;             // when its connection was accepted
     std::function<void()> close;  // set while the slot may be evicted
   };
   using SlotIterator = absl::flat_hash_map<uint64_t, Slot>::iterator;
@@ -96,6 +108,7 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
 
   const uint32_t max_connections_;
   const uint32_t max_per_source_;
+  const absl::Duration eviction_age_;
   std::mutex mutex_;
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::flat_hash_map<uint64_t, Slot> slots_ ABSL_GUARDED_BY(mutex_);  // held, by id
@@ -115,9 +128,9 @@ class ConnectionSlot {
   ~ConnectionSlot() { Release(); }
   bool held() const { return ledger_ != nullptr; }
   // Until Proven, the ledger may evict the connection for a newer one: it then calls
-  // `close` (on the thread of that connection's accept: `close` posts to the connection's
-  // loop) and no longer counts this slot. Replaces an earlier `close`. False when the
-  // slot was evicted already: the connection must close now.
+  // `close` (on the thread that accepted the newer one, any loop's: `close` posts to this
+  // connection's loop) and no longer counts this slot. Replaces an earlier `close`. False
+  // when the slot was evicted already: the connection must close now.
   bool EvictWith(std::function<void()> close);
   // The caller sent its client preface: the connection is no longer evicted. Once.
   void Proven();

@@ -49,7 +49,8 @@ class LoopServer final : private Methods {
       : service_(service),
         limits_(limits),
         open_(std::make_shared<ConnectionLedger>(limits.caller.max_connections,
-                                                 limits.caller.max_connections_per_source)) {}
+                                                 limits.caller.max_connections_per_source,
+                                                 limits.caller.eviction_age)) {}
 
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;

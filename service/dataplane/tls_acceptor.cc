@@ -125,7 +125,8 @@ void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, ConnectionSlot 
     bool evicted = false;
   };
   auto handshaking = std::make_shared<Handshaking>(Handshaking{&stream});
-  const bool evictable = slot.EvictWith([handshaking, loop = stream.get_executor()] {
+  // True: nobody could evict the slot before it was evictable.
+  slot.EvictWith([handshaking, loop = stream.get_executor()] {
     net::post(loop, [handshaking] {
       // Done: the session it became (if any) closes itself (ConnectionSlot::EvictWith).
       if (!handshaking->stream) return;
@@ -133,7 +134,6 @@ void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, ConnectionSlot 
       handshaking->stream->next_layer().close();
     });
   });
-  if (!evictable) return observer_.OnCallRefused(CallRefusal::kPrefaceEvicted);
   stream.async_handshake([this, tls = std::move(tls), slot = std::move(slot), handshaking,
                           on_ready = std::move(on_ready)](boost::beast::error_code ec) mutable {
     handshaking->stream = nullptr;

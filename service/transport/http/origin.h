@@ -24,7 +24,7 @@ struct Origin {
   friend bool operator==(const Origin& a, const Origin& b) {
     return std::tie(a.tls, a.host, a.port) == std::tie(b.tls, b.host, b.port);
   }
-  // The order of their Key()s but for the port, compared as a number.
+  // An order for ordered maps: by scheme, host, then port.
   friend bool operator<(const Origin& a, const Origin& b) {
     return std::tie(a.tls, a.host, a.port) < std::tie(b.tls, b.host, b.port);
   }

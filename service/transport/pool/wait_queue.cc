@@ -72,8 +72,8 @@ void ConnectionPool::OnWaitExpired(WaitId id) {
                 max_conns == 0 || HasRoom(pool)
                     ? absl::StrCat("deadline expired while waiting for the connection being "
                                    "dialed to ", origin.Key())
-                    : absl::StrCat("deadline expired while waiting for a connection to ", origin.Key(),
-                                   ": all ", max_conns,
+                    : absl::StrCat("deadline expired while waiting for a connection to ",
+                                   origin.Key(), ": all ", max_conns,
                                    " connections allowed by transport.max_conns_per_origin "
                                    "are busy")));
       }
@@ -92,7 +92,8 @@ void ConnectionPool::CancelWait(WaitId id) {
       CancelTimer(waiter->timer);
       deferred.callbacks.emplace_back(
           std::move(waiter->done),
-          absl::CancelledError(absl::StrCat("cancelled while waiting for a connection to ", origin.Key())));
+          absl::CancelledError(
+              absl::StrCat("cancelled while waiting for a connection to ", origin.Key())));
       EraseIfUnused(origins_.find(origin));
     }
   }

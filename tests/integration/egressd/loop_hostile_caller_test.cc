@@ -534,10 +534,12 @@ TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAnd
 }
 
 // When every slot (here 2) is taken, a new connection takes the slot of the oldest one that
-// has not sent its client preface yet, which is closed and counted: connections that say
-// nothing cannot lock out callers that speak at once. One that sent it stays.
+// has not sent its client preface yet (here at once; 1 s after its accept by default),
+// which is closed and counted: connections that say nothing cannot lock out callers that
+// speak at once. One that sent it stays.
 TEST_F(LoopHostileCallerTest, ASilentConnectionGivesItsSlotToTheNextCallerWhenAllAreTaken) {
   caller_limits_.max_connections = 2;
+  caller_limits_.eviction_age = absl::ZeroDuration();  // 1 s by default
   StartLoops();
   const int port = server_->grpc_port();
   RawSocket greeted(port);

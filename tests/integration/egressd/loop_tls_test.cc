@@ -298,6 +298,7 @@ TEST_P(LoopTlsTest, AStalledHandshakeIsClosedAndCounted) {
 TEST_P(LoopTlsTest, AStalledHandshakeGivesItsSlotToTheNextCallerWhenAllAreTaken) {
   if (!loops()) GTEST_SKIP() << "gRPC's library server has no connection slots of egressd's";
   caller_limits_.max_connections = 1;
+  caller_limits_.eviction_age = absl::ZeroDuration();  // 1 s by default
   StartTls("", /*mtls=*/false);
   const int fd = ConnectWithReadTimeout(server_->grpc_port());
   ASSERT_GE(fd, 0);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "boost/asio/ip/address.hpp"
 #include "gtest/gtest.h"
 #include "service/dataplane/caller_limits.h"
@@ -15,7 +16,7 @@ namespace {
 boost::asio::ip::address At(const char* text) { return boost::asio::ip::make_address(text); }
 
 TEST(ConnectionLedgerTest, AnIpv6SlashSixtyFourIsOneSourceAndAMappedAddressItsIpv4One) {
-  auto ledger = std::make_shared<ConnectionLedger>(100, 2);
+  auto ledger = std::make_shared<ConnectionLedger>(100, 2, absl::ZeroDuration());
   std::vector<ConnectionSlot> held;
   held.push_back(ledger->Take(At("2001:db8:1:2::1")));
   held.push_back(ledger->Take(At("2001:db8:1:2:ffff::9")));
@@ -29,7 +30,7 @@ TEST(ConnectionLedgerTest, AnIpv6SlashSixtyFourIsOneSourceAndAMappedAddressItsIp
 }
 
 TEST(ConnectionLedgerTest, ASlotGoesBackWhenItsConnectionEndsAndTheTotalBoundsAllSources) {
-  auto ledger = std::make_shared<ConnectionLedger>(2, 1);
+  auto ledger = std::make_shared<ConnectionLedger>(2, 1, absl::ZeroDuration());
   ConnectionSlot first = ledger->Take(At("10.0.0.1"));
   ASSERT_TRUE(first.held());
   EXPECT_FALSE(ledger->Take(At("10.0.0.1")).held());
@@ -51,7 +52,7 @@ ConnectionSlot Evictable(ConnectionLedger& ledger, const char* source,
 }
 
 TEST(ConnectionLedgerTest, WhenAllAreTakenTheOldestConnectionWithoutItsPrefaceMakesRoom) {
-  auto ledger = std::make_shared<ConnectionLedger>(3, 3);
+  auto ledger = std::make_shared<ConnectionLedger>(3, 3, absl::ZeroDuration());
   std::vector<std::string> closed;
   ConnectionSlot greeted = Evictable(*ledger, "10.0.0.1", closed);
   greeted.Proven();  // the oldest, but it sent its preface
@@ -73,7 +74,7 @@ TEST(ConnectionLedgerTest, WhenAllAreTakenTheOldestConnectionWithoutItsPrefaceMa
 }
 
 TEST(ConnectionLedgerTest, ASourcePastItsOwnShareEvictsNobody) {
-  auto ledger = std::make_shared<ConnectionLedger>(2, 1);
+  auto ledger = std::make_shared<ConnectionLedger>(2, 1, absl::ZeroDuration());
   std::vector<std::string> closed;
   ConnectionSlot first = Evictable(*ledger, "10.0.0.1", closed);
   ConnectionSlot second = Evictable(*ledger, "10.0.0.2", closed);
@@ -84,6 +85,17 @@ TEST(ConnectionLedgerTest, ASourcePastItsOwnShareEvictsNobody) {
   EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.1"});
   // 10.0.0.1's evicted slot no longer counts against its share.
   EXPECT_TRUE(Evictable(*ledger, "10.0.0.1", closed).held());
+}
+
+// A connection still within its first eviction_age may be doing its handshake: in a storm
+// of callers connecting near the bound, the newest evicting the oldest at once would let
+// none finish. The new one is refused instead.
+TEST(ConnectionLedgerTest, AConnectionYoungerThanTheEvictionAgeIsNotEvicted) {
+  auto ledger = std::make_shared<ConnectionLedger>(1, 1, absl::Hours(1));
+  std::vector<std::string> closed;
+  ConnectionSlot handshaking = Evictable(*ledger, "10.0.0.1", closed);
+  EXPECT_FALSE(ledger->Take(At("10.0.0.2")).held());
+  EXPECT_TRUE(closed.empty());
 }
 
 }  // namespace
