@@ -150,9 +150,11 @@ void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, ConnectionSlot 
       return observer_.OnCallRefused(CallRefusal::kTlsNoH2);
     }
     tls->next_layer().expires_never();
-    fetch::CertificateNames certificate =
+    std::optional<fetch::CertificateNames> certificate =
         fetch::NamesOf(SSL_get0_peer_certificate(tls->native_handle()));
-    on_ready(CallerStream(std::move(tls), std::move(certificate)), std::move(slot));
+    // Names C-core cannot read fail its handshake: refused alike.
+    if (!certificate) return observer_.OnCallRefused(CallRefusal::kTlsHandshakeFailed);
+    on_ready(CallerStream(std::move(tls), *std::move(certificate)), std::move(slot));
   });
 }
 

@@ -18,11 +18,11 @@ std::vector<std::string> Values(const grpc::AuthContext& auth, const char* prope
   return values;
 }
 
-// An ASN.1 string as UTF-8, as C-core converts SANs and the CN; empty if it cannot be.
-std::string Utf8(const ASN1_STRING* text) {
+// An ASN.1 string as UTF-8, as C-core converts SANs and the CN; none if it cannot be.
+std::optional<std::string> Utf8(const ASN1_STRING* text) {
   unsigned char* utf8 = nullptr;
   const int size = ASN1_STRING_to_UTF8(&utf8, text);
-  if (size < 0) return "";
+  if (size < 0) return std::nullopt;
   std::string converted(reinterpret_cast<const char*>(utf8), static_cast<size_t>(size));
   OPENSSL_free(utf8);
   return converted;
@@ -40,13 +40,15 @@ CertificateNames NamesOf(const grpc::AuthContext& auth) {
   return names;
 }
 
-CertificateNames NamesOf(const X509* certificate) {
+std::optional<CertificateNames> NamesOf(const X509* certificate) {
   CertificateNames names;
   if (!certificate) return names;
   const X509_NAME* subject = X509_get_subject_name(certificate);
   const int cn = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
   if (cn >= 0) {
-    names.common_name = Utf8(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, cn)));
+    auto common_name = Utf8(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, cn)));
+    if (!common_name) return std::nullopt;
+    names.common_name = *std::move(common_name);
   }
   std::unique_ptr<GENERAL_NAMES, decltype(&GENERAL_NAMES_free)> sans(
       static_cast<GENERAL_NAMES*>(
@@ -54,8 +56,22 @@ CertificateNames NamesOf(const X509* certificate) {
       GENERAL_NAMES_free);
   for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans.get()); ++i) {
     const GENERAL_NAME* san = sk_GENERAL_NAME_value(sans.get(), i);
-    if (san->type == GEN_URI) names.uri_sans.push_back(Utf8(san->d.uniformResourceIdentifier));
-    if (san->type == GEN_DNS) names.dns_sans.push_back(Utf8(san->d.dNSName));
+    std::vector<std::string>* kept = nullptr;  // the SAN kinds the identity rules read
+    const ASN1_STRING* text = nullptr;
+    switch (san->type) {
+      case GEN_URI: kept = &names.uri_sans; text = san->d.uniformResourceIdentifier; break;
+      case GEN_DNS: kept = &names.dns_sans; text = san->d.dNSName; break;
+      case GEN_EMAIL: text = san->d.rfc822Name; break;
+      case GEN_IPADD: {
+        const int length = ASN1_STRING_length(san->d.iPAddress);
+        if (length != 4 && length != 16) return std::nullopt;
+        continue;
+      }
+      default: continue;  // C-core takes any other kind as it is
+    }
+    auto name = Utf8(text);
+    if (!name) return std::nullopt;
+    if (kept) kept->push_back(*std::move(name));
   }
   return names;
 }

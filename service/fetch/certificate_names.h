@@ -7,6 +7,7 @@
 
 #include <openssl/x509.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,11 @@ struct CertificateNames {
 // (plaintext, or TLS without a client certificate).
 CertificateNames NamesOf(const grpc::AuthContext& auth);
 // What C-core puts in an AuthContext for `certificate`, a verified client certificate:
-// the SANs and the CN as UTF-8. Nothing for null.
-CertificateNames NamesOf(const X509* certificate);
+// the SANs and the CN as UTF-8. Nothing for null. None where C-core fails the handshake
+// instead: a CN, or a DNS, email or URI SAN, that does not convert to UTF-8, or an IP SAN
+// of neither 4 nor 16 bytes (so that a name C-core would refuse cannot reach the
+// identity rules as "" on the other data plane).
+std::optional<CertificateNames> NamesOf(const X509* certificate);
 
 // The name policy.identity_source picks: the first URI SAN (UNSPECIFIED too), the first
 // DNS SAN, or the common name; empty when the certificate has none.

@@ -25,7 +25,9 @@ Pki::Pki(const std::string& dir) : dir_(dir) {
        {std::pair<const char*, const char*>{"server", "DNS:localhost,URI:spiffe://test/egressd"},
         {"admin", "URI:spiffe://test/admin"},
         {"intruder", "URI:spiffe://test/intruder"},
-        {"checkout", "DNS:checkout.test,URI:spiffe://test/checkout"}}) {
+        {"checkout", "DNS:checkout.test,URI:spiffe://test/checkout"},
+        // An IP SAN of 5 bytes (GeneralNames, DER): names gRPC's C-core cannot read.
+        {"unreadable", "DER:30078705010203040A"}}) {
     absl::StrAppend(
         &script, " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ",
         name, ".key -out ", name, ".csr -subj /CN=", name, "-cn 2>/dev/null && printf '",
