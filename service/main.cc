@@ -46,7 +46,8 @@ ABSL_FLAG(std::string, data_plane, "loops",
 ABSL_FLAG(uint32_t, grpc_max_connections, egress::dataplane::CallerLimits().max_connections,
           "with --data_plane=loops: caller connections open at once; past it a new "
           "connection takes the slot of the oldest that sent no client preface within 1 s "
-          "(closed, counted preface_evicted), or is closed as it is accepted (counted "
+          "(closed, counted preface_evicted), else of the one with no call open for "
+          "longest, at least 10 s (idle_evicted), or is closed as it is accepted (counted "
           "too_many_connections)");
 ABSL_FLAG(uint32_t, grpc_max_connections_per_source,
           egress::dataplane::CallerLimits().max_connections_per_source,

@@ -38,33 +38,57 @@ std::string SourceOf(const boost::asio::ip::address& address) {
 
 ConnectionSlot ConnectionLedger::Take(const boost::asio::ip::address& address) {
   std::string source = SourceOf(address);
-  std::function<void()> close_evicted;
+  Close close_evicted;
+  CallRefusal evicted_for = CallRefusal::kPrefaceEvicted;
   ConnectionSlot slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto from_source = by_source_.find(source);
     const uint32_t held = from_source == by_source_.end() ? 0 : from_source->second;
     // A source past its own bound evicts nobody.
-    if (held >= max_per_source_) return ConnectionSlot();
+    if (held >= limits_.max_connections_per_source) return ConnectionSlot();
     const absl::Time now = absl::Now();
-    if (slots_.size() >= max_connections_) {
-      if (evictable_.empty()) return ConnectionSlot();
-      const SlotIterator oldest = slots_.find(*evictable_.begin());  // ids grow with time
-      if (now - oldest->second.taken < eviction_age_) return ConnectionSlot();
-      close_evicted = std::move(oldest->second.close);
-      Forget(oldest);
+    if (slots_.size() >= limits_.max_connections) {
+      const auto [victim, reason] = Victim(now);
+      if (victim == slots_.end()) return ConnectionSlot();
+      close_evicted = std::move(victim->second.close);
+      evicted_for = reason;
+      Forget(victim);
     }
     const uint64_t id = next_id_++;
     ++by_source_[source];
-    slots_.emplace(id, Slot{std::move(source), now, nullptr});
-    slot = ConnectionSlot(shared_from_this(), id);
+    auto idle_since = std::make_shared<std::atomic<int64_t>>(0);
+    slot = ConnectionSlot(shared_from_this(), id, idle_since);
+    slots_.emplace(id, Slot{std::move(source), now, nullptr, std::move(idle_since)});
   }
-  if (close_evicted) close_evicted();
+  if (close_evicted) close_evicted(evicted_for);
   return slot;
 }
 
+std::pair<ConnectionLedger::SlotIterator, CallRefusal> ConnectionLedger::Victim(absl::Time now) {
+  if (!unproven_.empty()) {
+    const SlotIterator oldest = slots_.find(*unproven_.begin());  // ids grow with time
+    if (now - oldest->second.taken >= limits_.eviction_age) {
+      return {oldest, CallRefusal::kPrefaceEvicted};
+    }
+  }
+  // The longest idle: a scan, only when every slot is taken.
+  SlotIterator idlest = slots_.end();
+  int64_t idle_since = absl::ToUnixNanos(now - limits_.idle_eviction_age) + 1;
+  for (const uint64_t id : proven_) {
+    const SlotIterator slot = slots_.find(id);
+    const int64_t since = slot->second.idle_since->load(std::memory_order_relaxed);
+    if (since != 0 && since < idle_since) {
+      idlest = slot;
+      idle_since = since;
+    }
+  }
+  return {idlest, CallRefusal::kIdleEvicted};
+}
+
 void ConnectionLedger::Forget(SlotIterator slot) {
-  evictable_.erase(slot->first);
+  unproven_.erase(slot->first);
+  proven_.erase(slot->first);
   const auto from_source = by_source_.find(slot->second.source);
   if (--from_source->second == 0) by_source_.erase(from_source);
   slots_.erase(slot);
@@ -75,12 +99,12 @@ void ConnectionLedger::Release(uint64_t id) {
   if (const SlotIterator slot = slots_.find(id); slot != slots_.end()) Forget(slot);
 }
 
-bool ConnectionLedger::EvictWith(uint64_t id, std::function<void()> close) {
+bool ConnectionLedger::EvictWith(uint64_t id, Close close) {
   std::lock_guard<std::mutex> lock(mutex_);
   const SlotIterator slot = slots_.find(id);
   if (slot == slots_.end()) return false;  // evicted
   slot->second.close = std::move(close);
-  evictable_.insert(id);
+  if (!proven_.count(id)) unproven_.insert(id);
   return true;
 }
 
@@ -88,8 +112,8 @@ void ConnectionLedger::Proven(uint64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
   const SlotIterator slot = slots_.find(id);
   if (slot == slots_.end()) return;
-  slot->second.close = nullptr;
-  evictable_.erase(id);
+  unproven_.erase(id);
+  if (slot->second.close) proven_.insert(id);
 }
 
 ConnectionSlot& ConnectionSlot::operator=(ConnectionSlot&& other) noexcept {
@@ -98,18 +122,25 @@ ConnectionSlot& ConnectionSlot::operator=(ConnectionSlot&& other) noexcept {
     ledger_ = std::move(other.ledger_);
     id_ = other.id_;
     proven_ = other.proven_;
+    idle_since_ = std::move(other.idle_since_);
   }
   return *this;
 }
 
-bool ConnectionSlot::EvictWith(std::function<void()> close) {
+bool ConnectionSlot::EvictWith(std::function<void(CallRefusal)> close) {
   return !ledger_ || ledger_->EvictWith(id_, std::move(close));
 }
 
 void ConnectionSlot::Proven() {
   if (!ledger_ || proven_) return;
   proven_ = true;
+  CallsOpen(false);
   ledger_->Proven(id_);
+}
+
+void ConnectionSlot::CallsOpen(bool open) {
+  if (!proven_ || !idle_since_) return;
+  idle_since_->store(open ? 0 : absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
 }
 
 void ConnectionSlot::Release() {

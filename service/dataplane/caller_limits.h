@@ -11,6 +11,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,15 +32,22 @@ namespace egress::dataplane {
 struct CallerLimits {
   // Caller connections open at once over every loop. Past it, a new connection takes the
   // slot of the oldest one that has not sent its client preface (or finished its TLS
-  // handshake) within `eviction_age` of its accept, which is closed (preface_evicted);
-  // when there is none, it is closed as it is accepted (too_many_connections). egressd's
-  // --grpc_max_connections.
+  // handshake) within `eviction_age` of its accept (preface_evicted), else of the one that
+  // has had no call open for longest, at least `idle_eviction_age` (idle_evicted); that
+  // connection is closed. When there is neither, the new one is closed as it is accepted
+  // (too_many_connections). egressd's --grpc_max_connections.
   uint32_t max_connections = 4096;
   // How long a connection has to send its preface before a newer one may take its slot
   // when all are taken: a caller's handshake takes a few round trips, and the newest
   // connection evicting the oldest at once would, in a storm of reconnecting callers near
   // the bound, let no handshake finish.
   absl::Duration eviction_age = absl::Seconds(1);
+  // How long a connection that sent its preface must have had no call open before a new
+  // one may take its slot when all are taken (nginx likewise closes idle keep-alive
+  // connections when it runs out): a caller that greets and then holds its connections
+  // idle cannot keep the slots either. A gRPC client whose idle connection is closed
+  // connects again at its next call.
+  absl::Duration idle_eviction_age = absl::Seconds(10);
   // Of those, the most from one source (an IPv4 address, or an IPv6 /64), so that one
   // host's idle or half-open connections cannot take every slot from the others; past it
   // too_many_connections as well. egressd's --grpc_max_connections_per_source.
@@ -73,46 +81,49 @@ class ConnectionSlot;
 // The caller connections open now over every loop, in all and by source, within
 // CallerLimits' max_connections and max_connections_per_source. Thread-safe.
 //
-// A connection that has not sent its client preface yet may be evicted: when every slot
-// is taken, the oldest such connection that can be closed (ConnectionSlot::EvictWith) and
-// is past `eviction_age` is, and its slot goes to the new one. So callers that connect
-// and send nothing (a flood of half-open connections from a few sources, each within its
-// own bound) cannot keep the slots from callers that speak HTTP/2 at once; each such
-// connection lasts only until newer ones need its slot, or until its preface (or TLS
-// handshake) timeout. Connections that sent their preface are not evicted: those are
-// bounded by the per-source share alone.
+// When every slot is taken, a new connection may take the slot of one that is doing
+// nothing for its caller, which is closed (ConnectionSlot::EvictWith): first the oldest
+// that has not sent its client preface within `eviction_age`, else the one idle (no call
+// open) for longest, at least `idle_eviction_age`. So callers that connect and send
+// nothing, or greet and then hold their connections idle (a flood from a few sources,
+// each within its own share), cannot keep the slots from callers that make calls; only
+// connections with calls open are never evicted, and those the per-source share bounds.
 class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
  public:
-  ConnectionLedger(uint32_t max_connections, uint32_t max_per_source,
-                   absl::Duration eviction_age)
-      : max_connections_(max_connections),
-        max_per_source_(max_per_source),
-        eviction_age_(eviction_age) {}
+  explicit ConnectionLedger(const CallerLimits& limits) : limits_(limits) {}
   // A slot for a connection from `source`, or an empty one (held() false) past a bound.
   // May call an evicted connection's close, on this thread, before it returns.
   ConnectionSlot Take(const boost::asio::ip::address& source);
 
  private:
   friend class ConnectionSlot;
+  using Close = std::function<void(CallRefusal)>;
   struct Slot {
-    std::string source;           // by_source_'s key
-    absl::Time taken;             // when its connection was accepted
-    std::function<void()> close;  // set while the slot may be evicted
+    std::string source;  // by_source_'s key
+    absl::Time taken;    // when its connection was accepted
+    Close close;         // set while the slot may be evicted
+    // Since when the connection has had no call open (its unix nanoseconds; 0: a call is
+    // open, or no preface yet), written by its loop, read here.
+    std::shared_ptr<std::atomic<int64_t>> idle_since;
   };
   using SlotIterator = absl::flat_hash_map<uint64_t, Slot>::iterator;
   void Release(uint64_t id);
-  bool EvictWith(uint64_t id, std::function<void()> close);
+  bool EvictWith(uint64_t id, Close close);
   void Proven(uint64_t id);
+  // The slot a new connection takes from another when all are taken, and why; none (end)
+  // when no connection may be evicted.
+  std::pair<SlotIterator, CallRefusal> Victim(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Gives up a slot: its connection no longer counts.
   void Forget(SlotIterator slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
-  const uint32_t max_connections_;
-  const uint32_t max_per_source_;
-  const absl::Duration eviction_age_;
+  const CallerLimits limits_;
   std::mutex mutex_;
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::flat_hash_map<uint64_t, Slot> slots_ ABSL_GUARDED_BY(mutex_);  // held, by id
-  std::set<uint64_t> evictable_ ABSL_GUARDED_BY(mutex_);  // ids with a close, oldest first
+  // Ids of slots with a close, oldest first: without their preface yet, and with it.
+  std::set<uint64_t> unproven_ ABSL_GUARDED_BY(mutex_);
+  std::set<uint64_t> proven_ ABSL_GUARDED_BY(mutex_);
   // Only sources with a slot held.
   absl::flat_hash_map<std::string, uint32_t> by_source_ ABSL_GUARDED_BY(mutex_);
 };
@@ -123,26 +134,34 @@ class ConnectionSlot {
  public:
   ConnectionSlot() = default;
   ConnectionSlot(ConnectionSlot&& other) noexcept
-      : ledger_(std::move(other.ledger_)), id_(other.id_), proven_(other.proven_) {}
+      : ledger_(std::move(other.ledger_)),
+        id_(other.id_),
+        proven_(other.proven_),
+        idle_since_(std::move(other.idle_since_)) {}
   ConnectionSlot& operator=(ConnectionSlot&& other) noexcept;
   ~ConnectionSlot() { Release(); }
   bool held() const { return ledger_ != nullptr; }
-  // Until Proven, the ledger may evict the connection for a newer one: it then calls
-  // `close` (on the thread that accepted the newer one, any loop's: `close` posts to this
-  // connection's loop) and no longer counts this slot. Replaces an earlier `close`. False
-  // when the slot was evicted already: the connection must close now.
-  bool EvictWith(std::function<void()> close);
-  // The caller sent its client preface: the connection is no longer evicted. Once.
+  // The ledger may evict the connection for a newer one (see ConnectionLedger): it then
+  // calls `close` with the reason to count (on the thread that accepted the newer one, any
+  // loop's: `close` posts to this connection's loop) and no longer counts this slot.
+  // Replaces an earlier `close`. False when the slot was evicted already: the connection
+  // must close now.
+  bool EvictWith(std::function<void(CallRefusal)> close);
+  // The caller sent its client preface. Once.
   void Proven();
+  // Whether the connection has calls open now; after Proven. On the connection's loop.
+  void CallsOpen(bool open);
 
  private:
   friend class ConnectionLedger;
-  ConnectionSlot(std::shared_ptr<ConnectionLedger> ledger, uint64_t id)
-      : ledger_(std::move(ledger)), id_(id) {}
+  ConnectionSlot(std::shared_ptr<ConnectionLedger> ledger, uint64_t id,
+                 std::shared_ptr<std::atomic<int64_t>> idle_since)
+      : ledger_(std::move(ledger)), id_(id), idle_since_(std::move(idle_since)) {}
   void Release();
   std::shared_ptr<ConnectionLedger> ledger_;
   uint64_t id_ = 0;  // the ledger's key for it
   bool proven_ = false;
+  std::shared_ptr<std::atomic<int64_t>> idle_since_;  // the ledger's Slot::idle_since
 };
 
 // One connection's watch over its caller, for what nghttp2 reports and the resets it

@@ -48,9 +48,7 @@ class LoopServer final : private Methods {
   LoopServer(const fetch::Context& service, const SessionLimits& limits)
       : service_(service),
         limits_(limits),
-        open_(std::make_shared<ConnectionLedger>(limits.caller.max_connections,
-                                                 limits.caller.max_connections_per_source,
-                                                 limits.caller.eviction_age)) {}
+        open_(std::make_shared<ConnectionLedger>(limits.caller)) {}
 
   bool Serves(absl::string_view path) const override;
   void Start(const std::shared_ptr<ServerSession>& session, IncomingCall call) override;

@@ -98,14 +98,16 @@ void ServerSession::Start() {
     self->guard_.Refuse(CallRefusal::kPrefaceTimeout);
     self->End();
   });
-  const auto evicted = [weak = weak_from_this()] {
+  const auto evicted = [weak = weak_from_this()](CallRefusal reason) {
     auto self = weak.lock();
     if (!self || self->ended_) return;
-    self->guard_.Refuse(CallRefusal::kPrefaceEvicted);
+    self->guard_.Refuse(reason);
     self->End();
   };
-  if (!slot_.EvictWith([evicted, loop = executor()] { net::post(loop, evicted); })) {
-    return evicted();  // while its TLS handshake finished
+  if (!slot_.EvictWith([evicted, loop = executor()](CallRefusal reason) {
+        net::post(loop, [evicted, reason] { evicted(reason); });
+      })) {
+    return evicted(CallRefusal::kPrefaceEvicted);  // while its TLS handshake finished
   }
   Flush();
   Read();
@@ -234,6 +236,7 @@ int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, 
                        .first->second;
     stream.call.stream_id = frame->hd.stream_id;
     stream.call.metadata.reserve(kTypicalMetadataEntries);
+    session.slot_.CallsOpen(true);
   }
   return 0;
 }
@@ -527,6 +530,7 @@ int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, 
   if (it == session.streams_.end()) return 0;
   Stream stream = std::move(it->second);
   session.streams_.erase(it);
+  if (session.streams_.empty()) session.slot_.CallsOpen(false);
   session.Gone(stream);
   return 0;
 }

@@ -126,7 +126,7 @@ void TlsAcceptor::Handshake(boost::asio::ip::tcp::socket socket, ConnectionSlot 
   };
   auto handshaking = std::make_shared<Handshaking>(Handshaking{&stream});
   // True: nobody could evict the slot before it was evictable.
-  slot.EvictWith([handshaking, loop = stream.get_executor()] {
+  slot.EvictWith([handshaking, loop = stream.get_executor()](CallRefusal) {
     net::post(loop, [handshaking] {
       // Done: the session it became (if any) closes itself (ConnectionSlot::EvictWith).
       if (!handshaking->stream) return;

@@ -81,6 +81,7 @@ enum class CallRefusal {
   kTooManyConnections,  // past --grpc_max_connections(_per_source), closed as accepted
   kPrefaceTimeout,      // no client preface and SETTINGS within the handshake timeout
   kPrefaceEvicted,      // no client preface yet when a new connection needed its slot
+  kIdleEvicted,         // no call open for longest when a new connection needed its slot
   kRapidReset,          // streams reset before their answer faster than the reset budget
   kContinuationFlood,   // a header block of more CONTINUATION frames than allowed
   kSettingsFlood,       // SETTINGS acks left unread past the bound, or too many entries
@@ -89,7 +90,7 @@ enum class CallRefusal {
   kTooManyPings,           // a connection that PINGed too often (GOAWAY ENHANCE_YOUR_CALM)
   kStalledCaller,          // a connection whose caller took no bytes past a reset's time
 };
-inline constexpr size_t kCallRefusalCount = 22;
+inline constexpr size_t kCallRefusalCount = 23;
 inline absl::string_view ToString(CallRefusal reason) {
   switch (reason) {
     case CallRefusal::kUnimplemented: return "unimplemented";
@@ -107,6 +108,7 @@ inline absl::string_view ToString(CallRefusal reason) {
     case CallRefusal::kTooManyConnections: return "too_many_connections";
     case CallRefusal::kPrefaceTimeout: return "preface_timeout";
     case CallRefusal::kPrefaceEvicted: return "preface_evicted";
+    case CallRefusal::kIdleEvicted: return "idle_evicted";
     case CallRefusal::kRapidReset: return "rapid_reset";
     case CallRefusal::kContinuationFlood: return "continuation_flood";
     case CallRefusal::kSettingsFlood: return "settings_flood";

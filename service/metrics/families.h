@@ -244,8 +244,9 @@ inline constexpr FamilySpec kFamilies[] = {
      "before a fetch, by reason: unimplemented, metadata_too_large, bad_request_message, "
      "bad_timeout, protocol_error, accept_failed, deadline_before_request, "
      "bad_metadata, tls_handshake_failed, tls_handshake_timeout, tls_no_h2, too_many_streams, "
-     "too_many_connections, preface_timeout, preface_evicted, rapid_reset, continuation_flood, "
-     "settings_flood, ping_flood, after_goaway, too_many_pings, stalled_caller.",
+     "too_many_connections, preface_timeout, preface_evicted, idle_evicted, rapid_reset, "
+     "continuation_flood, settings_flood, ping_flood, after_goaway, too_many_pings, "
+     "stalled_caller.",
      {"reason"}, {}},
     {Id::kCallerFetches, "egress_caller_fetches_total", internal::kCounter,
      "Fetch and FetchStream RPCs, by caller.",

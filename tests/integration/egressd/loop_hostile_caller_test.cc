@@ -563,6 +563,35 @@ TEST_F(LoopHostileCallerTest, ASilentConnectionGivesItsSlotToTheNextCallerWhenAl
   EXPECT_FALSE(greeted.closed());
 }
 
+// When every slot (here 2) is taken and each connection sent its preface, a new one takes
+// the slot of the connection that has had no call open for longest (here at once; 10 s
+// by default), which is closed and counted: a caller that greets and then holds its
+// connections idle cannot lock out callers that make calls. A connection with a call
+// open (a health Watch) is not evicted.
+TEST_F(LoopHostileCallerTest, AnIdleConnectionGivesItsSlotToTheNextCallerWhenAllAreTaken) {
+  caller_limits_.max_connections = 2;
+  caller_limits_.idle_eviction_age = absl::ZeroDuration();
+  StartLoops();
+  const int port = server_->grpc_port();
+  RawSocket idle(port);
+  ASSERT_TRUE(idle.Greet());
+  ASSERT_FALSE(idle.Read(absl::Seconds(10), IsSettingsAck).empty());
+  auto watching = RawGrpcConnection::Open(port);
+  ASSERT_TRUE(watching.ok()) << watching.status();
+  const int32_t watch = (*watching)->Start("/grpc.health.v1.Health/Watch",
+                                           dataplane::FrameMessage(""), {});
+  ASSERT_TRUE((*watching)->Pump([&] { return (*watching)->head_seen(watch); },
+                                absl::Seconds(10)));
+  ExpectAnotherCallerServed();
+  idle.Read(absl::Seconds(10));
+  EXPECT_TRUE(idle.closed());
+  EXPECT_EQ(observer_.Refused(CallRefusal::kIdleEvicted), 1);
+  EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 0);
+  (*watching)->Pump([] { return false; }, absl::Milliseconds(200));
+  EXPECT_FALSE((*watching)->ended());
+  EXPECT_FALSE((*watching)->closed(watch));
+}
+
 // One source's connections take at most --grpc_max_connections_per_source (here 2) of the
 // slots: a host holding idle connections cannot lock the others out.
 TEST_F(LoopHostileCallerTest, OneSourcePastItsShareOfConnectionsIsClosedAndAnotherServed) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "boost/asio/ip/address.hpp"
 #include "gtest/gtest.h"
@@ -15,8 +17,18 @@ namespace {
 
 boost::asio::ip::address At(const char* text) { return boost::asio::ip::make_address(text); }
 
+// Bounds of `total` and `per_source` connections, evicting without waiting.
+CallerLimits Limits(uint32_t total, uint32_t per_source) {
+  CallerLimits limits;
+  limits.max_connections = total;
+  limits.max_connections_per_source = per_source;
+  limits.eviction_age = absl::ZeroDuration();
+  limits.idle_eviction_age = absl::ZeroDuration();
+  return limits;
+}
+
 TEST(ConnectionLedgerTest, AnIpv6SlashSixtyFourIsOneSourceAndAMappedAddressItsIpv4One) {
-  auto ledger = std::make_shared<ConnectionLedger>(100, 2, absl::ZeroDuration());
+  auto ledger = std::make_shared<ConnectionLedger>(Limits(100, 2));
   std::vector<ConnectionSlot> held;
   held.push_back(ledger->Take(At("2001:db8:1:2::1")));
   held.push_back(ledger->Take(At("2001:db8:1:2:ffff::9")));
@@ -30,7 +42,7 @@ TEST(ConnectionLedgerTest, AnIpv6SlashSixtyFourIsOneSourceAndAMappedAddressItsIp
 }
 
 TEST(ConnectionLedgerTest, ASlotGoesBackWhenItsConnectionEndsAndTheTotalBoundsAllSources) {
-  auto ledger = std::make_shared<ConnectionLedger>(2, 1, absl::ZeroDuration());
+  auto ledger = std::make_shared<ConnectionLedger>(Limits(2, 1));
   ConnectionSlot first = ledger->Take(At("10.0.0.1"));
   ASSERT_TRUE(first.held());
   EXPECT_FALSE(ledger->Take(At("10.0.0.1")).held());
@@ -47,34 +59,40 @@ ConnectionSlot Evictable(ConnectionLedger& ledger, const char* source,
                          std::vector<std::string>& closed) {
   ConnectionSlot slot = ledger.Take(At(source));
   EXPECT_TRUE(slot.held());
-  EXPECT_TRUE(slot.EvictWith([&closed, source] { closed.push_back(source); }));
+  EXPECT_TRUE(slot.EvictWith([&closed, source](CallRefusal reason) {
+    closed.push_back(absl::StrCat(source, " ", ToString(reason)));
+  }));
   return slot;
 }
 
 TEST(ConnectionLedgerTest, WhenAllAreTakenTheOldestConnectionWithoutItsPrefaceMakesRoom) {
-  auto ledger = std::make_shared<ConnectionLedger>(3, 3, absl::ZeroDuration());
+  auto ledger = std::make_shared<ConnectionLedger>(Limits(3, 3));
   std::vector<std::string> closed;
   ConnectionSlot greeted = Evictable(*ledger, "10.0.0.1", closed);
-  greeted.Proven();  // the oldest, but it sent its preface
+  greeted.Proven();  // the oldest, but it sent its preface and has a call open
+  greeted.CallsOpen(true);
   ConnectionSlot silent = Evictable(*ledger, "10.0.0.2", closed);
   ConnectionSlot later = Evictable(*ledger, "10.0.0.3", closed);
   ConnectionSlot newcomer = ledger->Take(At("10.0.0.4"));
   EXPECT_TRUE(newcomer.held());
-  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.2"}) << "the oldest without its preface";
-  EXPECT_FALSE(silent.EvictWith([] {})) << "an evicted slot's connection must close at once";
+  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.2 preface_evicted"})
+      << "the oldest without its preface";
+  EXPECT_FALSE(silent.EvictWith([](CallRefusal) {}))
+      << "an evicted slot's connection must close at once";
   silent.Proven();  // too late: changes nothing
   silent = ConnectionSlot();  // its connection closed: gives back no slot of the others'
   ConnectionSlot next = ledger->Take(At("10.0.0.5"));
   EXPECT_TRUE(next.held());
-  EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.2", "10.0.0.3"}));
-  // Left: `greeted` (proven) and `newcomer` and `next`, which cannot be closed (no
+  EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.2 preface_evicted",
+                                              "10.0.0.3 preface_evicted"}));
+  // Left: `greeted` (a call open) and `newcomer` and `next`, which cannot be closed (no
   // EvictWith): nobody makes room.
   EXPECT_FALSE(ledger->Take(At("10.0.0.6")).held());
   EXPECT_EQ(closed.size(), 2u);
 }
 
 TEST(ConnectionLedgerTest, ASourcePastItsOwnShareEvictsNobody) {
-  auto ledger = std::make_shared<ConnectionLedger>(2, 1, absl::ZeroDuration());
+  auto ledger = std::make_shared<ConnectionLedger>(Limits(2, 1));
   std::vector<std::string> closed;
   ConnectionSlot first = Evictable(*ledger, "10.0.0.1", closed);
   ConnectionSlot second = Evictable(*ledger, "10.0.0.2", closed);
@@ -82,16 +100,50 @@ TEST(ConnectionLedgerTest, ASourcePastItsOwnShareEvictsNobody) {
   EXPECT_TRUE(closed.empty());
   ConnectionSlot third = ledger->Take(At("10.0.0.3"));
   EXPECT_TRUE(third.held());
-  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.1"});
+  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.1 preface_evicted"});
   // 10.0.0.1's evicted slot no longer counts against its share.
   EXPECT_TRUE(Evictable(*ledger, "10.0.0.1", closed).held());
+}
+
+TEST(ConnectionLedgerTest, WithNoneWithoutItsPrefaceTheLongestIdleConnectionMakesRoom) {
+  auto ledger = std::make_shared<ConnectionLedger>(Limits(3, 3));
+  std::vector<std::string> closed;
+  ConnectionSlot busy = Evictable(*ledger, "10.0.0.1", closed);
+  busy.Proven();
+  busy.CallsOpen(true);
+  ConnectionSlot idle_longer = Evictable(*ledger, "10.0.0.2", closed);
+  idle_longer.Proven();
+  absl::SleepFor(absl::Milliseconds(2));
+  ConnectionSlot idle = Evictable(*ledger, "10.0.0.3", closed);
+  idle.Proven();
+  ConnectionSlot newcomer = ledger->Take(At("10.0.0.4"));
+  EXPECT_TRUE(newcomer.held());
+  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.2 idle_evicted"});
+  idle.CallsOpen(true);  // a call: every connection left is busy or cannot be closed
+  EXPECT_FALSE(ledger->Take(At("10.0.0.5")).held());
+  idle.CallsOpen(false);  // the call is over
+  EXPECT_TRUE(ledger->Take(At("10.0.0.5")).held());
+  EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.2 idle_evicted", "10.0.0.3 idle_evicted"}));
+}
+
+TEST(ConnectionLedgerTest, AConnectionIdleForLessThanTheIdleEvictionAgeIsNotEvicted) {
+  CallerLimits limits = Limits(1, 1);
+  limits.idle_eviction_age = absl::Hours(1);
+  auto ledger = std::make_shared<ConnectionLedger>(limits);
+  std::vector<std::string> closed;
+  ConnectionSlot greeted = Evictable(*ledger, "10.0.0.1", closed);
+  greeted.Proven();
+  EXPECT_FALSE(ledger->Take(At("10.0.0.2")).held());
+  EXPECT_TRUE(closed.empty());
 }
 
 // A connection still within its first eviction_age may be doing its handshake: in a storm
 // of callers connecting near the bound, the newest evicting the oldest at once would let
 // none finish. The new one is refused instead.
 TEST(ConnectionLedgerTest, AConnectionYoungerThanTheEvictionAgeIsNotEvicted) {
-  auto ledger = std::make_shared<ConnectionLedger>(1, 1, absl::Hours(1));
+  CallerLimits limits = Limits(1, 1);
+  limits.eviction_age = absl::Hours(1);
+  auto ledger = std::make_shared<ConnectionLedger>(limits);
   std::vector<std::string> closed;
   ConnectionSlot handshaking = Evictable(*ledger, "10.0.0.1", closed);
   EXPECT_FALSE(ledger->Take(At("10.0.0.2")).held());
