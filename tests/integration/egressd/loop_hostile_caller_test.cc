@@ -510,6 +510,7 @@ TEST_F(LoopHostileCallerTest, ASettingsFrameOfTooManyEntriesGetsEnhanceYourCalm)
 // before a byte of HTTP/2; once a connection closes, its slot serves the next caller.
 TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAndCounted) {
   caller_limits_.max_connections = 2;
+  caller_limits_.idle_eviction_age = absl::InfiniteDuration();  // the two greeted stay
   StartLoops();
   const int port = server_->grpc_port();
   auto first = std::make_unique<RawSocket>(port);
