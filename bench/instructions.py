@@ -12,7 +12,11 @@ CPU time per fetch on a 2-core machine moves by 10-30 % between runs; on a quiet
 an instruction count moves by about 1 % (under load, gRPC's polling threads move it by
 more), so it shows what one change to the hot path saves. What the kernel, wake-ups and
 cache misses cost in time: tools/profile.sh.
-Runs in a network namespace of its own: tools/callgrind.sh [--fetches=2000] [--egressd=PATH].
+With --callers=tls, egressd serves its callers over TLS (--grpc_tls_cert, a self-signed
+certificate; h2load offers h2 by ALPN) and the ceiling, which speaks cleartext only, is
+left out: what the loops' TLS acceptor and stream cost per fetch.
+Runs in a network namespace of its own: tools/callgrind.sh [--fetches=2000] [--egressd=PATH]
+[--callers=tls].
 """
 
 import argparse
@@ -57,10 +61,13 @@ def wait_for_port(address, seconds=60):
     raise RuntimeError(f"nothing listens on {address}")
 
 
+SCHEME = "http"  # "https" with --callers=tls
+
+
 def h2load(frame, fetches):
     output = subprocess.run(
         ["h2load", "-n", str(fetches), "-c1", "-d", frame, "-H", "content-type: application/grpc",
-         "-H", "te: trailers", f"http://{GRPC}/egress.v1.Egress/Fetch"],
+         "-H", "te: trailers", f"{SCHEME}://{GRPC}/egress.v1.Egress/Fetch"],
         stdout=subprocess.PIPE, text=True, check=True).stdout
     if f"{fetches} succeeded" not in output or "status codes: " + str(fetches) + " 2xx" not in output:
         raise RuntimeError(f"not every fetch succeeded:\n{output}")
@@ -88,7 +95,8 @@ def instructions(argv, frame, fetches, out):
     return total / fetches
 
 
-SYSCALLS = ["sendmsg", "recvmsg", "read", "write", "poll", "epoll_wait", "epoll_ctl", "futex"]
+SYSCALLS = ["sendmsg", "sendto", "recvmsg", "recvfrom", "read", "write", "poll", "epoll_wait",
+            "epoll_ctl", "futex"]
 
 
 def syscalls(argv, frame, fetches, out):
@@ -122,6 +130,8 @@ def main():
     parser.add_argument("--fetches", type=int, default=2000)
     parser.add_argument("--data_plane", choices=["loops", "grpc_library"], default="loops",
                         help="what serves egressd's Fetch calls")
+    parser.add_argument("--callers", choices=["plain", "tls"], default="plain",
+                        help="how the load generator reaches egressd")
     args = parser.parse_args()
     work = readable_tempdir("egress-instructions-")
     os.makedirs(os.path.join(work, "www"))
@@ -140,12 +150,21 @@ def main():
                "--metrics_listen=127.0.0.1:9464"]
     if args.data_plane != "loops":  # only when asked: a build before the flag refuses it
         egressd.append(f"--data_plane={args.data_plane}")
+    if args.callers == "tls":
+        global SCHEME
+        SCHEME = "https"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", f"{work}/grpc.key", "-out", f"{work}/grpc.pem", "-days", "2",
+             "-subj", "/CN=127.0.0.1"], check=True, stderr=subprocess.DEVNULL)
+        egressd += [f"--grpc_tls_cert={work}/grpc.pem", f"--grpc_tls_key={work}/grpc.key"]
     systems = {
         "egressd, access log to a file": egressd + [f"--access_log={work}/access.log"],
         "egressd, access log off": egressd + ["--access_log=off"],
-        "gRPC ceiling (fixed answer, no I/O)": [
-            os.path.join(args.bin, "bench/grpc_ceiling"), f"--listen={GRPC}"],
     }
+    if args.callers == "plain":
+        systems["gRPC ceiling (fixed answer, no I/O)"] = [
+            os.path.join(args.bin, "bench/grpc_ceiling"), f"--listen={GRPC}"]
     nginx = subprocess.Popen(["nginx", "-c", config, "-p", work])
     try:
         wait_for_port(f"127.0.0.1:{UPSTREAM_PORT}")
@@ -157,8 +176,8 @@ def main():
     finally:
         nginx.terminate()
         nginx.wait()
-    print(f"{args.fetches} sequential unary Fetch calls (h2load -c1) after 200 uncounted; "
-          f"callgrind's and strace's files in {work}\n")
+    print(f"{args.fetches} sequential unary Fetch calls (h2load -c1, {args.callers} callers) "
+          f"after 200 uncounted; callgrind's and strace's files in {work}\n")
     print("| system | instructions per fetch | " + " | ".join(SYSCALLS) + " |")
     print("|---|---|" + "---|" * len(SYSCALLS))
     for name, count in counts.items():

@@ -42,11 +42,12 @@ struct CallerLimits {
   // connection evicting the oldest at once would, in a storm of reconnecting callers near
   // the bound, let no handshake finish.
   absl::Duration eviction_age = absl::Seconds(1);
-  // How long a connection that sent its preface must have had no call open before a new
-  // one may take its slot when all are taken (nginx likewise closes idle keep-alive
-  // connections when it runs out): a caller that greets and then holds its connections
-  // idle cannot keep the slots either. A gRPC client whose idle connection is closed
-  // connects again at its next call.
+  // How long a connection that sent its preface must have had no call open (a call is
+  // open from when its method has it to its stream's close) before a new one may take its
+  // slot when all are taken (nginx likewise closes idle keep-alive connections when it
+  // runs out): a caller that greets and then holds its connections idle cannot keep the
+  // slots either. The connection gets a GOAWAY first: a gRPC client retries a call it had
+  // on its way, and connects again at its next one.
   absl::Duration idle_eviction_age = absl::Seconds(10);
   // Of those, the most from one source (an IPv4 address, or an IPv6 /64), so that one
   // host's idle or half-open connections cannot take every slot from the others; past it
@@ -100,10 +101,10 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   using Close = std::function<void(CallRefusal)>;
   struct Slot {
     std::string source;  // by_source_'s key
-    absl::Time taken;    // when its connection was accepted
+    int64_t taken;       // when its connection was accepted (SteadyNanos)
     Close close;         // set while the slot may be evicted
-    // Since when the connection has had no call open (its unix nanoseconds; 0: a call is
-    // open, or no preface yet), written by its loop, read here.
+    // Since when the connection has had no call open (SteadyNanos; 0: a call is open, or
+    // no preface yet), written by its loop, read here.
     std::shared_ptr<std::atomic<int64_t>> idle_since;
   };
   using SlotIterator = absl::flat_hash_map<uint64_t, Slot>::iterator;
@@ -112,8 +113,7 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   void Proven(uint64_t id);
   // The slot a new connection takes from another when all are taken, and why; none (end)
   // when no connection may be evicted.
-  std::pair<SlotIterator, CallRefusal> Victim(absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  std::pair<SlotIterator, CallRefusal> Victim(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Gives up a slot: its connection no longer counts.
   void Forget(SlotIterator slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
@@ -124,6 +124,10 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   // Ids of slots with a close, oldest first: without their preface yet, and with it.
   std::set<uint64_t> unproven_ ABSL_GUARDED_BY(mutex_);
   std::set<uint64_t> proven_ ABSL_GUARDED_BY(mutex_);
+  // No connection can have been idle for idle_eviction_age before then (SteadyNanos): a
+  // scan that found none says when one may be, so that a flood of connections at the
+  // bound costs a comparison each, not a scan.
+  int64_t no_idle_victim_before_ ABSL_GUARDED_BY(mutex_) = 0;
   // Only sources with a slot held.
   absl::flat_hash_map<std::string, uint32_t> by_source_ ABSL_GUARDED_BY(mutex_);
 };

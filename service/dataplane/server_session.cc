@@ -102,6 +102,7 @@ void ServerSession::Start() {
     auto self = weak.lock();
     if (!self || self->ended_) return;
     self->guard_.Refuse(reason);
+    if (reason == CallRefusal::kIdleEvicted) return self->EndIdle();
     self->End();
   };
   if (!slot_.EvictWith([evicted, loop = executor()](CallRefusal reason) {
@@ -177,6 +178,7 @@ void ServerSession::End() {
   ended_ = true;
   boost::system::error_code ignored;  // closing a socket the caller already closed
   socket_.close(ignored);
+  slot_ = ConnectionSlot();  // its descriptor is closed: the slot serves the next caller
   preface_timer_.cancel();
   write_watch_.cancel();
   lifecycle_.Stop();
@@ -236,7 +238,6 @@ int ServerSession::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, 
                        .first->second;
     stream.call.stream_id = frame->hd.stream_id;
     stream.call.metadata.reserve(kTypicalMetadataEntries);
-    session.slot_.CallsOpen(true);
   }
   return 0;
 }
@@ -364,8 +365,7 @@ void ServerSession::OnRequestHeaders(int32_t stream_id, Stream& stream) {
   });
   if (methods_.StreamsRequests(stream.call.path)) {
     stream.streams_requests = true;
-    stream.started = true;
-    methods_.Start(shared_from_this(), std::move(stream.call));
+    StartCall(stream);
   }
 }
 
@@ -390,8 +390,22 @@ void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
   }
   stream.call.message = *std::move(message);
   Unbuffer(stream);
+  StartCall(stream);
+}
+
+void ServerSession::StartCall(Stream& stream) {
   stream.started = true;
+  if (calls_started_++ == 0) slot_.CallsOpen(true);
   methods_.Start(shared_from_this(), std::move(stream.call));
+}
+
+// Idle when the ledger chose it: a GOAWAY that names the last stream taken, so that a call
+// on its way is retried elsewhere, then the close. A call that started since (the ledger
+// looked from another thread) finishes within kEvictedCallsGrace first.
+void ServerSession::EndIdle() {
+  if (calls_started_ > 0) return GoAway(kEvictedCallsGrace, "idle_evicted");
+  nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  Flush();
 }
 
 void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status& status) {
@@ -530,7 +544,7 @@ int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, 
   if (it == session.streams_.end()) return 0;
   Stream stream = std::move(it->second);
   session.streams_.erase(it);
-  if (session.streams_.empty()) session.slot_.CallsOpen(false);
+  if (stream.started && --session.calls_started_ == 0) session.slot_.CallsOpen(false);
   session.Gone(stream);
   return 0;
 }

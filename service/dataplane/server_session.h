@@ -108,8 +108,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
 
   // Sends the server's SETTINGS and starts reading; once, on the socket's loop.
   void Start();
-  // `slot` is let go of when the session is; until the caller's preface, the ledger may
-  // evict the connection for a newer one (preface_evicted). Before Start.
+  // `slot` is let go of when the connection ends; meanwhile the ledger may evict the
+  // connection for a newer one (preface_evicted, idle_evicted). Before Start.
   void Hold(ConnectionSlot slot) { slot_ = std::move(slot); }
 
   // The loop the session runs on: what a call posts its answer to.
@@ -206,6 +206,11 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   // neither side has more to say.
   void Flush();
   void End();
+  // The method takes the call; the connection has a call open.
+  void StartCall(Stream& stream);
+  // Closes a connection the ledger evicted as idle (see the .cc).
+  void EndIdle();
+  static constexpr absl::Duration kEvictedCallsGrace = absl::Seconds(10);
   // The stream is gone: its call learns it, and so does a message's sender.
   void Gone(Stream& stream);
   // Tells a message's sender, on the loop, that the caller will not take it (`why`).
@@ -267,6 +272,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   bool writing_ = false;
   bool receiving_ = false;  // inside nghttp2_session_mem_recv: Flush comes after
   bool ended_ = false;
+  // Calls whose method has them, not yet closed: none for long, the connection is idle.
+  size_t calls_started_ = 0;
   uint64_t writes_done_ = 0;                // socket writes completed
   boost::asio::steady_timer write_watch_;  // see EndIfWriteStuck
   bool write_watched_ = false;

@@ -564,33 +564,43 @@ TEST_F(LoopHostileCallerTest, ASilentConnectionGivesItsSlotToTheNextCallerWhenAl
   EXPECT_FALSE(greeted.closed());
 }
 
-// When every slot (here 2) is taken and each connection sent its preface, a new one takes
+// When every slot (here 3) is taken and each connection sent its preface, a new one takes
 // the slot of the connection that has had no call open for longest (here at once; 10 s
-// by default), which is closed and counted: a caller that greets and then holds its
-// connections idle cannot lock out callers that make calls. A connection with a call
-// open (a health Watch) is not evicted.
+// by default), which is sent GOAWAY and closed, and counted: a caller that greets and
+// then holds its connections idle cannot lock out callers that make calls. A request
+// whose headers came and whose message never does is no call; a health Watch is, and
+// its connection, the oldest, is not evicted.
 TEST_F(LoopHostileCallerTest, AnIdleConnectionGivesItsSlotToTheNextCallerWhenAllAreTaken) {
-  caller_limits_.max_connections = 2;
+  caller_limits_.max_connections = 3;
   caller_limits_.idle_eviction_age = absl::ZeroDuration();
   StartLoops();
   const int port = server_->grpc_port();
-  RawSocket idle(port);
-  ASSERT_TRUE(idle.Greet());
-  ASSERT_FALSE(idle.Read(absl::Seconds(10), IsSettingsAck).empty());
   auto watching = RawGrpcConnection::Open(port);
   ASSERT_TRUE(watching.ok()) << watching.status();
   const int32_t watch = (*watching)->Start("/grpc.health.v1.Health/Watch",
                                            dataplane::FrameMessage(""), {});
   ASSERT_TRUE((*watching)->Pump([&] { return (*watching)->head_seen(watch); },
                                 absl::Seconds(10)));
+  auto half = RawGrpcConnection::Open(port);
+  ASSERT_TRUE(half.ok()) << half.status();
+  (*half)->Start("/egress.v1.Egress/Fetch", "", {}, /*end_request=*/false);
+  (*half)->Pump([] { return false; }, absl::Milliseconds(100));
+  auto checked = RawGrpcConnection::Open(port);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  const int32_t check = (*checked)->Start("/grpc.health.v1.Health/Check",
+                                          dataplane::FrameMessage(""), {});
+  ASSERT_TRUE((*checked)->Wait(check, absl::Seconds(10)).ok());  // a call, over: idle since
   ExpectAnotherCallerServed();
-  idle.Read(absl::Seconds(10));
-  EXPECT_TRUE(idle.closed());
+  EXPECT_TRUE((*half)->Pump([&] { return (*half)->ended(); }, absl::Seconds(10)))
+      << "the connection idle for longest was not closed";
+  EXPECT_GE((*half)->goaways(), 1) << "closed without a GOAWAY";
   EXPECT_EQ(observer_.Refused(CallRefusal::kIdleEvicted), 1);
   EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 0);
   (*watching)->Pump([] { return false; }, absl::Milliseconds(200));
   EXPECT_FALSE((*watching)->ended());
   EXPECT_FALSE((*watching)->closed(watch));
+  (*checked)->Pump([] { return false; }, absl::Milliseconds(200));
+  EXPECT_FALSE((*checked)->ended());
 }
 
 // One source's connections take at most --grpc_max_connections_per_source (here 2) of the

@@ -108,22 +108,24 @@ TEST(ConnectionLedgerTest, ASourcePastItsOwnShareEvictsNobody) {
 TEST(ConnectionLedgerTest, WithNoneWithoutItsPrefaceTheLongestIdleConnectionMakesRoom) {
   auto ledger = std::make_shared<ConnectionLedger>(Limits(3, 3));
   std::vector<std::string> closed;
-  ConnectionSlot busy = Evictable(*ledger, "10.0.0.1", closed);
+  ConnectionSlot busy = Evictable(*ledger, "10.0.0.1", closed);  // the oldest
   busy.Proven();
   busy.CallsOpen(true);
-  ConnectionSlot idle_longer = Evictable(*ledger, "10.0.0.2", closed);
+  ConnectionSlot idle = Evictable(*ledger, "10.0.0.2", closed);
+  idle.Proven();
+  idle.CallsOpen(true);  // a call, over after the newest went idle
+  ConnectionSlot idle_longer = Evictable(*ledger, "10.0.0.3", closed);  // the newest
   idle_longer.Proven();
   absl::SleepFor(absl::Milliseconds(2));
-  ConnectionSlot idle = Evictable(*ledger, "10.0.0.3", closed);
-  idle.Proven();
+  idle.CallsOpen(false);
   ConnectionSlot newcomer = ledger->Take(At("10.0.0.4"));
   EXPECT_TRUE(newcomer.held());
-  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.2 idle_evicted"});
+  EXPECT_EQ(closed, std::vector<std::string>{"10.0.0.3 idle_evicted"});
   idle.CallsOpen(true);  // a call: every connection left is busy or cannot be closed
   EXPECT_FALSE(ledger->Take(At("10.0.0.5")).held());
   idle.CallsOpen(false);  // the call is over
   EXPECT_TRUE(ledger->Take(At("10.0.0.5")).held());
-  EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.2 idle_evicted", "10.0.0.3 idle_evicted"}));
+  EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.3 idle_evicted", "10.0.0.2 idle_evicted"}));
 }
 
 TEST(ConnectionLedgerTest, AConnectionIdleForLessThanTheIdleEvictionAgeIsNotEvicted) {
