@@ -128,28 +128,22 @@ TEST(ConnectionLedgerTest, WithNoneWithoutItsPrefaceTheLongestIdleConnectionMake
   EXPECT_EQ(closed, (std::vector<std::string>{"10.0.0.3 idle_evicted", "10.0.0.2 idle_evicted"}));
 }
 
-TEST(ConnectionLedgerTest, AConnectionIdleForLessThanTheIdleEvictionAgeIsNotEvicted) {
-  CallerLimits limits = Limits(1, 1);
-  limits.idle_eviction_age = absl::Hours(1);
-  auto ledger = std::make_shared<ConnectionLedger>(limits);
-  std::vector<std::string> closed;
-  ConnectionSlot greeted = Evictable(*ledger, "10.0.0.1", closed);
-  greeted.Proven();
-  EXPECT_FALSE(ledger->Take(At("10.0.0.2")).held());
-  EXPECT_TRUE(closed.empty());
-}
-
-// A connection still within its first eviction_age may be doing its handshake: in a storm
+// A connection within eviction_age of its accept may be doing its handshake: in a storm
 // of callers connecting near the bound, the newest evicting the oldest at once would let
-// none finish. The new one is refused instead.
-TEST(ConnectionLedgerTest, AConnectionYoungerThanTheEvictionAgeIsNotEvicted) {
-  CallerLimits limits = Limits(1, 1);
-  limits.eviction_age = absl::Hours(1);
-  auto ledger = std::make_shared<ConnectionLedger>(limits);
-  std::vector<std::string> closed;
-  ConnectionSlot handshaking = Evictable(*ledger, "10.0.0.1", closed);
-  EXPECT_FALSE(ledger->Take(At("10.0.0.2")).held());
-  EXPECT_TRUE(closed.empty());
+// none finish. One idle for less than idle_eviction_age may be between two calls. In
+// both cases the new connection is refused instead.
+TEST(ConnectionLedgerTest, NoConnectionIsEvictedBeforeItsAge) {
+  for (const bool greeted : {false, true}) {
+    CallerLimits limits = Limits(1, 1);
+    limits.eviction_age = absl::Hours(1);
+    limits.idle_eviction_age = absl::Hours(1);
+    auto ledger = std::make_shared<ConnectionLedger>(limits);
+    std::vector<std::string> closed;
+    ConnectionSlot young = Evictable(*ledger, "10.0.0.1", closed);
+    if (greeted) young.Proven();  // and idle since
+    EXPECT_FALSE(ledger->Take(At("10.0.0.2")).held()) << (greeted ? "greeted" : "silent");
+    EXPECT_TRUE(closed.empty());
+  }
 }
 
 }  // namespace
