@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <new>
 
 namespace egress::dataplane {
@@ -36,19 +35,10 @@ std::string SourceOf(const boost::asio::ip::address& address) {
   return std::string(bytes.begin(), bytes.begin() + 8);
 }
 
-// Nanoseconds of the steady clock: idle times that a step of the wall clock cannot move.
-int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t Nanos(absl::Duration duration) { return absl::ToInt64Nanoseconds(duration); }
-
-// a + b for b >= 0, at most INT64_MAX (an infinite age).
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return b > std::numeric_limits<int64_t>::max() - a ? std::numeric_limits<int64_t>::max()
-                                                      : a + b;
+// The steady clock's time: ages that a step of the wall clock cannot move, in
+// absl::Duration, whose sums with an infinite age stay infinite.
+absl::Duration SteadyNow() {
+  return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
 }
 
 }  // namespace
@@ -64,7 +54,7 @@ ConnectionSlot ConnectionLedger::Take(const boost::asio::ip::address& address) {
     const uint32_t held = from_source == by_source_.end() ? 0 : from_source->second;
     // A source past its own bound evicts nobody.
     if (held >= limits_.max_connections_per_source) return ConnectionSlot();
-    const int64_t now = SteadyNanos();
+    const absl::Duration now = SteadyNow();
     if (slots_.size() >= limits_.max_connections) {
       const auto [victim, reason] = Victim(now);
       if (victim == slots_.end()) return ConnectionSlot();
@@ -82,31 +72,31 @@ ConnectionSlot ConnectionLedger::Take(const boost::asio::ip::address& address) {
   return slot;
 }
 
-std::pair<ConnectionLedger::SlotIterator, CallRefusal> ConnectionLedger::Victim(int64_t now) {
+std::pair<ConnectionLedger::SlotIterator, CallRefusal> ConnectionLedger::Victim(
+    absl::Duration now) {
   if (!unproven_.empty()) {
     const SlotIterator oldest = slots_.find(*unproven_.begin());  // ids grow with time
-    if (SaturatingAdd(oldest->second.taken, Nanos(limits_.eviction_age)) <= now) {
+    if (oldest->second.taken + limits_.eviction_age <= now) {
       return {oldest, CallRefusal::kPrefaceEvicted};
     }
   }
   if (now < no_idle_victim_before_) return {slots_.end(), CallRefusal::kIdleEvicted};
   // The longest idle, idle for the age at least: a scan, only when every slot is taken.
-  const int64_t age = Nanos(limits_.idle_eviction_age);
   SlotIterator idlest = slots_.end();
-  int64_t earliest = std::numeric_limits<int64_t>::max();  // the longest idle's start
+  absl::Duration earliest = now;  // the longest idle's start
   for (const uint64_t id : proven_) {
     const SlotIterator slot = slots_.find(id);
     const int64_t since = slot->second.idle_since->load(std::memory_order_relaxed);
-    if (since != 0 && since < earliest) {
+    if (since != 0 && absl::Nanoseconds(since) <= earliest) {
       idlest = slot;
-      earliest = since;
+      earliest = absl::Nanoseconds(since);
     }
   }
-  if (idlest != slots_.end() && SaturatingAdd(earliest, age) <= now) {
+  if (idlest != slots_.end() && earliest + limits_.idle_eviction_age <= now) {
     return {idlest, CallRefusal::kIdleEvicted};
   }
   // None yet: a connection idle now (or going idle later) is at least the age away.
-  no_idle_victim_before_ = SaturatingAdd(std::min(earliest, now), age);
+  no_idle_victim_before_ = earliest + limits_.idle_eviction_age;
   return {slots_.end(), CallRefusal::kIdleEvicted};
 }
 
@@ -164,7 +154,8 @@ void ConnectionSlot::Proven() {
 
 void ConnectionSlot::CallsOpen(bool open) {
   if (!proven_ || !idle_since_) return;
-  idle_since_->store(open ? 0 : SteadyNanos(), std::memory_order_relaxed);
+  idle_since_->store(open ? 0 : absl::ToInt64Nanoseconds(SteadyNow()),
+                     std::memory_order_relaxed);
 }
 
 void ConnectionSlot::Release() {

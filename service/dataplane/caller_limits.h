@@ -100,11 +100,11 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   friend class ConnectionSlot;
   using Close = std::function<void(CallRefusal)>;
   struct Slot {
-    std::string source;  // by_source_'s key
-    int64_t taken;       // when its connection was accepted (SteadyNanos)
-    Close close;         // set while the slot may be evicted
-    // Since when the connection has had no call open (SteadyNanos; 0: a call is open, or
-    // no preface yet), written by its loop, read here.
+    std::string source;    // by_source_'s key
+    absl::Duration taken;  // when its connection was accepted (SteadyNow)
+    Close close;           // set while the slot may be evicted
+    // Since when the connection has had no call open (SteadyNow in nanoseconds; 0: a call
+    // is open, or no preface yet), written by its loop, read here.
     std::shared_ptr<std::atomic<int64_t>> idle_since;
   };
   using SlotIterator = absl::flat_hash_map<uint64_t, Slot>::iterator;
@@ -113,7 +113,8 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   void Proven(uint64_t id);
   // The slot a new connection takes from another when all are taken, and why; none (end)
   // when no connection may be evicted.
-  std::pair<SlotIterator, CallRefusal> Victim(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  std::pair<SlotIterator, CallRefusal> Victim(absl::Duration now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Gives up a slot: its connection no longer counts.
   void Forget(SlotIterator slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
@@ -124,10 +125,10 @@ class ConnectionLedger : public std::enable_shared_from_this<ConnectionLedger> {
   // Ids of slots with a close, oldest first: without their preface yet, and with it.
   std::set<uint64_t> unproven_ ABSL_GUARDED_BY(mutex_);
   std::set<uint64_t> proven_ ABSL_GUARDED_BY(mutex_);
-  // No connection can have been idle for idle_eviction_age before then (SteadyNanos): a
+  // No connection can have been idle for idle_eviction_age before then (SteadyNow): a
   // scan that found none says when one may be, so that a flood of connections at the
   // bound costs a comparison each, not a scan.
-  int64_t no_idle_victim_before_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::Duration no_idle_victim_before_ ABSL_GUARDED_BY(mutex_);
   // Only sources with a slot held.
   absl::flat_hash_map<std::string, uint32_t> by_source_ ABSL_GUARDED_BY(mutex_);
 };
