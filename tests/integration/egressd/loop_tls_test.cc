@@ -314,15 +314,19 @@ TEST_P(LoopTlsTest, AStalledHandshakeIsClosedAndCounted) {
 }
 
 // A caller stalled in its TLS handshake has sent no client preface: when every slot (here
-// 1) is taken, the next caller's connection closes it (preface_evicted) and is served.
+// 1) is taken, the next caller's connection closes it (preface_evicted) once it is past
+// the eviction age (here 0.2 s) and is served. (The stalled one is given twice the age
+// first: with an age of 0 the loops, each accepting on its own, could take the next
+// caller's connection before the stalled one and evict it in turn.)
 TEST_P(LoopTlsTest, AStalledHandshakeGivesItsSlotToTheNextCallerWhenAllAreTaken) {
   if (!loops()) GTEST_SKIP() << "gRPC's library server has no connection slots of egressd's";
   caller_limits_.max_connections = 1;
-  caller_limits_.eviction_age = absl::ZeroDuration();  // 1 s by default
+  caller_limits_.eviction_age = absl::FromChrono(Gap(200));  // 1 s by default
   StartTls("", /*mtls=*/false);
   const int fd = ConnectWithReadTimeout(server_->grpc_port());
   ASSERT_GE(fd, 0);
   ASSERT_EQ(send(fd, "\x16\x03\x01", 3, 0), 3);  // the start of a ClientHello, and no more
+  std::this_thread::sleep_for(Gap(400));
   FetchResponse response;
   EXPECT_TRUE(Fetch(Request(nginx().HttpsUrl("/cl/1k")), &response).ok());
   char byte;
