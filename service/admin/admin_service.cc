@@ -1,3 +1,6 @@
+#include "service/config/config.h"
+#include "service/transport/transport.h"
+#include "service/config/config_store.h"
 #include "service/admin/admin_service.h"
 
 #include <openssl/crypto.h>

@@ -1,3 +1,4 @@
+#include "service/config/config.h"
 #include "service/server/config_reloader.h"
 
 #include <algorithm>

@@ -8,8 +8,14 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "service/base/error_reason.h"
+#include "service/config/config.h"
+#include "service/config/config_store.h"
+#include "service/dataplane/loop_server.h"
+#include "service/fetch/fetch_service.h"
+#include "service/transport/transport.h"
 
 namespace egress {
 namespace {
@@ -180,6 +186,12 @@ void EgressServer::Shutdown(absl::Duration grace) {
   // The same moment for a call gRPC had accepted but not yet handed to the fetch service.
   server_->Shutdown(absl::ToChronoTime(absl::Now() + std::min(kRefusalTime, grace)));
 }
+
+uint32_t EgressServer::fetches_in_flight() const {
+  return fetch_service_->fetches_in_flight();
+}
+
+void EgressServer::Wait() { server_->Wait(); }
 
 EgressServer::~EgressServer() {
   if (server_ || loop_server_) Shutdown(absl::ZeroDuration());

@@ -10,16 +10,33 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server.h"
-#include "service/config/config.h"
-#include "service/config/config_store.h"
-#include "service/dataplane/loop_server.h"
-#include "service/fetch/fetch_service.h"
+#include "service/dataplane/caller_limits.h"
 #include "service/server/server_credentials.h"
-#include "service/transport/transport.h"
+
+// Declared, not included: every integration test includes this header, and the
+// definitions (the transport, gRPC's server, the loops' server) would double each test's
+// compile.
+namespace grpc {
+class Server;
+}  // namespace grpc
+namespace egress::v1 {
+class Config;
+}  // namespace egress::v1
+namespace egress::transport {
+class Transport;
+class TransportObserver;
+}  // namespace egress::transport
+namespace egress::dataplane {
+class LoopServer;
+}  // namespace egress::dataplane
 
 namespace egress {
+
+class AccessLog;
+class ConfigStore;
+class FetchObserver;
+class FetchService;
+struct ServiceConfig;
 
 // How long a caller's gRPC connection to the Egress listener lives. At `max_age` (gRPC
 // adds up to 10 % jitter) egressd sends GOAWAY: the client opens a new connection for
@@ -69,7 +86,7 @@ class EgressServer {
 
   int grpc_port() const { return grpc_port_; }
   // Fetch and FetchStream RPCs gRPC is not done with (what shutdown waits for).
-  uint32_t fetches_in_flight() const { return fetch_service_->fetches_in_flight(); }
+  uint32_t fetches_in_flight() const;
   transport::Transport& transport() { return *transport_; }
   const ConfigStore& config() const { return *config_; }
 
@@ -95,7 +112,7 @@ class EgressServer {
   // grace); at the end the listener stops and the connections left are closed.
   void Shutdown(absl::Duration grace);
   // Until the gRPC library server stops (DataPlane::kGrpcLibrary only).
-  void Wait() { server_->Wait(); }
+  void Wait();
 
  private:
   EgressServer() = default;

@@ -11,6 +11,7 @@
 #include "google/rpc/status.pb.h"
 #include "service/config/config.h"
 #include "service/config/proto_time.h"
+#include "service/transport/transport.h"
 #include "tests/support/data_plane_under_test.h"
 
 namespace egress::testing {

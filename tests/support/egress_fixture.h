@@ -14,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "service/server/server.h"
+#include "service/transport/pool/origin_stats.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/fault_server.h"
 #include "tests/support/nginx_upstream.h"

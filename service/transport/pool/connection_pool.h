@@ -25,26 +25,9 @@
 #include "service/transport/drain/drain_decision.h"
 #include "service/transport/observer.h"
 #include "service/transport/http/origin.h"
+#include "service/transport/pool/origin_stats.h"
 
 namespace egress::transport {
-
-// Per-origin counts, as GetPoolStats and tests see them.
-struct OriginStats {
-  std::string origin;
-  int connecting = 0;
-  int active = 0;
-  int draining = 0;
-  int idle = 0;
-  int waiting = 0;      // requests queued for a connection
-  int streams = 0;      // HTTP/2 streams leased on its connections
-  // Response body bytes its HTTP/2 streams have received and callers not yet read.
-  uint64_t http2_buffered_body_bytes = 0;
-  uint64_t opened = 0;  // connections created for this origin
-  uint64_t reused = 0;  // requests that got an idle connection
-  absl::Duration oldest_idle_age;  // of the idle connection made longest ago; 0 when none
-  uint64_t requests_served = 0;    // by the origin's open connections, together
-  std::optional<KeepAliveHint> server_hint;  // the last one a returning connection had
-};
 
 // The one pool of upstream connections shared by all callers, keyed by origin.
 // It decides which connection a request gets and keeps the per-origin limits; it does

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "service/config/config_store.h"
+#include "service/config/config.h"
 #include "service/admin/admin_server.h"
 #include "service/base/files.h"
 #include "service/server/server_credentials.h"

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/config/config_store.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

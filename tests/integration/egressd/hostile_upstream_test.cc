@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/transport/transport.h"
 #include "service/transport/http/request.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/resident_memory.h"

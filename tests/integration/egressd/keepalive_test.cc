@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "service/config/config_store.h"
 #include "tests/support/admin_fixture.h"
 #include "tests/support/keep_alive_server.h"
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "service/config/config.h"
 #include "service/dataplane/grpc_framing.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/raw_grpc_call.h"

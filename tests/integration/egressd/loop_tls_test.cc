@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/config/config.h"
 #include "service/server/server_credentials.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/raw_grpc_call.h"

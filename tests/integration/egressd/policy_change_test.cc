@@ -9,6 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/config/config.h"
+#include "service/config/config_store.h"
+#include "service/transport/transport.h"
 #include "service/transport/http/request.h"
 #include "tests/support/egress_fixture.h"
 

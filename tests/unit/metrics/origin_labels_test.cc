@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "service/config/config.h"
 #include "service/metrics/metrics.h"
 #include "service/server/server.h"
 
