@@ -15,7 +15,8 @@ packages=(
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   redis-server
   prometheus
-  clang libclang-rt-14-dev
+  # clang compiles the ASan+UBSan build (.bazelrc) and the fuzz targets; lld links them.
+  clang libclang-rt-14-dev lld
   golang-go gnuplot-nox nghttp2-client
   # The Go client (client/go): Debian's grpc-go and its protobuf-go, with the 1.5 API
   # of github.com/golang/protobuf (grpc-go marshals through it; the 1.3 API, which apt

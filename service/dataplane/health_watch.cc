@@ -49,7 +49,7 @@ bool IsHealthService(const std::string& service) {
 
 // One Watch call. Its messages go one at a time (ServerSession::Send): a change that
 // comes while one is on its way is sent after it, and only the latest.
-class HealthWatchers::Watcher : public StreamWatcher,
+class HealthWatchers::Watcher final : public StreamWatcher,
                                 public std::enable_shared_from_this<Watcher> {
  public:
   Watcher(HealthWatchers& owner, const std::shared_ptr<ServerSession>& session,

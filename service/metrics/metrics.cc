@@ -83,7 +83,8 @@ Metrics::OriginCounts& Metrics::For(const transport::Origin& origin) {
     return it->second;
   }
   if (live_in_other_.contains(origin) || max_origins_ == 0 || !EvictDownTo(max_origins_ - 1)) {
-    return other_ ? *other_ : other_.emplace();
+    if (!other_) other_ = OriginCounts{};
+    return *other_;
   }
   quiet_.push_front(origin);  // until its first connection opens
   OriginCounts& row = origins_[origin];

@@ -80,9 +80,9 @@ double Number(const Struct& line, const std::string& field) {
   const auto it = line.fields().find(field);
   if (it == line.fields().end()) return -1;
   // 64-bit numbers are JSON strings in protobuf's mapping.
-  double value = it->second.number_value();
-  if (it->second.has_string_value()) absl::SimpleAtod(it->second.string_value(), &value);
-  return value;
+  if (!it->second.has_string_value()) return it->second.number_value();
+  double value = -1;
+  return absl::SimpleAtod(it->second.string_value(), &value) ? value : -1;
 }
 
 // A counter's value in /metrics text, or -1 when absent.
@@ -90,8 +90,7 @@ double Counter(const std::string& metrics, const std::string& series) {
   for (absl::string_view line : absl::StrSplit(metrics, '\n')) {
     if (absl::ConsumePrefix(&line, series + " ")) {
       double value = -1;
-      absl::SimpleAtod(line, &value);
-      return value;
+      return absl::SimpleAtod(line, &value) ? value : -1;
     }
   }
   return -1;
