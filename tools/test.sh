@@ -29,35 +29,48 @@ test_all() {  # bazel test arguments...
 # BAZEL names the Bazel server (default: the workspace's own output base).
 build_all() {  # pattern, bazel build arguments...
   local pattern="$1" targets; shift
-  targets=$(${BAZEL:-bazel} query "let all = $pattern in let linked = \$all except kind(cc_library, \$all)
+  targets=$(${BAZEL:-bazel} query --noimplicit_deps "let all = $pattern in let linked = \$all except kind(cc_library, \$all)
     in \$linked + (kind(cc_library, \$all) except deps(\$linked))") || return 1
   ${BAZEL:-bazel} build "$@" $targets
 }
 
 # The sanitizer builds cover the tests and what they run, not the benchmark tools, nor
-# the test of how the clients install (tagged no_sanitizer).
+# the test of how the clients install (tagged no_sanitizer). Each has a Bazel server and
+# output base of its own (kept between runs like the default one; no bazel-* symlinks, so
+# bazel-bin stays the default build's), so that it compiles while the default build's
+# tests run.
 sanitized=(--build_tag_filters=-no_sanitizer --test_tag_filters=-no_sanitizer)
-tsan_bazel="bazel --output_base=${XDG_CACHE_HOME:-$HOME/.cache}/egress-tsan-bazel/$(pwd | md5sum | cut -c1-12)"
+own_output_base() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/egress-$1-bazel/$(pwd | md5sum | cut -c1-12)"; }
+asan_bazel="bazel --output_base=$(own_output_base asan)"
+tsan_bazel="bazel --output_base=$(own_output_base tsan)"
+
+# Runs a command with its output in $work/NAME.log, then leaves its exit status in
+# $work/NAME.status (written whole: a reader never sees it half-written).
+background_step() {  # name, command...
+  local name="$1"; shift
+  "$@" > "$work/$name.log" 2>&1
+  echo $? > "$work/$name.tmp" && mv "$work/$name.tmp" "$work/$name.status"
+}
 
 phase "layers"
 record "layers" tools/check_layers.sh
 phase "bazel test (default config) //..."
 # Build everything first, so that compiling does not compete with running tests.
 if build_all //...; then
-  # The fuzz targets compile (clang, outside Bazel, into /tmp/egress-fuzz) on the core the
-  # tests leave idle: one compile at a time, at idle priority (SCHED_IDLE: any test's
-  # thread that wakes takes the core at once), from the proto sources of this build.
+  # Then, in the background at idle priority (SCHED_IDLE: any test's thread that wakes
+  # takes the core at once), the ASan build, the TSan build and the fuzz targets (clang,
+  # outside Bazel, into /tmp/egress-fuzz, one compile at a time, from the proto sources
+  # of this build), in the order they are needed: they take only what the tests, the
+  # benchmark smoke runs and the container image leave.
   cp -rL bazel-bin/proto "$work/proto"
-  FUZZ_JOBS=1 FUZZ_GENFILES="$work/proto" chrt --idle 0 tools/fuzz.sh --build \
-    > "$work/fuzz-build.log" 2>&1 &
-  fuzz_build=$!
-  # The TSan build compiles likewise, from here to its tests, in a Bazel server of its own
-  # (its own output base, kept between runs like the default one; no bazel-* symlinks, so
-  # bazel-bin stays this build's): at idle priority it takes only what the tests, the
-  # benchmark smoke runs and the ASan build leave, and one test runs at a time.
-  BAZEL="$tsan_bazel" chrt --idle 0 bash -c "$(declare -f build_all); build_all //tests/... \
-    --config=tsan --symlink_prefix=/ ${sanitized[*]}" > "$work/tsan-build.log" 2>&1 &
-  tsan_build=$!
+  chrt --idle 0 bash -c "work='$work'; $(declare -f build_all background_step)
+    BAZEL='$asan_bazel' background_step asan-build \
+      build_all //tests/... --config=asan --symlink_prefix=/ ${sanitized[*]}
+    BAZEL='$tsan_bazel' background_step tsan-build \
+      build_all //tests/... --config=tsan --symlink_prefix=/ ${sanitized[*]}
+    background_step fuzz-build \
+      env FUZZ_JOBS=1 FUZZ_GENFILES='$work/proto' tools/fuzz.sh --build" &
+  background_builds=$!
   test_all //...
 else
   status=1
@@ -70,44 +83,58 @@ phase "benchmark smoke run"
 record "bench smoke" tools/bench.sh --smoke
 record "isolation bench smoke" tools/bench.sh --isolation --smoke
 record "http2 bench smoke" tools/bench.sh --http2 --smoke
-
-# The image is built (mostly downloads) and run while the ASan build compiles, not beside
-# any test. It holds the egressd this build made, and its egressctl is the optimized one:
-# copies, because the sanitizer builds replace bazel-bin's.
+# The image (mostly downloads) is built and run while the ASan build finishes, not
+# beside any test. It holds the egressd this build made, with the optimized egressctl.
 phase "container image, in the background"
-cp bazel-bin/service/egressd bazel-bin/client/egressctl "$work/"
-EGRESSD="$work/egressd" EGRESSCTL="$work/egressctl" tools/image_test.sh > "$work/image.log" 2>&1 &
+EGRESSD="$PWD/bazel-bin/service/egressd" EGRESSCTL="$PWD/bazel-bin/client/egressctl" \
+  tools/image_test.sh > "$work/image.log" 2>&1 &
 image=$!
 
-phase "bazel build --config=asan //tests/..."
-build_all //tests/... --config=asan "${sanitized[@]}" || status=1
-phase "waiting for the container image"
-wait "$image"; image_status=$?
-cat "$work/image.log"
-record "container image" test "$image_status" -eq 0
-phase "bazel test --config=asan //tests/..."
-test_all --config=asan "${sanitized[@]}" //tests/...
+# Waits for one background step (asan-build, tsan-build, fuzz-build): true when it
+# succeeded; its log is printed when it did not.
+background_step_ok() {  # name
+  while [[ ! -e "$work/$1.status" && -n ${background_builds:-} ]] \
+    && kill -0 "$background_builds" 2> /dev/null; do
+    sleep 1
+  done
+  [[ "$(cat "$work/$1.status" 2> /dev/null)" == 0 ]] && return 0
+  cat "$work/$1.log" 2> /dev/null
+  return 1
+}
+# Runs a sanitizer's tests, building them at normal priority first when its background
+# build did not succeed (or never started, when the default build failed).
+sanitizer_tests() {  # name (asan or tsan), its bazel command
+  local name="$1" sanitizer_bazel="$2"
+  phase "bazel build --config=$name //tests/... (in the background since the default build)"
+  local built=1
+  background_step_ok "$name-build" || built=0
+  # Its server was started at idle priority: it (and what it starts) returns to normal.
+  chrt --other --all-tasks -p 0 "$($sanitizer_bazel info server_pid)"
+  if ((!built)); then
+    BAZEL="$sanitizer_bazel" build_all //tests/... --config="$name" --symlink_prefix=/ \
+      "${sanitized[@]}" || status=1
+  fi
+  if [[ -n ${image:-} ]]; then
+    phase "waiting for the container image"
+    wait "$image"; local image_status=$?
+    cat "$work/image.log"
+    record "container image" test "$image_status" -eq 0
+    image=
+  fi
+  phase "bazel test --config=$name //tests/..."
+  BAZEL="$sanitizer_bazel" test_all --config="$name" --symlink_prefix=/ "${sanitized[@]}" //tests/...
+  $sanitizer_bazel shutdown  # its memory, for what runs next
+}
+sanitizer_tests asan "$asan_bazel"
+sanitizer_tests tsan "$tsan_bazel"
 
-phase "bazel build --config=tsan //tests/... (in the background since the default build)"
-if [[ -n ${tsan_build:-} ]] && wait "$tsan_build"; then
-  # Its tests run at normal priority: the server's threads (and what it starts) return to it.
-  chrt --other --all-tasks -p 0 "$($tsan_bazel info server_pid)"
-else
-  cat "$work/tsan-build.log"
-  BAZEL="$tsan_bazel" build_all //tests/... --config=tsan --symlink_prefix=/ "${sanitized[@]}" || status=1
-fi
-phase "bazel test --config=tsan //tests/..."
-BAZEL="$tsan_bazel" test_all --config=tsan --symlink_prefix=/ "${sanitized[@]}" //tests/...
 phase "fuzz targets, 20 s each"
-fuzz=(tools/fuzz.sh 20)  # builds and runs them, when the default build failed
-if [[ -n ${fuzz_build:-} ]]; then
-  if wait "$fuzz_build"; then fuzz=(tools/fuzz.sh --run 20); else cat "$work/fuzz-build.log"; fuzz=(false); fi
-fi
+fuzz=(tools/fuzz.sh 20)  # builds and runs them, when the background build did not
+background_step_ok fuzz-build && fuzz=(tools/fuzz.sh --run 20)
 "${fuzz[@]}" | tee -a "$log"
 # A target that crashes prints its own line; one that does not build would count nowhere.
 [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "fuzz targets: FAILED" | tee -a "$log"; status=1; }
 bazel shutdown
-$tsan_bazel shutdown
 
 phase "done"
 passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|((isolation |http2 )?bench smoke|container image): ok)' "$log")
