@@ -39,6 +39,9 @@ ABSL_FLAG(absl::Duration, grpc_max_connection_age_grace, egress::ConnectionAge()
           "how long calls under way may take to finish on a connection past "
           "--grpc_max_connection_age before it is closed (the default is "
           "limits.max_timeout's, so no fetch is cut short before its deadline)");
+ABSL_FLAG(absl::Duration, grpc_max_connection_idle, egress::ConnectionAge().max_idle,
+          "a caller's gRPC connection with no call open for this long gets GOAWAY (calls "
+          "that start meanwhile get --grpc_max_connection_age_grace); 0 never");
 ABSL_FLAG(std::string, data_plane, "loops",
           "what serves Egress, health and reflection on --grpc_listen: loops (egressd's own "
           "HTTP/2 gRPC server on the transport's event loops, where each fetch's upstream I/O "
@@ -171,7 +174,8 @@ int main(int argc, char** argv) {
     return Fail(std::string(admin.message()));
   }
   const egress::ConnectionAge connection_age{absl::GetFlag(FLAGS_grpc_max_connection_age),
-                                             absl::GetFlag(FLAGS_grpc_max_connection_age_grace)};
+                                             absl::GetFlag(FLAGS_grpc_max_connection_age_grace),
+                                             absl::GetFlag(FLAGS_grpc_max_connection_idle)};
   if (auto age = egress::CheckConnectionAge(connection_age); !age.ok()) {
     return Fail(std::string(age.message()));
   }

@@ -37,7 +37,7 @@ absl::Duration JitteredAge(absl::Duration max_age) {
 }
 
 ConnectionLifecycle::ConnectionLifecycle(const boost::asio::any_io_executor& loop)
-    : age_(loop), ping_ack_(loop), grace_(loop) {}
+    : age_(loop), idle_(loop), ping_ack_(loop), grace_(loop) {}
 
 void ConnectionLifecycle::Start(nghttp2_session* session, const ConnectionLifetime& lifetime,
                                 std::weak_ptr<void> alive, Actions actions) {
@@ -45,10 +45,24 @@ void ConnectionLifecycle::Start(nghttp2_session* session, const ConnectionLifeti
   lifetime_ = lifetime;
   alive_ = std::move(alive);
   actions_ = std::move(actions);
+  CallsOpen(false);
   if (lifetime_.max_age <= absl::ZeroDuration()) return;
   Arm(age_, JitteredAge(lifetime_.max_age), [this] {
     GoAway(lifetime_.grace, "max_age", std::min(kFinalGoAwayDelay, lifetime_.grace / 2));
   });
+}
+
+void ConnectionLifecycle::CallsOpen(bool open) {
+  calls_open_ = open;
+  if (open) {
+    idle_.cancel();
+  } else if (lifetime_.max_idle > absl::ZeroDuration() && state_ == State::kOpen) {
+    // As gRPC's library server: "max_idle" in the final GOAWAY, sent at the PING's ACK.
+    // (A call may start after the timer fired and before this runs.)
+    Arm(idle_, lifetime_.max_idle, [this] {
+      if (!calls_open_) GoAway(lifetime_.grace, "max_idle");
+    });
+  }
 }
 
 void ConnectionLifecycle::Arm(boost::asio::steady_timer& timer, absl::Duration when,
@@ -77,6 +91,7 @@ void ConnectionLifecycle::GoAway(absl::Duration grace, const char* why,
   why_ = why;
   final_delay_ = final_delay;
   age_.cancel();
+  idle_.cancel();
   nghttp2_submit_shutdown_notice(session_);
   nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kGoAwayPing);
   Arm(ping_ack_, kPingAckWait, [this] { SendFinalGoAway(); });
@@ -142,6 +157,7 @@ void ConnectionLifecycle::TooManyPings() {
 
 void ConnectionLifecycle::Stop() {
   age_.cancel();
+  idle_.cancel();
   ping_ack_.cancel();
   grace_.cancel();
 }

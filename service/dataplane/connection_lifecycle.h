@@ -3,7 +3,7 @@
 
 // How a caller's connection to the data plane is told to go and then closed, as gRPC's
 // library server (C-core 1.51) does it, at the connection's max age (with gRPC's jitter)
-// or at shutdown: a graceful GOAWAY in two steps, so that no stream on its way is lost
+// after its max idle with no call open, or at shutdown: a graceful GOAWAY in two steps, so that no stream on its way is lost
 // (the first GOAWAY names the last stream id 2^31-1 and comes with a PING; the final one,
 // sent once the PING's ACK shows the caller has seen the first (a second later at the
 // max age), or 20 s later, names the last stream the server took), the calls under way
@@ -27,10 +27,12 @@
 
 namespace egress::dataplane {
 
-// --grpc_max_connection_age and its grace (EgressServer's ConnectionAge).
+// --grpc_max_connection_age, its grace and --grpc_max_connection_idle (EgressServer's
+// ConnectionAge).
 struct ConnectionLifetime {
-  absl::Duration max_age = absl::ZeroDuration();  // zero: the connection lives on
-  absl::Duration grace = absl::ZeroDuration();    // for calls under way at the age
+  absl::Duration max_age = absl::ZeroDuration();   // zero: the connection lives on
+  absl::Duration grace = absl::ZeroDuration();     // for calls under way at the GOAWAY
+  absl::Duration max_idle = absl::ZeroDuration();  // with no call open; zero: no limit
 };
 
 // The age at which one connection gets its GOAWAY: max_age times a factor drawn
@@ -50,8 +52,8 @@ class ConnectionLifecycle {
     std::function<void()> flush;
     std::function<void()> close;
   };
-  // Arms the age timer of `lifetime` for `session`. The timers' handlers do nothing once
-  // `alive` has expired (the connection is gone).
+  // Arms the age and idle timers of `lifetime` for `session` (no call is open yet). The
+  // timers' handlers do nothing once `alive` has expired (the connection is gone).
   void Start(nghttp2_session* session, const ConnectionLifetime& lifetime,
              std::weak_ptr<void> alive, Actions actions);
   // Sends the first GOAWAY and its PING (once), and closes the connection `grace` from
@@ -77,6 +79,9 @@ class ConnectionLifecycle {
   // with no call open) since the server last sent an answer's HEADERS or DATA is a
   // strike; past 2 strikes, false: the caller is to be sent TooManyPings.
   bool AcceptsPing(bool calls_open);
+  // The connection's first call started (true) or its last one ended (false): the idle
+  // timer stops, or starts over.
+  void CallsOpen(bool open);
   // The server sent HEADERS or DATA: the caller may PING again (gRPC resets its strikes).
   void OnAnswerSent();
   // GOAWAY ENHANCE_YOUR_CALM "too_many_pings", naming the last stream taken; the caller
@@ -87,7 +92,7 @@ class ConnectionLifecycle {
 
  private:
   enum class State {
-    kOpen,       // serving; the age timer runs when there is a max age
+    kOpen,       // serving; the age and idle timers run when there are limits
     kAnnounced,  // the first GOAWAY (2^31-1) and its PING are sent; new streams still taken
     kFinal,      // the final GOAWAY is sent: streams past last_stream_id_ are refused
   };
@@ -108,8 +113,10 @@ class ConnectionLifecycle {
   int ping_strikes_ = 0;
   bool calmed_ = false;  // TooManyPings has sent its GOAWAY
   bool acked_ = false;   // the first GOAWAY's PING came back
+  bool calls_open_ = false;  // CallsOpen's
   absl::Duration final_delay_;  // GoAway's
   boost::asio::steady_timer age_;
+  boost::asio::steady_timer idle_;  // while no call is open
   boost::asio::steady_timer ping_ack_;  // the final GOAWAY without the ACK
   boost::asio::steady_timer grace_;
 };

@@ -395,8 +395,13 @@ void ServerSession::OnRequestEnd(int32_t stream_id, Stream& stream) {
 
 void ServerSession::StartCall(Stream& stream) {
   stream.started = true;
-  if (calls_started_++ == 0) slot_.CallsOpen(true);
+  if (calls_started_++ == 0) CallsOpen(true);
   methods_.Start(shared_from_this(), std::move(stream.call));
+}
+
+void ServerSession::CallsOpen(bool open) {
+  slot_.CallsOpen(open);
+  lifecycle_.CallsOpen(open);
 }
 
 // Idle when the ledger chose it: a GOAWAY that names the last stream taken, so that a call
@@ -544,7 +549,7 @@ int ServerSession::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, 
   if (it == session.streams_.end()) return 0;
   Stream stream = std::move(it->second);
   session.streams_.erase(it);
-  if (stream.started && --session.calls_started_ == 0) session.slot_.CallsOpen(false);
+  if (stream.started && --session.calls_started_ == 0) session.CallsOpen(false);
   session.Gone(stream);
   return 0;
 }

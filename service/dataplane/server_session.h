@@ -208,6 +208,9 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void End();
   // The method takes the call; the connection has a call open.
   void StartCall(Stream& stream);
+  // The first call started (true), or the last one ended: the connection's slot in the
+  // ledger and its max idle learn it.
+  void CallsOpen(bool open);
   // Closes a connection the ledger evicted as idle (see the .cc).
   void EndIdle();
   static constexpr absl::Duration kEvictedCallsGrace = absl::Seconds(10);

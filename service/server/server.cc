@@ -53,6 +53,11 @@ absl::Status CheckConnectionAge(const ConnectionAge& connection_age) {
         ") and its grace (", absl::FormatDuration(connection_age.grace),
         ") must not be negative; a max age of 0 means unlimited"));
   }
+  if (connection_age.max_idle < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the gRPC connection max idle (", absl::FormatDuration(connection_age.max_idle),
+        ") must not be negative; 0 means unlimited"));
+  }
   return absl::OkStatus();
 }
 
@@ -83,7 +88,7 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
     dataplane::SessionLimits limits;
     limits.max_message_bytes = server->max_request_message_bytes_;
     limits.caller = caller_limits;
-    limits.lifetime = {connection_age.max_age, connection_age.grace};
+    limits.lifetime = {connection_age.max_age, connection_age.grace, connection_age.max_idle};
     auto loop_server = dataplane::LoopServer::Start(server->transport_->loops(), grpc_listen,
                                                     server->fetch_service_->context(), limits,
                                                     credentials.loops);
@@ -102,6 +107,10 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
                                std::max(1, ChannelArgMillis(connection_age.max_age)));
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                                ChannelArgMillis(connection_age.grace));
+  }
+  if (connection_age.max_idle > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               std::max(1, ChannelArgMillis(connection_age.max_idle)));
   }
   builder.AddListeningPort(grpc_listen, credentials.library, &server->grpc_port_);
   builder.RegisterService(server->fetch_service_.get());

@@ -50,9 +50,13 @@ struct ConnectionAge {
   // As long as limits.max_timeout's default: a fetch under way at the age is not cut
   // short before its own deadline.
   absl::Duration grace = absl::Minutes(5);
+  // A connection with no call open for this long gets GOAWAY too (calls that start in
+  // the meantime get `grace`): callers that went quiet give their connections back. Zero,
+  // gRPC's default: never. egressd's --grpc_max_connection_idle.
+  absl::Duration max_idle = absl::ZeroDuration();
 };
 
-// INVALID_ARGUMENT when the age or its grace is negative (EgressServer::Start checks it too).
+// INVALID_ARGUMENT when the age, its grace or the max idle is negative (EgressServer::Start checks it too).
 absl::Status CheckConnectionAge(const ConnectionAge& connection_age);
 
 // What serves egress.v1.Egress and health on the Egress port (egressd's --data_plane).

@@ -1,7 +1,8 @@
 // egressd bounds the age of its callers' gRPC connections (--grpc_max_connection_age,
 // --grpc_max_connection_age_grace): at the age it sends GOAWAY, so that clients
 // reconnect and spread over replicas that joined since; a call under way gets the grace
-// to finish. Each case runs against both data planes: gRPC's library server and
+// to finish. And their idle time (--grpc_max_connection_idle): a connection with no call
+// open for that long gets GOAWAY too. Each case runs against both data planes: gRPC's library server and
 // egressd's own on the transport's loops (--data_plane=loops).
 #include <chrono>
 #include <cstdlib>
@@ -129,13 +130,48 @@ TEST_P(GrpcConnectionAgeTest, AStreamStillUnderWayAtTheEndOfTheGraceIsCut) {
   EXPECT_LT(absl::Now() - start, Scaled(absl::Seconds(5))) << status.error_message();
 }
 
-TEST_P(GrpcConnectionAgeTest, ANegativeAgeIsRefused) {
+TEST_P(GrpcConnectionAgeTest, AConnectionWithNoCallForItsMaxIdleGetsGoawayAndTheNextCallReconnects) {
+  Start({absl::ZeroDuration(), Scaled(absl::Seconds(30)), Scaled(absl::Milliseconds(500))});
+  ASSERT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
+  const absl::Time idle_from = absl::Now();  // the server's idle time began before
+  ASSERT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+  ASSERT_TRUE(LeavesReady(Scaled(absl::Seconds(5))));
+  EXPECT_GE(absl::Now() - idle_from, Scaled(absl::Milliseconds(400)));
+  EXPECT_EQ(BadUrlFetch(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+}
+
+TEST_P(GrpcConnectionAgeTest, AStreamUnderWayKeepsItsConnectionPastTheMaxIdleUntilItEnds) {
+  Start({absl::ZeroDuration(), Scaled(absl::Seconds(30)), Scaled(absl::Milliseconds(300))});
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  egress::v1::FetchRequest request;
+  request.set_url(upstream_.Url("/slow-body"));  // the head, then a body byte a second
+  auto reader = stub_->FetchStream(&context, request);
+  egress::v1::FetchChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  ASSERT_TRUE(chunk.has_head());
+  std::string body;
+  while (body.size() < 2 && reader->Read(&chunk)) body += chunk.body();
+  // Past the max idle with the stream open: no GOAWAY (which takes the channel off READY).
+  EXPECT_EQ(body, "bb") << reader->Finish().error_message();
+  EXPECT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+  context.TryCancel();
+  reader->Finish();
+  // Its idle time starts when the stream ends.
+  EXPECT_TRUE(LeavesReady(Scaled(absl::Seconds(5))));
+}
+
+TEST_P(GrpcConnectionAgeTest, ANegativeAgeOrMaxIdleIsRefused) {
   auto config = BuildConfig(egress::v1::Config());
   ASSERT_TRUE(config.ok());
-  auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
-                                    ListenerCredentials(), nullptr,
-                                    {absl::Seconds(-1), absl::Seconds(30)}, GetParam());
-  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
+  for (const ConnectionAge& age : {ConnectionAge{absl::Seconds(-1), absl::Seconds(30)},
+                                   ConnectionAge{absl::Seconds(1), absl::Seconds(30),
+                                                 absl::Seconds(-1)}}) {
+    auto server = EgressServer::Start(*config, "127.0.0.1:0", observer_, observer_,
+                                      ListenerCredentials(), nullptr, age, GetParam());
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(BothDataPlanes, GrpcConnectionAgeTest,
@@ -146,8 +182,9 @@ INSTANTIATE_TEST_SUITE_P(BothDataPlanes, GrpcConnectionAgeTest,
 
 // The grace is the longest a fetch may take by default (limits.max_timeout): a fetch
 // under way when its connection reaches the age is not cut short.
-TEST(ConnectionAgeDefaults, AreFiveMinutesWithTheDefaultMaxTimeoutOfGrace) {
+TEST(ConnectionAgeDefaults, AreFiveMinutesWithTheDefaultMaxTimeoutOfGraceAndNoMaxIdle) {
   EXPECT_EQ(ConnectionAge().max_age, absl::Minutes(5));
+  EXPECT_EQ(ConnectionAge().max_idle, absl::ZeroDuration());  // gRPC's default
   auto config = BuildConfig(egress::v1::Config());
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(ConnectionAge().grace, config->limits.max_timeout);
