@@ -66,6 +66,21 @@ class GrpcConnectionAgeTest : public ::testing::TestWithParam<DataPlane> {
     return stub_->Fetch(&context, request, &response).error_code();
   }
 
+  // Starts a FetchStream of the upstream's slow body (the head, then a body byte a second)
+  // and reads two seconds of it: "bb", unless the stream was cut.
+  std::string StartSlowBody(grpc::ClientContext& context,
+                            std::unique_ptr<grpc::ClientReader<egress::v1::FetchChunk>>& reader) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    egress::v1::FetchRequest request;
+    request.set_url(upstream_.Url("/slow-body"));
+    reader = stub_->FetchStream(&context, request);
+    egress::v1::FetchChunk chunk;
+    if (!reader->Read(&chunk) || !chunk.has_head()) return "(no head)";
+    std::string body;
+    while (body.size() < 2 && reader->Read(&chunk)) body += chunk.body();
+    return body;
+  }
+
   // Waits up to `limit` for the channel to leave READY (GOAWAY); false if it stayed.
   bool LeavesReady(absl::Duration limit) {
     return channel_->WaitForStateChange(GRPC_CHANNEL_READY, absl::ToChronoTime(absl::Now() + limit));
@@ -99,17 +114,10 @@ TEST_P(GrpcConnectionAgeTest, AMaxAgeOfZeroKeepsTheConnection) {
 TEST_P(GrpcConnectionAgeTest, AStreamUnderWayAtTheMaxAgeKeepsGoingThroughTheGrace) {
   Start({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  egress::v1::FetchRequest request;
-  request.set_url(upstream_.Url("/slow-body"));  // the head, then a body byte a second
-  auto reader = stub_->FetchStream(&context, request);
-  egress::v1::FetchChunk chunk;
-  ASSERT_TRUE(reader->Read(&chunk));
-  ASSERT_TRUE(chunk.has_head());
-  std::string body;
-  while (body.size() < 2 && reader->Read(&chunk)) body += chunk.body();
+  std::unique_ptr<grpc::ClientReader<egress::v1::FetchChunk>> reader;
   // Two seconds in, well past the max age: GOAWAY has come, and the stream goes on.
-  EXPECT_EQ(body, "bb") << "the stream was cut: " << reader->Finish().error_message();
+  EXPECT_EQ(StartSlowBody(context, reader), "bb")
+      << "the stream was cut: " << reader->Finish().error_message();
   context.TryCancel();
   reader->Finish();
 }
@@ -144,17 +152,9 @@ TEST_P(GrpcConnectionAgeTest, AConnectionWithNoCallForItsMaxIdleGetsGoawayAndThe
 TEST_P(GrpcConnectionAgeTest, AStreamUnderWayKeepsItsConnectionPastTheMaxIdleUntilItEnds) {
   Start({absl::ZeroDuration(), Scaled(absl::Seconds(30)), Scaled(absl::Milliseconds(300))});
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  egress::v1::FetchRequest request;
-  request.set_url(upstream_.Url("/slow-body"));  // the head, then a body byte a second
-  auto reader = stub_->FetchStream(&context, request);
-  egress::v1::FetchChunk chunk;
-  ASSERT_TRUE(reader->Read(&chunk));
-  ASSERT_TRUE(chunk.has_head());
-  std::string body;
-  while (body.size() < 2 && reader->Read(&chunk)) body += chunk.body();
+  std::unique_ptr<grpc::ClientReader<egress::v1::FetchChunk>> reader;
   // Past the max idle with the stream open: no GOAWAY (which takes the channel off READY).
-  EXPECT_EQ(body, "bb") << reader->Finish().error_message();
+  EXPECT_EQ(StartSlowBody(context, reader), "bb") << reader->Finish().error_message();
   EXPECT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
   context.TryCancel();
   reader->Finish();
