@@ -57,10 +57,12 @@ void ConnectionLifecycle::CallsOpen(bool open) {
   if (open) {
     idle_.cancel();
   } else if (lifetime_.max_idle > absl::ZeroDuration() && state_ == State::kOpen) {
-    // As gRPC's library server: "max_idle" in the final GOAWAY, sent at the PING's ACK.
-    // (A call may start after the timer fired and before this runs.)
+    // The graceful GOAWAY of the max age, with its second after the PING's ACK. (gRPC's
+    // library server sends one GOAWAY and closes.) The handler of a timer that fired
+    // before a call started and ended is stale: the timer has been set later since.
     Arm(idle_, lifetime_.max_idle, [this] {
-      if (!calls_open_) GoAway(lifetime_.grace, "max_idle");
+      if (calls_open_ || idle_.expiry() > boost::asio::steady_timer::clock_type::now()) return;
+      GoAway(lifetime_.grace, "max_idle", std::min(kFinalGoAwayDelay, lifetime_.grace / 2));
     });
   }
 }

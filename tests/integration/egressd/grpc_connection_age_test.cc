@@ -66,8 +66,8 @@ class GrpcConnectionAgeTest : public ::testing::TestWithParam<DataPlane> {
     return stub_->Fetch(&context, request, &response).error_code();
   }
 
-  // Starts a FetchStream of the upstream's slow body (the head, then a body byte a second)
-  // and reads two seconds of it: "bb", unless the stream was cut.
+  // Starts a FetchStream of the upstream's slow body (the head and a body byte, then a
+  // byte a second) and reads its first two bytes, about a second: "bb", unless cut.
   std::string StartSlowBody(grpc::ClientContext& context,
                             std::unique_ptr<grpc::ClientReader<egress::v1::FetchChunk>>& reader) {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -150,7 +150,8 @@ TEST_P(GrpcConnectionAgeTest, AConnectionWithNoCallForItsMaxIdleGetsGoawayAndThe
 }
 
 TEST_P(GrpcConnectionAgeTest, AStreamUnderWayKeepsItsConnectionPastTheMaxIdleUntilItEnds) {
-  Start({absl::ZeroDuration(), Scaled(absl::Seconds(30)), Scaled(absl::Milliseconds(300))});
+  // A max idle well within the second the stream is read for, even at 4x.
+  Start({absl::ZeroDuration(), Scaled(absl::Seconds(30)), Scaled(absl::Milliseconds(200))});
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<egress::v1::FetchChunk>> reader;
   // Past the max idle with the stream open: no GOAWAY (which takes the channel off READY).
@@ -158,8 +159,10 @@ TEST_P(GrpcConnectionAgeTest, AStreamUnderWayKeepsItsConnectionPastTheMaxIdleUnt
   EXPECT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
   context.TryCancel();
   reader->Finish();
-  // Its idle time starts when the stream ends.
+  // Its idle time starts when the stream ends (the server learns of it after this).
+  const absl::Time ended = absl::Now();
   EXPECT_TRUE(LeavesReady(Scaled(absl::Seconds(5))));
+  EXPECT_GE(absl::Now() - ended, Scaled(absl::Milliseconds(150)));
 }
 
 TEST_P(GrpcConnectionAgeTest, ANegativeAgeOrMaxIdleIsRefused) {
