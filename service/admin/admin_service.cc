@@ -1,6 +1,3 @@
-#include "service/config/config.h"
-#include "service/transport/transport.h"
-#include "service/config/config_store.h"
 #include "service/admin/admin_service.h"
 
 #include <openssl/crypto.h>
@@ -20,11 +17,14 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "service/admin/dry_run.h"
+#include "service/base/error_reason.h"
+#include "service/config/config.h"
+#include "service/config/config_store.h"
 #include "service/config/proto_time.h"
 #include "service/fetch/certificate_names.h"
 #include "service/fetch/status_mapping.h"
 #include "service/transport/policy/address_policy.h"
-#include "service/base/error_reason.h"
+#include "service/transport/transport.h"
 
 namespace egress {
 namespace {

@@ -48,7 +48,7 @@ void ConnectionLifecycle::Start(nghttp2_session* session, const ConnectionLifeti
   CallsOpen(false);
   if (lifetime_.max_age <= absl::ZeroDuration()) return;
   Arm(age_, JitteredAge(lifetime_.max_age), [this] {
-    GoAway(lifetime_.grace, "max_age", std::min(kFinalGoAwayDelay, lifetime_.grace / 2));
+    GoAway(lifetime_.grace, "max_age", FinalDelay());
   });
 }
 
@@ -62,9 +62,13 @@ void ConnectionLifecycle::CallsOpen(bool open) {
     // before a call started and ended is stale: the timer has been set later since.
     Arm(idle_, lifetime_.max_idle, [this] {
       if (calls_open_ || idle_.expiry() > boost::asio::steady_timer::clock_type::now()) return;
-      GoAway(lifetime_.grace, "max_idle", std::min(kFinalGoAwayDelay, lifetime_.grace / 2));
+      GoAway(lifetime_.grace, "max_idle", FinalDelay());
     });
   }
+}
+
+absl::Duration ConnectionLifecycle::FinalDelay() const {
+  return std::min(kFinalGoAwayDelay, lifetime_.grace / 2);
 }
 
 void ConnectionLifecycle::Arm(boost::asio::steady_timer& timer, absl::Duration when,

@@ -2,17 +2,18 @@
 #define EGRESS_SERVICE_DATAPLANE_CONNECTION_LIFECYCLE_H_
 
 // How a caller's connection to the data plane is told to go and then closed, as gRPC's
-// library server (C-core 1.51) does it, at the connection's max age (with gRPC's jitter)
-// after its max idle with no call open, or at shutdown: a graceful GOAWAY in two steps, so that no stream on its way is lost
-// (the first GOAWAY names the last stream id 2^31-1 and comes with a PING; the final one,
-// sent once the PING's ACK shows the caller has seen the first (a second later at the
-// max age), or 20 s later, names the last stream the server took), the calls under way
-// given a grace, then the connection
-// closed. A stream the caller opens after the final GOAWAY is refused (REFUSED_STREAM:
-// not processed, safe to retry elsewhere). And gRPC's keepalive enforcement: a caller
-// that PINGs more often than the library server's defaults allow is sent GOAWAY
-// ENHANCE_YOUR_CALM "too_many_pings" (what tells gRPC clients to back their keepalive off)
-// and its connection ends. Everything here runs on the connection's loop.
+// library server (C-core 1.51) does it, at the connection's max age (with gRPC's
+// jitter), after its max idle with no call open, or at shutdown: a graceful GOAWAY in
+// two steps, so that no stream on its way is lost (the first GOAWAY names the last
+// stream id 2^31-1 and comes with a PING; the final one, sent once the PING's ACK shows
+// the caller has seen the first (a second later at the max age), or 20 s later, names
+// the last stream the server took), the calls under way given a grace, then the
+// connection closed. A stream the caller opens after the final GOAWAY is refused
+// (REFUSED_STREAM: not processed, safe to retry elsewhere). And gRPC's keepalive
+// enforcement: a caller that PINGs more often than the library server's defaults allow
+// is sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings" (what tells gRPC clients to back
+// their keepalive off) and its connection ends. Everything here runs on the
+// connection's loop.
 
 #include <nghttp2/nghttp2.h>
 
@@ -97,6 +98,8 @@ class ConnectionLifecycle {
     kFinal,      // the final GOAWAY is sent: streams past last_stream_id_ are refused
   };
   void SendFinalGoAway();
+  // From the PING's ACK to the final GOAWAY at the max age or idle (kFinalGoAwayDelay).
+  absl::Duration FinalDelay() const;
   // Runs `then` at `when` unless the connection is gone by then.
   void Arm(boost::asio::steady_timer& timer, absl::Duration when, std::function<void()> then);
 

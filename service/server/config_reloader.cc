@@ -1,4 +1,3 @@
-#include "service/config/config.h"
 #include "service/server/config_reloader.h"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/base/files.h"
 #include "service/base/log_text.h"
+#include "service/config/config.h"
 
 namespace egress {
 

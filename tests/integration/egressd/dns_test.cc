@@ -23,9 +23,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/transport/transport.h"
 #include "service/config/config_store.h"
 #include "service/transport/pool/connection_pool.h"
+#include "service/transport/transport.h"
 #include "tests/support/dns_server.h"
 #include "tests/support/egress_fixture.h"
 

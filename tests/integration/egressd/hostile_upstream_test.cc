@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/transport/transport.h"
 #include "service/transport/http/request.h"
+#include "service/transport/transport.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/resident_memory.h"
 

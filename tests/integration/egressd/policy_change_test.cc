@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "service/config/config.h"
 #include "service/config/config_store.h"
-#include "service/transport/transport.h"
 #include "service/transport/http/request.h"
+#include "service/transport/transport.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

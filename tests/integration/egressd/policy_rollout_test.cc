@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "service/config/config_store.h"
 #include "service/config/config.h"
-#include "service/transport/transport.h"
+#include "service/config/config_store.h"
 #include "service/metrics/metrics.h"
+#include "service/transport/transport.h"
 #include "tests/support/admin_fixture.h"
 
 namespace egress::testing {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "service/config/config.h"
 #include "service/base/files.h"
+#include "service/config/config.h"
 #include "service/server/server_credentials.h"
 #include "tests/support/egress_fixture.h"
 
