@@ -26,6 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "service/base/files.h"
+#include "tests/support/closed_port.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/fault_server.h"
 #include "tests/support/http_get.h"
@@ -360,8 +361,8 @@ TEST_F(AccessLogTest, AWouldDenyIsLoggedForAFetchThatFailedAfterIt) {
   const std::string path = TestDir("would-deny") + "/access.log";
   Start("would-deny", "", path, "report_only { deny_cidrs: \"127.0.0.1/32\" }");
   FetchResponse response;
-  const int closed_port = egressd_->grpc_port() + 1000;  // nothing listens there
-  ASSERT_EQ(Fetch(Request(absl::StrCat("http://127.0.0.1:", closed_port, "/")), &response)
+  const ClosedPort closed;
+  ASSERT_EQ(Fetch(Request(absl::StrCat("http://127.0.0.1:", closed.port(), "/")), &response)
                 .error_code(),
             grpc::StatusCode::UNAVAILABLE);
   const std::vector<Struct> lines = WaitForLines(path, 1);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "service/config/config_store.h"
+#include "tests/support/closed_port.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {
@@ -153,7 +154,8 @@ TEST_F(ErrorsTest, UnknownHostIsUnavailable) {
 
 TEST_F(ErrorsTest, RefusedConnectionIsUnavailable) {
   StartEgress();
-  ExpectFailure(WithUrl("http://127.0.0.1:" + std::to_string(FreePort()) + "/"),
+  const ClosedPort closed;
+  ExpectFailure(WithUrl("http://127.0.0.1:" + std::to_string(closed.port()) + "/"),
                 grpc::StatusCode::UNAVAILABLE, "refused", "CONNECT_FAILED");
 }
 

@@ -14,7 +14,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "service/dataplane/grpc_framing.h"
-#include "tests/support/child_process.h"
+#include "tests/support/closed_port.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/raw_grpc_call.h"
 
@@ -148,7 +148,8 @@ TEST_F(LoopDataPlaneTest, AFetchStreamCancelledAfterItsHeadLeavesNoUpstreamConne
 }
 
 TEST_F(LoopDataPlaneTest, AFetchOfAClosedPortIsUnavailableWithTheLibraryServersReason) {
-  const FetchRequest request = Request("http://127.0.0.1:" + std::to_string(FreePort()) + "/");
+  const ClosedPort closed;
+  const FetchRequest request = Request("http://127.0.0.1:" + std::to_string(closed.port()) + "/");
   StartLibrary();
   FetchResponse response;
   const grpc::Status library = Fetch(request, &response);

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "service/config/proto_time.h"
-#include "tests/support/child_process.h"
+#include "tests/support/closed_port.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {
@@ -103,7 +103,8 @@ TEST_F(RetryTest, AResetIsRetriedForAnIdempotentRequest) {
 // Nothing was written when the connection failed: any method may go again.
 TEST_F(RetryTest, AConnectFailureIsRetriedForAnyMethod) {
   StartWithRetries(3);
-  FetchRequest request = Request(absl::StrCat("http://127.0.0.1:", FreePort(), "/"));
+  const ClosedPort closed;
+  FetchRequest request = Request(absl::StrCat("http://127.0.0.1:", closed.port(), "/"));
   request.set_method("POST");
   FetchResponse response;
   EXPECT_EQ(Fetch(request, &response).error_code(), grpc::StatusCode::UNAVAILABLE);

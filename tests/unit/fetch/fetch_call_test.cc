@@ -2,10 +2,6 @@
 // side, against a real upstream on loopback, and the fake sees what a caller would get.
 #include "service/fetch/fetch_call.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "service/config/config_store.h"
 #include "service/transport/policy/address_policy.h"
+#include "tests/support/closed_port.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/keep_alive_server.h"
 #include "tests/support/status_details.h"
@@ -121,19 +118,6 @@ class FakeCaller final : public CallerSide {
   FetchCall call_;
 };
 
-// A loopback port nothing listens on.
-int ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 class FetchCallTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -223,8 +207,9 @@ TEST_F(FetchCallTest, FetchWithBodyModeNoneAnswersTheHeadWithoutTheBody) {
 
 TEST_F(FetchCallTest, AnUnreachableUpstreamFinishesUnavailableWithItsReasonAndTheCallersTrace) {
   const std::string trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const testing::ClosedPort closed;
   FetchRequest request;
-  request.set_url(absl::StrCat("http://127.0.0.1:", ClosedPort(), "/"));
+  request.set_url(absl::StrCat("http://127.0.0.1:", closed.port(), "/"));
   Call(FetchCall::Rpc::kFetch, request,
        {{"traceparent", absl::StrCat("00-", trace_id, "-00f067aa0ba902b7-01")}});
 
