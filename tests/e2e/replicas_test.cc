@@ -40,11 +40,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/egress_client.h"
@@ -55,6 +55,7 @@
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -72,12 +73,6 @@ const std::vector<std::string> kLanguages = {"cpp", "python", "node", "go", "jav
 // --grpc_max_connection_age and its grace, as the replicas run them.
 constexpr absl::Duration kAge = absl::Seconds(2);
 constexpr absl::Duration kGrace = absl::Seconds(1);
-
-double TimeScale() {
-  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
-  double value = 1;
-  return scale && absl::SimpleAtod(scale, &value) && value > 0 ? value : 1;
-}
 
 // True once a TCP connection to ip:port succeeds, within `seconds`.
 bool WaitForAddress(const std::string& ip, int port, int seconds) {
@@ -370,7 +365,7 @@ class ReplicasTest : public ::testing::Test {
 };
 
 TEST_F(ReplicasTest, CallsSpreadOverEveryReplicaANewOneJoinsAndAStoppedOneLosesNone) {
-  const double scale = TimeScale();
+  const int scale = TestTimeScale();
   ASSERT_NO_FATAL_FAILURE(BuildGoAndJava());
 
   // A caller's own policy wins over the default: pick_first sends every call to one.

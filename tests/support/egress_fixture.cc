@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -26,8 +25,7 @@ void EgressTest::SetUpTestSuite() {
 void EgressTest::TearDownTestSuite() { nginx_.reset(); }
 
 std::chrono::milliseconds EgressTest::Gap(int milliseconds) {
-  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
-  return std::chrono::milliseconds(milliseconds * (scale ? std::max(1, std::atoi(scale)) : 1));
+  return std::chrono::milliseconds(milliseconds * TestTimeScale());
 }
 
 DataPlane EgressTest::FixtureDataPlane() {

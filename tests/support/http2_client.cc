@@ -2,17 +2,15 @@
 
 #include <openssl/ssl.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
-#include "service/transport/tls/alpn.h"
 #include "service/transport/http/request.h"
-#include "service/transport/tls/client_context.h"
 #include "service/transport/io/upstream_stream.h"
+#include "service/transport/tls/alpn.h"
+#include "service/transport/tls/client_context.h"
 
 namespace egress::testing {
 
@@ -25,11 +23,6 @@ struct Http2Client::Connection {
       : stream(executor, tls, use_tls) {}
   transport::UpstreamStream stream;
 };
-
-absl::Duration Scaled(absl::Duration duration) {
-  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
-  return duration * (scale ? std::max(1, std::atoi(scale)) : 1);
-}
 
 absl::StatusOr<std::unique_ptr<Http2Client>> Http2Client::Connect(
     int port, const Options& options, transport::TransportObserver& observer) {

@@ -96,9 +96,6 @@ class Http2Client {
   absl::Status unusable_status_;
 };
 
-// Time in tests, stretched by EGRESS_TEST_TIME_SCALE (the sanitizer builds run slower).
-absl::Duration Scaled(absl::Duration duration);
-
 }  // namespace egress::testing
 
 #endif  // EGRESS_TESTS_SUPPORT_HTTP2_CLIENT_H_

@@ -7,9 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <fstream>
 #include <thread>
+
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 
@@ -24,10 +25,7 @@ inline int64_t ResidentBytes() {
 // True in the sanitizer builds (they set EGRESS_TEST_TIME_SCALE): their allocators keep
 // freed memory (ASan's quarantine) and add shadow memory, so resident memory there says
 // little about what egress holds.
-inline bool SanitizerBuild() {
-  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
-  return scale && std::atoi(scale) > 1;
-}
+inline bool SanitizerBuild() { return TestTimeScale() > 1; }
 
 // The most this process's resident memory grew, sampled every few milliseconds while
 // the sampler lives.

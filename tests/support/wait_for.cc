@@ -1,5 +1,8 @@
 #include "tests/support/wait_for.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "absl/time/clock.h"
 
 namespace egress::testing {
@@ -12,5 +15,12 @@ bool WaitFor(const std::function<bool()>& condition, absl::Duration limit) {
   }
   return true;
 }
+
+int TestTimeScale() {
+  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
+  return scale ? std::max(1, std::atoi(scale)) : 1;
+}
+
+absl::Duration Scaled(absl::Duration duration) { return duration * TestTimeScale(); }
 
 }  // namespace egress::testing

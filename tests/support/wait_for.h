@@ -13,6 +13,13 @@ namespace egress::testing {
 // a test that is going to fail hangs, so it is generous.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration limit = absl::Seconds(5));
 
+// EGRESS_TEST_TIME_SCALE (1 when unset): the sanitizer configs set it, as their builds run
+// several times slower, and tests stretch their pauses and timeouts by it so that their
+// scenarios keep their shape.
+int TestTimeScale();
+// `duration` stretched by TestTimeScale().
+absl::Duration Scaled(absl::Duration duration);
+
 }  // namespace egress::testing
 
 #endif  // EGRESS_TESTS_SUPPORT_WAIT_FOR_H_

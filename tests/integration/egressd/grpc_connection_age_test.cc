@@ -5,7 +5,6 @@
 // open for that long gets GOAWAY too. Each case runs against both data planes: gRPC's library server and
 // egressd's own on the transport's loops (--data_plane=loops).
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -23,12 +22,6 @@
 
 namespace egress::testing {
 namespace {
-
-// Stretched by EGRESS_TEST_TIME_SCALE (the sanitizer configs run several times slower).
-absl::Duration Scaled(absl::Duration d) {
-  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
-  return d * (scale ? std::max(1, std::atoi(scale)) : 1);
-}
 
 class GrpcConnectionAgeTest : public ::testing::TestWithParam<DataPlane> {
  protected:

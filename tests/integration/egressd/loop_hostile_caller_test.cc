@@ -2,16 +2,10 @@
 // (issue 37): each limit ends in a bounded refusal (a GOAWAY's code, a stream's status,
 // the connection closed), counted under its own reason, and another caller is still
 // served afterwards. The hostile callers write HTTP/2 frames by hand on a socket.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <nghttp2/nghttp2.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,236 +15,21 @@
 #include "gtest/gtest.h"
 #include "service/dataplane/grpc_framing.h"
 #include "tests/support/egress_fixture.h"
+#include "tests/support/h2_frame_connection.h"
 #include "tests/support/raw_grpc_call.h"
 
 namespace egress::testing {
 namespace {
 
-constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-std::string Frame(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
-  const uint32_t length = static_cast<uint32_t>(payload.size());
-  std::string frame = {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
-                       static_cast<char>(length), static_cast<char>(type),
-                       static_cast<char>(flags)};
-  const uint32_t id = htonl(static_cast<uint32_t>(stream_id));
-  frame.append(reinterpret_cast<const char*>(&id), 4);
-  return frame + payload;
-}
-
-std::string Settings() { return Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, ""); }
-std::string SettingsAck() { return Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""); }
-std::string Ping() { return Frame(NGHTTP2_PING, NGHTTP2_FLAG_NONE, 0, std::string(8, 'p')); }
-std::string RstStream(int32_t stream_id) {
-  const uint32_t code = htonl(NGHTTP2_CANCEL);
-  return Frame(NGHTTP2_RST_STREAM, NGHTTP2_FLAG_NONE, stream_id,
-               std::string(reinterpret_cast<const char*>(&code), 4));
-}
-
-// One frame as the server sent it.
-struct ReadFrame {
-  uint8_t type = 0;
-  uint8_t flags = 0;
-  int32_t stream_id = 0;
-  std::string payload;
-  // A GOAWAY's or RST_STREAM's error code.
-  uint32_t ErrorCode() const {
-    const size_t at = type == NGHTTP2_GOAWAY ? 4 : 0;
-    uint32_t code = 0;
-    if (payload.size() >= at + 4) std::memcpy(&code, payload.data() + at, 4);
-    return ntohl(code);
-  }
-};
-
-// The server's acknowledgement of the caller's SETTINGS: it has read the client preface.
-bool IsSettingsAck(const ReadFrame& frame) {
-  return frame.type == NGHTTP2_SETTINGS && (frame.flags & NGHTTP2_FLAG_ACK);
-}
-
-// A caller's connection, written and read frame by frame by the test's thread, with an
-// HPACK encoder of its own (the header blocks of one connection share its table).
-class RawSocket {
- public:
-  // Connects to 127.0.0.1:port from `source` (an address of the loopback's 127/8);
-  // `receive_buffer` (bytes, when not 0) is set before the connection is made: a caller
-  // that reads nothing holds little.
-  explicit RawSocket(int port, int receive_buffer = 0, uint32_t source = INADDR_LOOPBACK)
-      : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    if (receive_buffer > 0) {
-      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
-    }
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    from.sin_addr.s_addr = htonl(source);
-    bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from));
-    timeval ten_seconds = {10, 0};  // a send the server never takes fails, not hangs
-    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &ten_seconds, sizeof(ten_seconds));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    nghttp2_hd_deflate_new(&deflater_, 4096);
-    nghttp2_hd_inflate_new(&inflater_);
-  }
-  ~RawSocket() {
-    nghttp2_hd_deflate_del(deflater_);
-    nghttp2_hd_inflate_del(inflater_);
-    close(fd_);
-  }
-  RawSocket(const RawSocket&) = delete;
-  RawSocket& operator=(const RawSocket&) = delete;
-
-  bool connected() const { return connected_; }
-
-  // Writes all of `bytes`: false once the server has closed the connection.
-  bool Send(const std::string& bytes) {
-    size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  // Writes `bytes`, waiting at most `stall` at a time for the socket to take more: false
-  // once it took nothing for that long (the server reads no more), with the bytes it took
-  // in `sent`.
-  bool SendUnlessStalled(const std::string& bytes, absl::Duration stall, size_t* sent) {
-    size_t at = 0;
-    while (at < bytes.size()) {
-      const ssize_t n =
-          send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        at += static_cast<size_t>(n);
-        *sent += static_cast<size_t>(n);
-        continue;
-      }
-      pollfd writable{fd_, POLLOUT, 0};
-      if (poll(&writable, 1, static_cast<int>(absl::ToInt64Milliseconds(stall))) <= 0) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  // The preface and an empty SETTINGS, and the acknowledgement of the server's SETTINGS
-  // (sent before the caller's bytes are read, so it applies to them).
-  bool Greet() { return Send(std::string(kPreface) + Settings() + SettingsAck()); }
-
-  // A request's header block for a Fetch, encoded with this connection's table, plus
-  // `extra` fields.
-  std::string RequestBlock(const RawHeaders& extra = {},
-                           const std::string& path = "/egress.v1.Egress/Fetch") {
-    RawHeaders fields = {{":method", "POST"},
-                         {":scheme", "http"},
-                         {":authority", "127.0.0.1"},
-                         {":path", path},
-                         {"content-type", "application/grpc"},
-                         {"te", "trailers"}};
-    fields.insert(fields.end(), extra.begin(), extra.end());
-    std::vector<nghttp2_nv> nv;
-    for (auto& [name, value] : fields) {
-      nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
-                    reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
-                    NGHTTP2_NV_FLAG_NONE});
-    }
-    std::string block(nghttp2_hd_deflate_bound(deflater_, nv.data(), nv.size()), '\0');
-    const ssize_t size = nghttp2_hd_deflate_hd(
-        deflater_, reinterpret_cast<uint8_t*>(block.data()), block.size(), nv.data(), nv.size());
-    block.resize(size > 0 ? static_cast<size_t>(size) : 0);
-    return block;
-  }
-
-  // The frames the server sends until `done` holds for one of them, or the connection
-  // ends (closed() then holds), or `wait` passes.
-  std::vector<ReadFrame> Read(absl::Duration wait,
-                              const std::function<bool(const ReadFrame&)>& done = {}) {
-    std::vector<ReadFrame> frames;
-    const absl::Time give_up = absl::Now() + wait;
-    while (absl::Now() < give_up) {
-      while (input_.size() >= 9) {
-        const size_t length = (uint8_t(input_[0]) << 16) | (uint8_t(input_[1]) << 8) |
-                              uint8_t(input_[2]);
-        if (input_.size() < 9 + length) break;
-        ReadFrame frame;
-        frame.type = static_cast<uint8_t>(input_[3]);
-        frame.flags = static_cast<uint8_t>(input_[4]);
-        uint32_t id;
-        std::memcpy(&id, input_.data() + 5, 4);
-        frame.stream_id = static_cast<int32_t>(ntohl(id) & 0x7fffffff);
-        frame.payload = input_.substr(9, length);
-        input_.erase(0, 9 + length);
-        frames.push_back(std::move(frame));
-        if (done && done(frames.back())) return frames;
-      }
-      if (closed_) return frames;
-      pollfd readable{fd_, POLLIN, 0};
-      if (poll(&readable, 1, 50) <= 0) continue;
-      char in[65536];
-      const ssize_t got = recv(fd_, in, sizeof(in), 0);
-      if (got <= 0) {
-        closed_ = true;  // the server closed (or reset) the connection
-      } else {
-        input_.append(in, static_cast<size_t>(got));
-      }
-    }
-    return frames;
-  }
-  bool closed() const { return closed_; }
-
-  // A header block the server sent (its HEADERS frames in order, one block each).
-  RawHeaders Decode(const std::string& block) {
-    RawHeaders fields;
-    auto* in = reinterpret_cast<const uint8_t*>(block.data());
-    size_t left = block.size();
-    for (;;) {
-      nghttp2_nv nv;
-      int flags = 0;
-      const ssize_t used = nghttp2_hd_inflate_hd2(inflater_, &nv, &flags, in, left, 1);
-      if (used < 0) break;
-      in += used;
-      left -= static_cast<size_t>(used);
-      if (flags & NGHTTP2_HD_INFLATE_EMIT) {
-        fields.emplace_back(std::string(reinterpret_cast<const char*>(nv.name), nv.namelen),
-                            std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
-      }
-      if (flags & NGHTTP2_HD_INFLATE_FINAL) {
-        nghttp2_hd_inflate_end_headers(inflater_);
-        break;
-      }
-      if (used == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT)) break;
-    }
-    return fields;
-  }
-
- private:
-  const int fd_;
-  bool connected_ = false;
-  bool closed_ = false;
-  std::string input_;
-  nghttp2_hd_deflater* deflater_ = nullptr;
-  nghttp2_hd_inflater* inflater_ = nullptr;
-};
-
 // `count` Fetch requests on streams 1, 3, 5...: their headers alone (the message never
 // comes, so each stays open), each reset at once when `reset`.
-std::string Requests(RawSocket& caller, int count, bool reset) {
+std::string Requests(H2FrameConnection& caller, int count, bool reset) {
   std::string frames;
   for (int32_t id = 1; id <= 2 * count - 1; id += 2) {
-    frames += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
-    if (reset) frames += RstStream(id);
+    frames += H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
+    if (reset) frames += RstStreamFrame(id);
   }
   return frames;
-}
-
-// The GOAWAY among `frames`, if any.
-const ReadFrame* Goaway(const std::vector<ReadFrame>& frames) {
-  for (const auto& frame : frames) {
-    if (frame.type == NGHTTP2_GOAWAY) return &frame;
-  }
-  return nullptr;
 }
 
 class LoopHostileCallerTest : public EgressFaultsTest {
@@ -280,7 +59,7 @@ class LoopHostileCallerTest : public EgressFaultsTest {
   // A caller that sends `frame` over and over (up to about 170 MB) and reads nothing is
   // closed, counted as `reason`.
   void ExpectFloodClosed(const std::string& frame, CallRefusal reason) {
-    RawSocket caller(server_->grpc_port(), /*receive_buffer=*/4096);
+    H2FrameConnection caller(server_->grpc_port(), /*receive_buffer=*/4096);
     ASSERT_TRUE(caller.connected());
     ASSERT_TRUE(caller.Greet());
     std::string frames;
@@ -295,10 +74,10 @@ class LoopHostileCallerTest : public EgressFaultsTest {
   }
 
   // The connection ends with a GOAWAY of `code` (and nothing is left to read).
-  void ExpectGoaway(RawSocket& caller, uint32_t code) {
+  void ExpectGoaway(H2FrameConnection& caller, uint32_t code) {
     const auto frames = caller.Read(absl::Seconds(10));
     EXPECT_TRUE(caller.closed());
-    const ReadFrame* goaway = Goaway(frames);
+    const ReadFrame* goaway = FirstGoaway(frames);
     ASSERT_NE(goaway, nullptr) << frames.size() << " frames, none a GOAWAY";
     EXPECT_EQ(goaway->ErrorCode(), code);
   }
@@ -308,7 +87,7 @@ class LoopHostileCallerTest : public EgressFaultsTest {
 // 101st stream broke HTTP/2 (RFC 9113 5.1.2), and its connection ends.
 TEST_F(LoopHostileCallerTest, AStreamPastTheAcknowledgedConcurrentStreamLimitEndsTheConnection) {
   StartLoops();
-  RawSocket caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
   ASSERT_TRUE(caller.Greet());
   ASSERT_TRUE(caller.Send(Requests(caller, 101, /*reset=*/false)));
@@ -325,7 +104,7 @@ TEST_F(LoopHostileCallerTest, StreamsResetFasterThanTheResetBudgetGetEnhanceYour
   caller_limits_.reset_burst = 50;
   caller_limits_.resets_per_second = 1;
   StartLoops();
-  RawSocket caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
   ASSERT_TRUE(caller.Greet());
   caller.Send(Requests(caller, 200, /*reset=*/true));  // the server may close before it has read them all
@@ -339,13 +118,13 @@ TEST_F(LoopHostileCallerTest, StreamsResetWithinTheResetBudgetLeaveTheConnection
   caller_limits_.reset_burst = 50;
   caller_limits_.resets_per_second = 1;
   StartLoops();
-  RawSocket caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
   std::string resets = Requests(caller, 40, /*reset=*/true);
   // Then one call whose request is whole: it is answered on the same connection.
-  resets += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 81,
-                  caller.RequestBlock({{"grpc-timeout", "60S"}}));
-  resets += Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 81, Framed(nginx().HttpUrl("/cl/1k")));
+  resets += H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 81,
+                    caller.RequestBlock({{"grpc-timeout", "60S"}}));
+  resets += H2Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 81, Framed(nginx().HttpUrl("/cl/1k")));
   ASSERT_TRUE(caller.Greet());
   ASSERT_TRUE(caller.Send(resets));
   // Its answer ends with the trailers (HEADERS with END_STREAM).
@@ -354,7 +133,7 @@ TEST_F(LoopHostileCallerTest, StreamsResetWithinTheResetBudgetLeaveTheConnection
   });
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.back().stream_id, 81);
-  EXPECT_EQ(Goaway(frames), nullptr);
+  EXPECT_EQ(FirstGoaway(frames), nullptr);
   RawHeaders answer;  // its headers and trailers, the only header blocks the server sent
   for (const auto& frame : frames) {
     if (frame.type != NGHTTP2_HEADERS) continue;
@@ -372,12 +151,12 @@ TEST_F(LoopHostileCallerTest, StreamsResetWithinTheResetBudgetLeaveTheConnection
 // frames the connection is closed.
 TEST_F(LoopHostileCallerTest, AHeaderBlockOfEndlessContinuationFramesIsClosedAndCounted) {
   StartLoops();
-  RawSocket caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
   // A literal field without indexing, "x-pad: v": each frame's bytes stand on their own.
   const std::string field = std::string("\x00\x05x-pad\x01v", 9);
-  std::string block = Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_NONE, 1, caller.RequestBlock());
-  for (int i = 0; i < 100; ++i) block += Frame(NGHTTP2_CONTINUATION, NGHTTP2_FLAG_NONE, 1, field);
+  std::string block = H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_NONE, 1, caller.RequestBlock());
+  for (int i = 0; i < 100; ++i) block += H2Frame(NGHTTP2_CONTINUATION, NGHTTP2_FLAG_NONE, 1, field);
   ASSERT_TRUE(caller.Greet());
   caller.Send(block);  // the server may close before it has read them all
   caller.Read(absl::Seconds(10));
@@ -391,15 +170,15 @@ TEST_F(LoopHostileCallerTest, AHeaderBlockOfEndlessContinuationFramesIsClosedAnd
 // the header list limit like any other: nothing of it is held past 16 KiB.
 TEST_F(LoopHostileCallerTest, AnHpackBombIsRefusedAtTheHeaderListLimitAndCounted) {
   StartLoops();
-  RawSocket caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
   // nghttp2's client would refuse to send it (it bounds a block by its decoded size).
   const std::string block =
       caller.RequestBlock(RawHeaders(1000, {"x-bomb", std::string(3000, 'b')}));
   ASSERT_LT(block.size(), 16384u);  // one frame of the default size
   ASSERT_TRUE(caller.Greet());
-  ASSERT_TRUE(caller.Send(Frame(NGHTTP2_HEADERS,
-                                NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, block)));
+  ASSERT_TRUE(caller.Send(
+      H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, block)));
   const auto frames = caller.Read(absl::Seconds(10), [](const ReadFrame& frame) {
     return frame.stream_id == 1 && frame.type == NGHTTP2_HEADERS;
   });
@@ -419,7 +198,7 @@ TEST_F(LoopHostileCallerTest, AnHpackBombIsRefusedAtTheHeaderListLimitAndCounted
 // connection is closed and counted, and the fetch lets go of its upstream connection.
 TEST_F(LoopHostileCallerTest, ACallerThatTakesNoBytesPastItsStreamsDeadlineIsClosed) {
   StartLoops();
-  RawSocket caller(server_->grpc_port(), /*receive_buffer=*/4096);
+  H2FrameConnection caller(server_->grpc_port(), /*receive_buffer=*/4096);
   ASSERT_TRUE(caller.connected());
   const auto u32 = [](uint32_t v) {
     return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
@@ -429,11 +208,12 @@ TEST_F(LoopHostileCallerTest, ACallerThatTakesNoBytesPastItsStreamsDeadlineIsClo
   const std::string large_window = std::string("\x00\x04", 2) + u32(0x7fffffff);
   const std::string message = Framed(faults().Url("/endless-body"));
   ASSERT_TRUE(caller.Send(
-      std::string(kPreface) + Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, large_window) +
-      SettingsAck() + Frame(NGHTTP2_WINDOW_UPDATE, NGHTTP2_FLAG_NONE, 0, u32(0x7fffffff - 65535)) +
-      Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
-            caller.RequestBlock({{"grpc-timeout", "2S"}}, "/egress.v1.Egress/FetchStream")) +
-      Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, message)));
+      std::string(kClientPreface) + H2Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, large_window) +
+      SettingsAckFrame() +
+      H2Frame(NGHTTP2_WINDOW_UPDATE, NGHTTP2_FLAG_NONE, 0, u32(0x7fffffff - 65535)) +
+      H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+              caller.RequestBlock({{"grpc-timeout", "2S"}}, "/egress.v1.Egress/FetchStream")) +
+      H2Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, message)));
   ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 1; }));
   EXPECT_TRUE(WaitFor([&] { return observer_.Refused(CallRefusal::kStalledCaller) == 1; },
                       absl::Seconds(40)));
@@ -450,12 +230,12 @@ TEST_F(LoopHostileCallerTest, ACallerThatTakesNoBytesPastItsStreamsDeadlineIsClo
 // holds the caller back instead of the queue growing without bound.
 TEST_F(LoopHostileCallerTest, ACallerThatSendsWithoutReadingIsHeldBackAndItsQueueBounded) {
   StartLoops();
-  RawSocket caller(server_->grpc_port(), /*receive_buffer=*/4096);
+  H2FrameConnection caller(server_->grpc_port(), /*receive_buffer=*/4096);
   ASSERT_TRUE(caller.connected());
-  std::string opening = std::string(kPreface) + Settings();
+  std::string opening = std::string(kClientPreface) + SettingsFrame();
   int32_t id = 1;
   for (; id <= 199; id += 2) {
-    opening += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
+    opening += H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
   }
   ASSERT_TRUE(caller.Send(opening));
   // Without the bound the server reads on (and queues a refusal for each): 100 MB go.
@@ -464,7 +244,7 @@ TEST_F(LoopHostileCallerTest, ACallerThatSendsWithoutReadingIsHeldBackAndItsQueu
   while (!held_back && sent < (100u << 20)) {
     std::string batch;
     for (int i = 0; i < 1000; ++i, id += 2) {
-      batch += Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
+      batch += H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, caller.RequestBlock());
     }
     held_back = !caller.SendUnlessStalled(batch, absl::Seconds(2), &sent);
   }
@@ -479,27 +259,27 @@ TEST_F(LoopHostileCallerTest, ACallerThatSendsWithoutReadingIsHeldBackAndItsQueu
 // connection is counted once, under the first reason.
 TEST_F(LoopHostileCallerTest, APingFloodFromACallerThatDoesNotReadIsClosedAndCounted) {
   StartLoops();
-  ExpectFloodClosed(Ping(), CallRefusal::kTooManyPings);
+  ExpectFloodClosed(PingFrame(), CallRefusal::kTooManyPings);
   ExpectAnotherCallerServed();
 }
 
 TEST_F(LoopHostileCallerTest, ASettingsFloodFromACallerThatDoesNotReadIsClosedAndCounted) {
   StartLoops();
-  ExpectFloodClosed(Settings(), CallRefusal::kSettingsFlood);
+  ExpectFloodClosed(SettingsFrame(), CallRefusal::kSettingsFlood);
   ExpectAnotherCallerServed();
 }
 
 // A SETTINGS frame of more than 32 entries is refused at once: GOAWAY ENHANCE_YOUR_CALM.
 TEST_F(LoopHostileCallerTest, ASettingsFrameOfTooManyEntriesGetsEnhanceYourCalm) {
   StartLoops();
-  RawSocket caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
   std::string entries;
   for (int i = 0; i < 33; ++i) {
     entries += std::string("\x00\x03\x00\x00\x00\x64", 6);  // MAX_CONCURRENT_STREAMS 100
   }
-  ASSERT_TRUE(caller.Send(std::string(kPreface) + Settings() +
-                          Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, entries)));
+  ASSERT_TRUE(caller.Send(std::string(kClientPreface) + SettingsFrame() +
+                          H2Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, entries)));
   ExpectGoaway(caller, NGHTTP2_ENHANCE_YOUR_CALM);
   EXPECT_EQ(observer_.Refused(CallRefusal::kSettingsFlood), 1);
   EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
@@ -513,14 +293,14 @@ TEST_F(LoopHostileCallerTest, AConnectionPastTheConnectionLimitIsClosedAtOnceAnd
   caller_limits_.idle_eviction_age = absl::InfiniteDuration();  // the two greeted stay
   StartLoops();
   const int port = server_->grpc_port();
-  auto first = std::make_unique<RawSocket>(port);
-  RawSocket second(port);
-  for (RawSocket* caller : {first.get(), &second}) {
+  auto first = std::make_unique<H2FrameConnection>(port);
+  H2FrameConnection second(port);
+  for (H2FrameConnection* caller : {first.get(), &second}) {
     ASSERT_TRUE(caller->Greet());
     // The server acknowledged the caller's SETTINGS: it is served, its preface is in.
     ASSERT_FALSE(caller->Read(absl::Seconds(10), IsSettingsAck).empty());
   }
-  RawSocket third(port);
+  H2FrameConnection third(port);
   ASSERT_TRUE(third.connected());
   third.Greet();  // may find the connection closed already
   const auto frames = third.Read(absl::Seconds(10));
@@ -543,10 +323,10 @@ TEST_F(LoopHostileCallerTest, ASilentConnectionGivesItsSlotToTheNextCallerWhenAl
   caller_limits_.eviction_age = absl::ZeroDuration();  // 1 s by default
   StartLoops();
   const int port = server_->grpc_port();
-  RawSocket greeted(port);
+  H2FrameConnection greeted(port);
   ASSERT_TRUE(greeted.Greet());
   ASSERT_FALSE(greeted.Read(absl::Seconds(10), IsSettingsAck).empty());
-  RawSocket silent(port);
+  H2FrameConnection silent(port);
   // The server's SETTINGS: it is accepted and holds the other slot.
   ASSERT_FALSE(silent.Read(absl::Seconds(10), [](const ReadFrame& frame) {
     return frame.type == NGHTTP2_SETTINGS;
@@ -557,7 +337,7 @@ TEST_F(LoopHostileCallerTest, ASilentConnectionGivesItsSlotToTheNextCallerWhenAl
   EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceEvicted), 1);
   EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 0);
   EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceTimeout), 0);
-  ASSERT_TRUE(greeted.Send(Ping()));
+  ASSERT_TRUE(greeted.Send(PingFrame()));
   ASSERT_FALSE(greeted.Read(absl::Seconds(10), [](const ReadFrame& frame) {
     return frame.type == NGHTTP2_PING;
   }).empty());
@@ -610,20 +390,20 @@ TEST_F(LoopHostileCallerTest, OneSourcePastItsShareOfConnectionsIsClosedAndAnoth
   StartLoops();
   const int port = server_->grpc_port();
   constexpr uint32_t kOtherHost = 0x7f000002;  // 127.0.0.2
-  const auto served = [](RawSocket& caller) {
+  const auto served = [](H2FrameConnection& caller) {
     return caller.Greet() && !caller.Read(absl::Seconds(10), [](const ReadFrame& frame) {
                                      return frame.type == NGHTTP2_SETTINGS;
                                    }).empty();
   };
-  RawSocket first(port), second(port);
+  H2FrameConnection first(port), second(port);
   ASSERT_TRUE(served(first));
   ASSERT_TRUE(served(second));
-  RawSocket third(port);
+  H2FrameConnection third(port);
   third.Greet();  // may find the connection closed already
   EXPECT_TRUE(third.Read(absl::Seconds(10)).empty());
   EXPECT_TRUE(third.closed());
   EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 1);
-  RawSocket other_host(port, 0, kOtherHost);
+  H2FrameConnection other_host(port, 0, kOtherHost);
   EXPECT_TRUE(served(other_host)) << "a caller from another host was refused too";
   EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyConnections), 1);
 }
@@ -634,20 +414,20 @@ TEST_F(LoopHostileCallerTest, OneSourcePastItsShareOfConnectionsIsClosedAndAnoth
 TEST_F(LoopHostileCallerTest, AConnectionThatNeverFinishesItsPrefaceIsClosedAtTheTimeout) {
   caller_limits_.preface_timeout = absl::Seconds(1);
   StartLoops();
-  RawSocket greeted(server_->grpc_port());
+  H2FrameConnection greeted(server_->grpc_port());
   ASSERT_TRUE(greeted.Greet());
   ASSERT_FALSE(greeted.Read(absl::Seconds(10), [](const ReadFrame& frame) {
     return frame.type == NGHTTP2_SETTINGS;
   }).empty());
-  RawSocket slow(server_->grpc_port());
-  ASSERT_TRUE(slow.Send(std::string(kPreface).substr(0, 10)));
+  H2FrameConnection slow(server_->grpc_port());
+  ASSERT_TRUE(slow.Send(std::string(kClientPreface).substr(0, 10)));
   slow.Read(absl::Seconds(20));
   EXPECT_TRUE(slow.closed());
   EXPECT_EQ(observer_.Refused(CallRefusal::kPrefaceTimeout), 1);
   EXPECT_EQ(observer_.Refused(CallRefusal::kProtocolError), 0);
   // `greeted` connected first: its timeout, had it been left running, passed before
   // `slow`'s did. It still answers a PING.
-  ASSERT_TRUE(greeted.Send(Ping()));
+  ASSERT_TRUE(greeted.Send(PingFrame()));
   const auto frames = greeted.Read(absl::Seconds(10), [](const ReadFrame& frame) {
     return frame.type == NGHTTP2_PING;
   });

@@ -2,13 +2,7 @@
 // (--data_plane=loops): the graceful GOAWAY at the connection's max age and at shutdown,
 // as gRPC's library server (C-core 1.51) sends it, and what a caller sees around it.
 // grpc_connection_age_test runs the age and grace cases against both data planes.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,169 +14,23 @@
 #include "service/config/config.h"
 #include "service/dataplane/grpc_framing.h"
 #include "tests/support/egress_fixture.h"
+#include "tests/support/h2_frame_connection.h"
 #include "tests/support/raw_grpc_call.h"
 #include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
 
-constexpr uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
-                  kGoAway = 0x7;
-constexpr uint8_t kAck = 0x1, kEndStream = 0x1, kEndHeaders = 0x4;
-constexpr uint32_t kRefusedStream = 0x7, kEnhanceYourCalm = 0xb;
-
-// Stretched by EGRESS_TEST_TIME_SCALE (the sanitizer configs run several times slower).
-absl::Duration Scaled(absl::Duration d) {
-  const char* scale = std::getenv("EGRESS_TEST_TIME_SCALE");
-  return d * (scale ? std::max(1, std::atoi(scale)) : 1);
-}
-
-uint32_t BigEndian32(const std::string& bytes, size_t at) {
-  uint32_t value = 0;
-  for (size_t i = at; i < at + 4; ++i) value = (value << 8) | static_cast<uint8_t>(bytes[i]);
-  return value;
-}
-
-// An HTTP/2 connection driven frame by frame, to do what a client library would not: open
-// a stream after the server's final GOAWAY. Headers go as HPACK literals (no table).
-class FrameConnection {
- public:
-  struct Frame {
-    uint8_t type = 0;
-    uint8_t flags = 0;
-    int32_t stream_id = 0;
-    std::string payload;
-  };
-
-  explicit FrameConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    Write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-    Send(kSettings, 0, 0, "");
-  }
-  ~FrameConnection() { close(fd_); }
-
-  bool connected() const { return connected_; }
-  // The GOAWAY frames Next has read.
-  int goaways() const { return goaways_; }
-
-  // One frame's bytes.
-  static std::string Encode(uint8_t type, uint8_t flags, int32_t stream_id,
-                            const std::string& payload) {
-    std::string frame;
-    const size_t size = payload.size();
-    frame += static_cast<char>(size >> 16);
-    frame += static_cast<char>(size >> 8);
-    frame += static_cast<char>(size);
-    frame += static_cast<char>(type);
-    frame += static_cast<char>(flags);
-    for (int shift : {24, 16, 8, 0}) frame += static_cast<char>(stream_id >> shift);
-    return frame + payload;
-  }
-  void Send(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
-    Write(Encode(type, flags, stream_id, payload));
-  }
-  // Frames (Encode's) in one write, so that the server reads them together.
-  void SendTogether(const std::string& frames) { Write(frames); }
-  // Whether Next acknowledges the server's PINGs itself (by default) or leaves it to the test.
-  void set_ack_pings(bool ack) { ack_pings_ = ack; }
-
-  // A request's HEADERS on `stream_id` for `path`, the request left open (no END_STREAM).
-  void OpenStream(int32_t stream_id, const std::string& path) {
-    Send(kHeaders, kEndHeaders, stream_id, RequestBlock(path));
-  }
-  static std::string RequestBlock(const std::string& path) {
-    std::string block;
-    for (const auto& [name, value] : RawHeaders{{":method", "POST"},
-                                                {":scheme", "http"},
-                                                {":authority", "127.0.0.1"},
-                                                {":path", path},
-                                                {"content-type", "application/grpc"},
-                                                {"te", "trailers"}}) {
-      block += '\0';  // a literal field without indexing, with a new name
-      block += static_cast<char>(name.size());
-      block += name;
-      block += static_cast<char>(value.size());
-      block += value;
-    }
-    return block;
-  }
-
-  // Reads frames until one of `type` comes, acknowledging SETTINGS and PINGs on the way;
-  // nullopt once the connection ends or `wait` has passed.
-  std::optional<Frame> Next(uint8_t type, absl::Duration wait) {
-    const absl::Time give_up = absl::Now() + wait;
-    std::string head;
-    while (ReadExactly(9, give_up, &head)) {
-      Frame frame;
-      frame.type = static_cast<uint8_t>(head[3]);
-      frame.flags = static_cast<uint8_t>(head[4]);
-      frame.stream_id = static_cast<int32_t>(BigEndian32(head, 5) & 0x7fffffff);
-      const size_t size = (static_cast<uint8_t>(head[0]) << 16) |
-                          (static_cast<uint8_t>(head[1]) << 8) | static_cast<uint8_t>(head[2]);
-      if (!ReadExactly(size, give_up, &frame.payload)) return std::nullopt;
-      if (frame.type == kGoAway) ++goaways_;
-      if (frame.type == kSettings && !(frame.flags & kAck)) Send(kSettings, kAck, 0, "");
-      if (ack_pings_ && frame.type == kPing && !(frame.flags & kAck)) {
-        Send(kPing, kAck, 0, frame.payload);
-      }
-      if (frame.type == type) return frame;
-    }
-    return std::nullopt;
-  }
-
-  // Whether the server closes the connection within `wait` (whatever it sends first).
-  bool Closes(absl::Duration wait) {
-    const absl::Time give_up = absl::Now() + wait;
-    std::string ignored;
-    while (ReadExactly(1, give_up, &ignored)) {
-    }
-    return closed_;
-  }
-
- private:
-  void Write(const std::string& bytes) { send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
-
-  bool ReadExactly(size_t size, absl::Time give_up, std::string* out) {
-    out->clear();
-    while (out->size() < size) {
-      const absl::Duration left = give_up - absl::Now();
-      if (left <= absl::ZeroDuration()) return false;
-      pollfd readable{fd_, POLLIN, 0};
-      if (poll(&readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) {
-        continue;
-      }
-      char buffer[16384];
-      const ssize_t got = recv(fd_, buffer, std::min(sizeof(buffer), size - out->size()), 0);
-      if (got <= 0) {
-        closed_ = true;
-        return false;
-      }
-      out->append(buffer, got);
-    }
-    return true;
-  }
-
-  const int fd_;
-  bool connected_ = false;
-  bool closed_ = false;
-  bool ack_pings_ = true;
-  int goaways_ = 0;
-};
-
 // Opens stream 3 for `path` on `connection` (past its server's final GOAWAY): whether the
 // server answers RST_STREAM(3, REFUSED_STREAM).
-::testing::AssertionResult OpensARefusedStream(FrameConnection& connection,
+::testing::AssertionResult OpensARefusedStream(H2FrameConnection& connection,
                                                const std::string& path) {
   connection.OpenStream(3, path);
-  const auto reset = connection.Next(kRstStream, Scaled(absl::Seconds(5)));
+  const auto reset = connection.Next(NGHTTP2_RST_STREAM, Scaled(absl::Seconds(5)));
   if (!reset) return ::testing::AssertionFailure() << "no RST_STREAM";
-  if (reset->stream_id != 3 || BigEndian32(reset->payload, 0) != kRefusedStream) {
-    return ::testing::AssertionFailure() << "RST_STREAM(" << reset->stream_id << ", "
-                                         << BigEndian32(reset->payload, 0) << ")";
+  if (reset->stream_id != 3 || reset->ErrorCode() != NGHTTP2_REFUSED_STREAM) {
+    return ::testing::AssertionFailure()
+           << "RST_STREAM(" << reset->stream_id << ", " << reset->ErrorCode() << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -249,17 +97,18 @@ class LoopLifecycleTest : public EgressFaultsTest {
 // learns it was not processed: REFUSED_STREAM, which gRPC clients retry, counted.
 TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheMaxAgeGoAwayIsRefusedAndCounted) {
   StartLoops({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
-  FrameConnection connection(server_->grpc_port());
+  H2FrameConnection connection(server_->grpc_port());
   ASSERT_TRUE(connection.connected());
+  ASSERT_TRUE(connection.Greet());
   connection.OpenStream(1, kHealthCheck);  // left open: the connection has a call under way
-  const auto announced = connection.Next(kGoAway, Scaled(absl::Seconds(5)));
+  const auto announced = connection.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(announced.has_value()) << "no GOAWAY at the max age";
-  EXPECT_EQ(BigEndian32(announced->payload, 0), 0x7fffffffu) << "the first names 2^31-1";
-  EXPECT_EQ(BigEndian32(announced->payload, 4), 0u) << "NO_ERROR";
-  const auto final_goaway = connection.Next(kGoAway, Scaled(absl::Seconds(5)));
+  EXPECT_EQ(announced->LastStreamId(), 0x7fffffffu) << "the first names 2^31-1";
+  EXPECT_EQ(announced->ErrorCode(), 0u) << "NO_ERROR";
+  const auto final_goaway = connection.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(final_goaway.has_value()) << "no final GOAWAY after the PING's ACK";
-  EXPECT_EQ(BigEndian32(final_goaway->payload, 0), 1u) << "the last stream taken";
-  EXPECT_EQ(final_goaway->payload.substr(8), "max_age");
+  EXPECT_EQ(final_goaway->LastStreamId(), 1u) << "the last stream taken";
+  EXPECT_EQ(final_goaway->DebugData(), "max_age");
   EXPECT_TRUE(OpensARefusedStream(connection, kHealthCheck));
   EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
 }
@@ -270,33 +119,35 @@ TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheMaxAgeGoAwayIsRefusedAndCounted) 
 // fetch started, then cancelled, for a call the caller retries).
 TEST_F(LoopLifecycleTest, ARequestSentWithThePingAckIsServedAndOneAfterTheFinalGoAwayRefused) {
   StartLoops({Scaled(absl::Milliseconds(300)), Scaled(absl::Seconds(30))});
-  FrameConnection connection(server_->grpc_port());
+  H2FrameConnection connection(server_->grpc_port());
   ASSERT_TRUE(connection.connected());
+  ASSERT_TRUE(connection.Greet());
   connection.OpenStream(1, kHealthCheck);  // left open: the connection has a call under way
   connection.set_ack_pings(false);
-  const auto ping = connection.Next(kPing, Scaled(absl::Seconds(5)));
+  const auto ping = connection.Next(NGHTTP2_PING, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(ping.has_value()) << "no PING with the first GOAWAY";
   std::string message;
   Request(nginx().HttpUrl("/cl/1k")).SerializeToString(&message);
   const auto request = [&](int32_t stream_id) {
-    return FrameConnection::Encode(kHeaders, kEndHeaders, stream_id,
-                                   FrameConnection::RequestBlock("/egress.v1.Egress/Fetch")) +
-           FrameConnection::Encode(kData, kEndStream, stream_id, dataplane::FrameMessage(message));
+    return H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream_id,
+                   connection.RequestBlock()) +
+           H2Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, stream_id,
+                   dataplane::FrameMessage(message));
   };
-  connection.SendTogether(FrameConnection::Encode(kPing, kAck, 0, ping->payload) + request(3));
-  auto final_goaway = connection.Next(kGoAway, Scaled(absl::Seconds(5)));
-  if (final_goaway && BigEndian32(final_goaway->payload, 0) == 0x7fffffffu) {
-    final_goaway = connection.Next(kGoAway, Scaled(absl::Seconds(5)));  // that was the first
+  connection.Send(H2Frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, ping->payload) + request(3));
+  auto final_goaway = connection.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));
+  if (final_goaway && final_goaway->LastStreamId() == 0x7fffffffu) {
+    final_goaway = connection.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));  // that was the first
   }
   ASSERT_TRUE(final_goaway.has_value()) << "no final GOAWAY";
-  EXPECT_EQ(BigEndian32(final_goaway->payload, 0), 3u) << "the final GOAWAY leaves stream 3 out";
+  EXPECT_EQ(final_goaway->LastStreamId(), 3u) << "the final GOAWAY leaves stream 3 out";
   EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::OK) == 1; }))
       << "the stream sent with the ACK was not served";
-  connection.SendTogether(request(5));
-  const auto reset = connection.Next(kRstStream, Scaled(absl::Seconds(5)));
+  connection.Send(request(5));
+  const auto reset = connection.Next(NGHTTP2_RST_STREAM, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(reset.has_value()) << "no RST_STREAM";
   EXPECT_EQ(reset->stream_id, 5);
-  EXPECT_EQ(BigEndian32(reset->payload, 0), kRefusedStream);
+  EXPECT_EQ(reset->ErrorCode(), uint32_t{NGHTTP2_REFUSED_STREAM});
   EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
   EXPECT_EQ(server_->fetches_in_flight(), 0u);
   EXPECT_EQ(observer_.Fetches(grpc::StatusCode::CANCELLED), 0) << "the refused call was started";
@@ -333,19 +184,20 @@ TEST_F(LoopLifecycleTest, AFetchStreamUnderWayAtShutdownCompletesAfterItsConnect
 
 TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheShutdownGoAwayIsRefused) {
   StartLoops();
-  FrameConnection caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
+  ASSERT_TRUE(caller.Greet());
   caller.OpenStream(1, kHealthCheck);  // left open
-  ASSERT_TRUE(caller.Next(kSettings, Scaled(absl::Seconds(5))).has_value());
+  ASSERT_TRUE(caller.Next(NGHTTP2_SETTINGS, Scaled(absl::Seconds(5))).has_value());
   // A fetch in flight holds the shutdown in its grace.
   auto held = RawGrpcConnection::Open(server_->grpc_port(), /*initial_window=*/0);
   ASSERT_TRUE(held.ok()) << held.status();
   const int32_t stream = HeldFetchStream(**held);
   ShutdownInBackground(Scaled(absl::Seconds(30)));
-  ASSERT_TRUE(caller.Next(kGoAway, Scaled(absl::Seconds(5))).has_value());
-  const auto final_goaway = caller.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(caller.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5))).has_value());
+  const auto final_goaway = caller.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(final_goaway.has_value());
-  EXPECT_EQ(BigEndian32(final_goaway->payload, 0), 1u);
+  EXPECT_EQ(final_goaway->LastStreamId(), 1u);
   EXPECT_TRUE(OpensARefusedStream(caller, kFetchStream));
   EXPECT_EQ(observer_.Refused(CallRefusal::kAfterGoAway), 1);
   (*held)->OpenWindow();
@@ -378,8 +230,6 @@ TEST_F(LoopLifecycleTest, AHealthWatchIsToldServingAndThenNotServingAtShutdown) 
   ASSERT_TRUE((*held)->Wait(stream, Scaled(absl::Seconds(20))).ok());
 }
 
-// As gRPC's default health service: SERVICE_UNKNOWN, and the call stays open until the
-// caller cancels it (a Check of the same service is NOT_FOUND).
 // A Watch of `service` that its caller cancels after the first status: that status, and
 // how the call ended (CANCELLED: it was still open).
 std::pair<HealthCheckResponse::ServingStatus, grpc::StatusCode> WatchOnce(
@@ -419,13 +269,14 @@ TEST_F(LoopLifecycleTest, AHealthWatchOfEgressIsToldServing) {
 // ends the connection.
 TEST_F(LoopLifecycleTest, ACallerThatPingsTooOftenIsToldTooManyPingsAndItsConnectionEnds) {
   StartLoops();
-  FrameConnection caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
-  for (int i = 0; i < 4; ++i) caller.Send(kPing, 0, 0, std::string(8, 'p'));
-  const auto goaway = caller.Next(kGoAway, Scaled(absl::Seconds(5)));
+  ASSERT_TRUE(caller.Greet());
+  for (int i = 0; i < 4; ++i) caller.Send(PingFrame());
+  const auto goaway = caller.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(goaway.has_value()) << "no GOAWAY for the fourth PING";
-  EXPECT_EQ(BigEndian32(goaway->payload, 4), kEnhanceYourCalm);
-  EXPECT_EQ(goaway->payload.substr(8), "too_many_pings");
+  EXPECT_EQ(goaway->ErrorCode(), uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_EQ(goaway->DebugData(), "too_many_pings");
   EXPECT_TRUE(caller.Closes(Scaled(absl::Seconds(5))));
   EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyPings), 1);
 }
@@ -433,16 +284,18 @@ TEST_F(LoopLifecycleTest, ACallerThatPingsTooOftenIsToldTooManyPingsAndItsConnec
 // Every answer the server sends clears the strikes, as gRPC's library server does.
 TEST_F(LoopLifecycleTest, APingBeforeEachCallIsNoStrike) {
   StartLoops();
-  FrameConnection caller(server_->grpc_port());
+  H2FrameConnection caller(server_->grpc_port());
   ASSERT_TRUE(caller.connected());
+  ASSERT_TRUE(caller.Greet());
   for (int32_t stream = 1; stream <= 9; stream += 2) {
-    caller.Send(kPing, 0, 0, std::string(8, 'p'));
+    caller.Send(PingFrame());
     caller.OpenStream(stream, kHealthCheck);
-    caller.Send(kData, kEndStream, stream, dataplane::FrameMessage(""));
-    const auto answer = caller.Next(kHeaders, Scaled(absl::Seconds(5)));
+    caller.Send(
+        H2Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, stream, dataplane::FrameMessage("")));
+    const auto answer = caller.Next(NGHTTP2_HEADERS, Scaled(absl::Seconds(5)));
     ASSERT_TRUE(answer.has_value()) << "no answer on stream " << stream;
     ASSERT_EQ(answer->stream_id, stream);
-    caller.Next(kHeaders, Scaled(absl::Seconds(5)));  // the trailers
+    caller.Next(NGHTTP2_HEADERS, Scaled(absl::Seconds(5)));  // the trailers
   }
   EXPECT_EQ(caller.goaways(), 0);
   EXPECT_EQ(observer_.Refused(CallRefusal::kTooManyPings), 0);
