@@ -10,8 +10,11 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "egress/v1/egress.grpc.pb.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -21,6 +24,7 @@
 #include "tests/support/egressd_process.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nginx_upstream.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -83,7 +87,23 @@ class PrometheusTest : public ::testing::Test {
     nginx_.reset();
   }
 
-  // Ten head-only fetches, `gap` apart; all must succeed.
+  // Whether egressd's /metrics shows no connection active or draining.
+  static bool PoolIsQuiet() {
+    const auto page = HttpGet(egressd_->metrics_port(), "/metrics");
+    if (!page.ok()) return false;
+    for (const absl::string_view line : absl::StrSplit(page->body, '\n')) {
+      if (!absl::StartsWith(line, "egress_pool_connections{") ||
+          absl::StrContains(line, "state=\"idle\"")) {
+        continue;
+      }
+      double count = 0;
+      if (!absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &count) || count != 0) return false;
+    }
+    return true;
+  }
+
+  // `count` head-only fetches, `gap` apart, each once the one before has left the pool
+  // quiet (its drain over, however busy the machine); all must succeed.
   static void HeadOnlyFetches(egress::v1::Egress::Stub& stub, const std::string& url, int count,
                               std::chrono::milliseconds gap) {
     for (int i = 0; i < count; ++i) {
@@ -96,6 +116,7 @@ class PrometheusTest : public ::testing::Test {
       ASSERT_TRUE(status.ok()) << url << ": " << status.error_message();
       ++fetches_;
       std::this_thread::sleep_for(gap);
+      ASSERT_TRUE(WaitFor(PoolIsQuiet, absl::Seconds(20))) << url << ": the pool stayed busy";
     }
   }
 

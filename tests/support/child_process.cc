@@ -77,28 +77,58 @@ bool WaitForPort(int port, int seconds) {
   return false;
 }
 
+namespace {
+
+// The ports FreePort and ClosedPort gave out: the kernel may hand the same unused port to
+// two binds in a row once the first socket is closed, so a fixture asking for several
+// ports (nginx listens on ten) would otherwise get one twice.
+std::mutex given_mutex;  // std::mutex: TSan sees it (Debian's Abseil is not instrumented)
+std::set<int>& GivenPorts() {
+  static auto* given = new std::set<int>();
+  return *given;
+}
+
+// Binds `fd` to a loopback port the kernel picks: the port, or 0 when it could not.
+int BindLoopback(int fd) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0;
+  return bound ? ntohs(address.sin_port) : 0;
+}
+
+}  // namespace
+
 int FreePort() {
-  // The kernel may hand the same unused port to two binds in a row once the first socket is
-  // closed, so a fixture asking for several ports (nginx listens on ten) remembers every port
-  // this process was given and never gives one out twice.
-  static std::mutex mutex;  // std::mutex: TSan sees it (Debian's Abseil is not instrumented)
-  static std::set<int>* given = new std::set<int>();
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(given_mutex);
   while (true) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error("FreePort: no socket (out of descriptors?)");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    const int port = BindLoopback(fd);
     close(fd);
-    if (!bound) throw std::runtime_error("FreePort: no loopback port to bind");
-    const int port = ntohs(addr.sin_port);
-    if (given->insert(port).second) return port;
+    if (port == 0) throw std::runtime_error("FreePort: no loopback port to bind");
+    if (GivenPorts().insert(port).second) return port;
   }
 }
+
+ClosedPort::ClosedPort() {
+  std::lock_guard<std::mutex> lock(given_mutex);
+  while (true) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) throw std::runtime_error("ClosedPort: no socket (out of descriptors?)");
+    port_ = BindLoopback(fd_);
+    if (port_ == 0) {
+      close(fd_);
+      throw std::runtime_error("ClosedPort: no loopback port to bind");
+    }
+    if (GivenPorts().insert(port_).second) return;
+    close(fd_);  // FreePort gave it out: its listener may not have bound it yet
+  }
+}
+
+ClosedPort::~ClosedPort() { close(fd_); }
 
 std::string Runfile(const std::string& path) {
   const char* root = std::getenv("TEST_SRCDIR");

@@ -37,6 +37,25 @@ bool WaitForPort(int port, int seconds);
 // A loopback port that nothing listens on right now and that this process was not given before.
 int FreePort();
 
+// A loopback port that refuses connections for as long as this object lives (nor is it one
+// FreePort gave out). The port stays bound without listening: a port that was merely free
+// can be taken by another listener of the test's (a server bound to port 0), or be picked
+// as a connect's own source port, which then connects to itself (TCP simultaneous open)
+// and reads back its own request as the answer.
+class ClosedPort {
+ public:
+  ClosedPort();
+  ~ClosedPort();
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // The path of a file in the test's runfiles, e.g. Runfile("service/egressd").
 std::string Runfile(const std::string& path);
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -163,7 +164,8 @@ std::vector<ReadFrame> H2FrameConnection::Read(absl::Duration wait,
     const absl::Duration left = give_up - absl::Now();
     if (closed_ || left <= absl::ZeroDuration()) return frames;
     pollfd readable{fd_, POLLIN, 0};
-    if (poll(&readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) continue;
+    const int64_t wait_ms = std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000);
+    if (poll(&readable, 1, static_cast<int>(wait_ms)) <= 0) continue;
     char in[65536];
     const ssize_t got = recv(fd_, in, sizeof(in), 0);
     if (got <= 0) {

@@ -34,9 +34,10 @@ struct ReadFrame {
   uint8_t flags = 0;
   int32_t stream_id = 0;
   std::string payload;
-  // A GOAWAY's or RST_STREAM's error code.
+  // A GOAWAY's or RST_STREAM's error code (0 when the payload is too short for one: check
+  // its size where 0 is the answer a test expects).
   uint32_t ErrorCode() const;
-  // A GOAWAY's last stream id.
+  // A GOAWAY's last stream id (without the reserved bit).
   uint32_t LastStreamId() const;
   // A GOAWAY's debug data.
   std::string DebugData() const;

@@ -26,7 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "service/base/files.h"
-#include "tests/support/closed_port.h"
+#include "tests/support/child_process.h"
 #include "tests/support/egressd_process.h"
 #include "tests/support/fault_server.h"
 #include "tests/support/http_get.h"

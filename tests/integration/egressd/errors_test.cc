@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "service/config/config_store.h"
-#include "tests/support/closed_port.h"
+#include "tests/support/child_process.h"
 #include "tests/support/egress_fixture.h"
 
 namespace egress::testing {

@@ -14,7 +14,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "service/dataplane/grpc_framing.h"
-#include "tests/support/closed_port.h"
+#include "tests/support/child_process.h"
 #include "tests/support/egress_fixture.h"
 #include "tests/support/raw_grpc_call.h"
 

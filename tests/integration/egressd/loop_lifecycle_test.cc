@@ -103,6 +103,7 @@ TEST_F(LoopLifecycleTest, AStreamOpenedAfterTheMaxAgeGoAwayIsRefusedAndCounted) 
   connection.OpenStream(1, kHealthCheck);  // left open: the connection has a call under way
   const auto announced = connection.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));
   ASSERT_TRUE(announced.has_value()) << "no GOAWAY at the max age";
+  ASSERT_GE(announced->payload.size(), 8u);
   EXPECT_EQ(announced->LastStreamId(), 0x7fffffffu) << "the first names 2^31-1";
   EXPECT_EQ(announced->ErrorCode(), 0u) << "NO_ERROR";
   const auto final_goaway = connection.Next(NGHTTP2_GOAWAY, Scaled(absl::Seconds(5)));

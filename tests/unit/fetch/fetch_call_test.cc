@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "service/config/config_store.h"
 #include "service/transport/policy/address_policy.h"
-#include "tests/support/closed_port.h"
+#include "tests/support/child_process.h"
 #include "tests/support/counting_observer.h"
 #include "tests/support/keep_alive_server.h"
 #include "tests/support/status_details.h"
