@@ -20,12 +20,12 @@ uint32_t BigEndian32(const std::string& bytes, size_t at) {
   return ntohl(value);
 }
 
+}  // namespace
+
 std::string BigEndian32Bytes(uint32_t value) {
   const uint32_t network = htonl(value);
   return std::string(reinterpret_cast<const char*>(&network), 4);
 }
-
-}  // namespace
 
 std::string H2Frame(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload) {
   const uint32_t length = static_cast<uint32_t>(payload.size());

@@ -21,6 +21,8 @@ namespace egress::testing {
 
 inline constexpr char kClientPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+// `value` as 4 bytes, most significant first (HTTP/2's byte order).
+std::string BigEndian32Bytes(uint32_t value);
 // One frame's bytes.
 std::string H2Frame(uint8_t type, uint8_t flags, int32_t stream_id, const std::string& payload);
 std::string SettingsFrame();  // empty

@@ -200,17 +200,13 @@ TEST_F(LoopHostileCallerTest, ACallerThatTakesNoBytesPastItsStreamsDeadlineIsClo
   StartLoops();
   H2FrameConnection caller(server_->grpc_port(), /*receive_buffer=*/4096);
   ASSERT_TRUE(caller.connected());
-  const auto u32 = [](uint32_t v) {
-    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                       static_cast<char>(v >> 8), static_cast<char>(v)};
-  };
   // Windows as large as HTTP/2 allows: only TCP holds the server back.
-  const std::string large_window = std::string("\x00\x04", 2) + u32(0x7fffffff);
+  const std::string large_window = std::string("\x00\x04", 2) + BigEndian32Bytes(0x7fffffff);
   const std::string message = Framed(faults().Url("/endless-body"));
   ASSERT_TRUE(caller.Send(
       std::string(kClientPreface) + H2Frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_NONE, 0, large_window) +
       SettingsAckFrame() +
-      H2Frame(NGHTTP2_WINDOW_UPDATE, NGHTTP2_FLAG_NONE, 0, u32(0x7fffffff - 65535)) +
+      H2Frame(NGHTTP2_WINDOW_UPDATE, NGHTTP2_FLAG_NONE, 0, BigEndian32Bytes(0x7fffffff - 65535)) +
       H2Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
               caller.RequestBlock({{"grpc-timeout", "2S"}}, "/egress.v1.Egress/FetchStream")) +
       H2Frame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, message)));
