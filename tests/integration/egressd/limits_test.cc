@@ -146,6 +146,9 @@ TEST_F(LimitsTest, CancelledFetchAbortsItsBodyRead) {
   fetch.Cancel();
   EXPECT_EQ(fetch.Wait().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
+  // The cut-off closes the socket first; the pool retires the connection when the
+  // aborted read returns, on the connection's loop.
+  WaitForQuietPool();
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled) +
                 observer_.Closed(transport::CloseReason::kDrainAbandoned),
             1);
@@ -171,6 +174,7 @@ TEST_F(LimitsTest, FetchStreamCancelledDuringABodyReadManyTimes) {
     return faults().open_connections() == 0 &&
            observer_.Fetches(grpc::StatusCode::CANCELLED) == kRounds;
   }));
+  WaitForQuietPool();  // each connection retired, after its socket closed
   // Cancelled during a read: the read gets the drain's 50 ms to finish, and the
   // connection closes under it (the body trickles a byte a second). Cancelled between
   // reads: the drain gives up at its 50 ms cap.
@@ -200,6 +204,7 @@ TEST_F(LimitsTest, FetchStreamCancelledBeforeItsHeadManyTimes) {
     ASSERT_TRUE(WaitFor([&] { return faults().open_connections() == 0; }));
   }
   EXPECT_TRUE(WaitFor([&] { return observer_.Fetches(grpc::StatusCode::CANCELLED) == kRounds; }));
+  WaitForQuietPool();
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kCancelled), kRounds);
   EXPECT_EQ(FaultOrigin().idle, 0);
 }
