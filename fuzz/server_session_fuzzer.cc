@@ -54,7 +54,7 @@ constexpr auto kGrace = std::chrono::seconds(5);  // far past every deadline
 }
 
 // One call a method started, and the ends it heard.
-struct Call : StreamWatcher {
+struct Call final : StreamWatcher {
   bool unary = false;
   int finished = 0;
   int resets = 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: a normal build with a smoke run of the benchmark
 # (tools/bench.sh --smoke) and the container image built and run (tools/image_test.sh),
-# then ASan+UBSan, then TSan, then a short run of each fuzz target (tools/fuzz.sh; they
-# compile beside the normal build's tests).
+# then ASan+UBSan, then TSan, and a short run of each fuzz target (tools/fuzz.sh; built
+# by the ASan build, run beside the TSan tests).
 # Installs what it needs first. Exits non-zero when any test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,9 +40,14 @@ build_all() {  # pattern, bazel build arguments...
 # bazel-bin stays the default build's), so that it compiles while the default build's
 # tests run.
 sanitized=(--build_tag_filters=-no_sanitizer --test_tag_filters=-no_sanitizer)
-own_output_base() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/egress-$1-bazel/$(pwd | md5sum | cut -c1-12)"; }
-asan_bazel="bazel --output_base=$(own_output_base asan)"
-tsan_bazel="bazel --output_base=$(own_output_base tsan)"
+asan_bazel="bazel --output_base=$(tools/output_base.sh asan)"
+tsan_bazel="bazel --output_base=$(tools/output_base.sh tsan)"
+# What each sanitizer build compiles: the ASan build makes the fuzz targets too, from
+# the same objects.
+declare -A sanitizer_targets=(
+  [asan]="//tests/... + kind(cc_binary, //fuzz/...)"
+  [tsan]="//tests/..."
+)
 
 # Runs a command with its output in $work/NAME.log, then leaves its exit status in
 # $work/NAME.status (written whole: a reader never sees it half-written).
@@ -58,19 +63,17 @@ phase "bazel test (default config) //..."
 # Build everything first, so that compiling does not compete with running tests.
 if build_all //...; then
   # Then, in the background at idle priority (SCHED_IDLE: any test's thread that wakes
-  # takes the core at once), the ASan build, the TSan build and the fuzz targets (clang,
-  # outside Bazel, into /tmp/egress-fuzz, a compile per core, from the proto sources of
-  # this build), in the order they are needed: they take only what the tests, the
-  # benchmark smoke runs and the container image leave. (With one fuzz compile at a
-  # time, a run whose TSan tests left little idle time waited 527 s for the fuzz targets.)
-  cp -rL bazel-bin/proto "$work/proto"
+  # takes the core at once), the ASan build (with the fuzz targets) and the TSan build, in
+  # the order they are needed: they take only what the tests, the benchmark smoke runs
+  # and the container image leave. Then the fuzz targets run, one at a time at nice 10,
+  # beside the TSan tests, which leave most of the two cores idle.
   chrt --idle 0 bash -c "work='$work'; $(declare -f build_all background_step)
     BAZEL='$asan_bazel' background_step asan-build \
-      build_all //tests/... --config=asan --symlink_prefix=/ ${sanitized[*]}
+      build_all '${sanitizer_targets[asan]}' --config=asan --symlink_prefix=/ ${sanitized[*]}
+    BAZEL='$asan_bazel' background_step fuzz-build tools/fuzz.sh --build
     BAZEL='$tsan_bazel' background_step tsan-build \
-      build_all //tests/... --config=tsan --symlink_prefix=/ ${sanitized[*]}
-    background_step fuzz-build \
-      env FUZZ_GENFILES='$work/proto' tools/fuzz.sh --build" &
+      build_all '${sanitizer_targets[tsan]}' --config=tsan --symlink_prefix=/ ${sanitized[*]}
+    background_step fuzz-run chrt --other 0 nice -n 10 env FUZZ_JOBS=1 tools/fuzz.sh --run 20" &
   background_builds=$!
   test_all //...
 else
@@ -91,7 +94,7 @@ EGRESSD="$PWD/bazel-bin/service/egressd" EGRESSCTL="$PWD/bazel-bin/client/egress
   tools/image_test.sh > "$work/image.log" 2>&1 &
 image=$!
 
-# Waits for one background step (asan-build, tsan-build, fuzz-build): true when it
+# Waits for one background step (asan-build, fuzz-build, tsan-build, fuzz-run): true when it
 # succeeded; its log is printed when it did not.
 background_step_ok() {  # name
   while [[ ! -e "$work/$1.status" && -n ${background_builds:-} ]] \
@@ -112,8 +115,8 @@ sanitizer_tests() {  # name (asan or tsan), its bazel command
   # Its server was started at idle priority: it (and what it starts) returns to normal.
   chrt --other --all-tasks -p 0 "$($sanitizer_bazel info server_pid)"
   if ((!built)); then
-    BAZEL="$sanitizer_bazel" build_all //tests/... --config="$name" --symlink_prefix=/ \
-      "${sanitized[@]}" || status=1
+    BAZEL="$sanitizer_bazel" build_all "${sanitizer_targets[$name]}" --config="$name" \
+      --symlink_prefix=/ "${sanitized[@]}" || status=1
   fi
   if [[ -n ${image:-} ]]; then
     phase "waiting for the container image"
@@ -129,12 +132,17 @@ sanitizer_tests() {  # name (asan or tsan), its bazel command
 sanitizer_tests asan "$asan_bazel"
 sanitizer_tests tsan "$tsan_bazel"
 
-phase "fuzz targets, 20 s each"
-fuzz=(tools/fuzz.sh 20)  # builds and runs them, when the background build did not
-background_step_ok fuzz-build && fuzz=(tools/fuzz.sh --run 20)
-"${fuzz[@]}" | tee -a "$log"
+phase "fuzz targets, 20 s each (beside the TSan tests)"
+if background_step_ok fuzz-build; then
+  background_step_ok fuzz-run > /dev/null
+  tee -a "$log" < "$work/fuzz-run.log"
+  fuzz_status=$(cat "$work/fuzz-run.status" 2> /dev/null || echo 1)
+else  # built and run here, when the background build did not make them
+  tools/fuzz.sh 20 | tee -a "$log"
+  fuzz_status=${PIPESTATUS[0]}
+fi
 # A target that crashes prints its own line; one that does not build would count nowhere.
-[[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "fuzz targets: FAILED" | tee -a "$log"; status=1; }
+[[ $fuzz_status -eq 0 ]] || { echo "fuzz targets: FAILED" | tee -a "$log"; status=1; }
 bazel shutdown
 
 phase "done"
