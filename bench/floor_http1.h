@@ -32,7 +32,9 @@ struct UpstreamGet {
     const absl::string_view path = slash == absl::string_view::npos ? "/" : url.substr(slash);
     const size_t colon = authority.rfind(':');
     int port = 80;
-    if (colon != absl::string_view::npos) absl::SimpleAtoi(authority.substr(colon + 1), &port);
+    if (colon != absl::string_view::npos && !absl::SimpleAtoi(authority.substr(colon + 1), &port)) {
+      port = 80;
+    }
     boost::system::error_code ec;
     const auto address =
         boost::asio::ip::make_address(std::string(authority.substr(0, colon)), ec);
@@ -63,7 +65,9 @@ struct ResponseReader {
       if (at != std::string::npos) {
         const size_t value = at + 17;
         const size_t line_end = head.find("\r\n", value);
-        absl::SimpleAtoi(head.substr(value, line_end - value), &content_length);
+        if (!absl::SimpleAtoi(head.substr(value, line_end - value), &content_length)) {
+          content_length = 0;
+        }
       }
     }
     return bytes.size() >= head_size + content_length;

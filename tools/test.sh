@@ -20,7 +20,8 @@ test_all() {  # bazel test arguments...
   ${BAZEL:-bazel} test --build_tests_only "$@" 2>&1 | tee -a "$log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 }
-# Builds PATTERN's targets but its libraries (unless nothing in PATTERN links one): a
+# Builds PATTERN's targets but its libraries (unless nothing in PATTERN links one) and,
+# as `bazel build` does, those tagged manual (the fuzz targets, made by tools/fuzz.sh): a
 # cc_library asked for by name also makes a shared library, from a second, position-
 # independent compile of its sources and of every library it depends on (tests/support's
 # fixtures alone pulled in 89 such compiles), which nothing here links: binaries and
@@ -29,7 +30,7 @@ test_all() {  # bazel test arguments...
 # BAZEL names the Bazel server (default: the workspace's own output base).
 build_all() {  # pattern, bazel build arguments...
   local pattern="$1" targets; shift
-  targets=$(${BAZEL:-bazel} query --noimplicit_deps "let all = $pattern in let linked = \$all except kind(cc_library, \$all)
+  targets=$(${BAZEL:-bazel} query --noimplicit_deps "let all = $pattern except attr(tags, '\\bmanual\\b', $pattern) in let linked = \$all except kind(cc_library, \$all)
     in \$linked + (kind(cc_library, \$all) except deps(\$linked))") || return 1
   ${BAZEL:-bazel} build "$@" $targets
 }
@@ -42,12 +43,6 @@ build_all() {  # pattern, bazel build arguments...
 sanitized=(--build_tag_filters=-no_sanitizer --test_tag_filters=-no_sanitizer)
 asan_bazel="bazel --output_base=$(tools/output_base.sh asan)"
 tsan_bazel="bazel --output_base=$(tools/output_base.sh tsan)"
-# What each sanitizer build compiles: the ASan build makes the fuzz targets too, from
-# the same objects.
-declare -A sanitizer_targets=(
-  [asan]="//tests/... + kind(cc_binary, //fuzz/...)"
-  [tsan]="//tests/..."
-)
 
 # Runs a command with its output in $work/NAME.log, then leaves its exit status in
 # $work/NAME.status (written whole: a reader never sees it half-written).
@@ -63,16 +58,17 @@ phase "bazel test (default config) //..."
 # Build everything first, so that compiling does not compete with running tests.
 if build_all //...; then
   # Then, in the background at idle priority (SCHED_IDLE: any test's thread that wakes
-  # takes the core at once), the ASan build (with the fuzz targets) and the TSan build, in
-  # the order they are needed: they take only what the tests, the benchmark smoke runs
-  # and the container image leave. Then the fuzz targets run, one at a time at nice 10,
-  # beside the TSan tests, which leave most of the two cores idle.
+  # takes the core at once), the ASan build, the fuzz targets (from the ASan build's
+  # objects) and the TSan build, in the order they are needed: they take only what the
+  # tests, the benchmark smoke runs and the container image leave. Then the fuzz targets
+  # run, one at a time at nice 10, beside the TSan tests, which leave most of the two
+  # cores idle.
   chrt --idle 0 bash -c "work='$work'; $(declare -f build_all background_step)
     BAZEL='$asan_bazel' background_step asan-build \
-      build_all '${sanitizer_targets[asan]}' --config=asan --symlink_prefix=/ ${sanitized[*]}
+      build_all //tests/... --config=asan --symlink_prefix=/ ${sanitized[*]}
     BAZEL='$asan_bazel' background_step fuzz-build tools/fuzz.sh --build
     BAZEL='$tsan_bazel' background_step tsan-build \
-      build_all '${sanitizer_targets[tsan]}' --config=tsan --symlink_prefix=/ ${sanitized[*]}
+      build_all //tests/... --config=tsan --symlink_prefix=/ ${sanitized[*]}
     background_step fuzz-run chrt --other 0 nice -n 10 env FUZZ_JOBS=1 tools/fuzz.sh --run 20" &
   background_builds=$!
   test_all //...
@@ -115,8 +111,8 @@ sanitizer_tests() {  # name (asan or tsan), its bazel command
   # Its server was started at idle priority: it (and what it starts) returns to normal.
   chrt --other --all-tasks -p 0 "$($sanitizer_bazel info server_pid)"
   if ((!built)); then
-    BAZEL="$sanitizer_bazel" build_all "${sanitizer_targets[$name]}" --config="$name" \
-      --symlink_prefix=/ "${sanitized[@]}" || status=1
+    BAZEL="$sanitizer_bazel" build_all //tests/... --config="$name" --symlink_prefix=/ \
+      "${sanitized[@]}" || status=1
   fi
   if [[ -n ${image:-} ]]; then
     phase "waiting for the container image"
@@ -125,8 +121,14 @@ sanitizer_tests() {  # name (asan or tsan), its bazel command
     record "container image" test "$image_status" -eq 0
     image=
   fi
-  phase "bazel test --config=$name //tests/..."
-  BAZEL="$sanitizer_bazel" test_all --config="$name" --symlink_prefix=/ "${sanitized[@]}" //tests/...
+  # Two tests at a time once no build is left in the background (the TSan build is
+  # done): nothing then uses the time that tests, one at a time, leave idle (85 % of two
+  # cores for tests/integration/egressd). While a build is, one at a time (.bazelrc).
+  local jobs=1
+  [[ -e "$work/tsan-build.status" ]] && jobs=2
+  phase "bazel test --config=$name //tests/..., $jobs at a time"
+  BAZEL="$sanitizer_bazel" test_all --config="$name" --symlink_prefix=/ "${sanitized[@]}" \
+    --local_test_jobs="$jobs" //tests/...
   $sanitizer_bazel shutdown  # its memory, for what runs next
 }
 sanitizer_tests asan "$asan_bazel"
