@@ -239,15 +239,16 @@ int Pools(const egress::client::EgressClient& client) {
     std::cout << Json(*stats);
     return 0;
   }
-  std::cout << absl::StrFormat("%-40s %6s %6s %8s %10s %8s %8s %9s %7s\n", "origin", "idle",
+  std::cout << absl::StrFormat("%-40s %6s %6s %8s %10s %8s %8s %9s %7s %s\n", "origin", "idle",
                                "active", "draining", "connecting", "opened", "reused", "breaker",
-                               "streams");
+                               "streams", "owner");
   for (const auto& o : stats->origins()) {
     const std::string breaker = absl::AsciiStrToLower(
         absl::StripPrefix(v1::CircuitBreakerState_Name(o.circuit_breaker()), "CIRCUIT_BREAKER_"));
-    std::cout << absl::StrFormat("%-40s %6d %6d %8d %10d %8d %8d %9s %7d\n", o.origin(),
+    std::cout << absl::StrFormat("%-40s %6d %6d %8d %10d %8d %8d %9s %7d %s\n", o.origin(),
                                  o.idle(), o.active(), o.draining(), o.connecting(), o.opened(),
-                                 o.reused(), breaker, o.streams());
+                                 o.reused(), breaker, o.streams(),
+                                 o.owner().empty() ? "-" : o.owner());
   }
   return 0;
 }

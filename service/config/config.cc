@@ -10,6 +10,7 @@
 namespace egress {
 
 using config_internal::BuildAccessLog;
+using config_internal::BuildAffinity;
 using config_internal::BuildDrain;
 using config_internal::BuildLimits;
 using config_internal::BuildOverride;
@@ -64,6 +65,10 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
   }
   if (auto status =
           BuildQuotas(config.proto.mutable_quotas(), config.quota_store, &config.quotas);
+      !status.ok()) {
+    return status;
+  }
+  if (auto status = BuildAffinity(config.proto.mutable_affinity(), &config.fleet_members);
       !status.ok()) {
     return status;
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -38,6 +39,8 @@ constexpr uint32_t kMaxIoThreads = 1024;
 constexpr size_t kMaxDecisionHistory = 100000;
 // Each fetch looks for its quota rule among them all.
 constexpr int kMaxQuotaRules = 1000;
+// Each origin's owner is found by weighing every member.
+constexpr int kMaxFleetMembers = 256;
 constexpr double kMaxQuotaRate = 1e6;
 
 // A number left at zero means the default: the proto is filled in with it (GetConfig
@@ -56,6 +59,17 @@ absl::Status DurationField(absl::string_view name, bool set, google::protobuf::D
 // Fills an unset duration with its default; rejects a negative one (zero is a value).
 absl::Status DurationOrZero(absl::string_view name, bool set, google::protobuf::Duration* field,
                             absl::Duration* out);
+
+// A server a config field names, "host:port": a name (lower-cased, one trailing dot
+// dropped) or an IP address in any spelling transport::HostAddress reads (IPv6 in
+// brackets), written in one spelling, so that two spellings of one server are one.
+struct ServerAddress {
+  std::string host;  // the name, or the address's usual text (IPv6 without brackets)
+  int port = 0;      // 1..65535
+
+  static absl::StatusOr<ServerAddress> Parse(absl::string_view text);
+  std::string ToString() const;  // "host:port", IPv6 in brackets
+};
 
 // Parses every entry of a repeated field, naming the entry in errors.
 template <typename T>

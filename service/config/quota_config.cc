@@ -36,15 +36,13 @@ absl::Status BuildQuotaStore(v1::QuotaStoreConfig* store, QuotaStoreSettings* se
   }
   settings->fail_closed = store->fail_closed();
   if (store->redis().empty()) return absl::OkStatus();
-  const size_t colon = store->redis().rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(store->redis().substr(colon + 1), &port) || port <= 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "quota_store.redis: \"host:port\" of a Redis server (got \"", store->redis(), "\")"));
+  auto redis = ServerAddress::Parse(store->redis());
+  if (!redis.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quota_store.redis: a Redis server: ", redis.status().message()));
   }
-  settings->host = store->redis().substr(0, colon);
-  settings->port = port;
+  settings->host = redis->host;
+  settings->port = redis->port;
   return absl::OkStatus();
 }
 

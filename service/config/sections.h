@@ -98,6 +98,11 @@ absl::Status BuildQuotaStore(egress::v1::QuotaStoreConfig* store, QuotaStoreSett
 absl::Status BuildQuotas(google::protobuf::RepeatedPtrField<egress::v1::QuotaRule>* list,
                          const QuotaStoreSettings& store, std::vector<QuotaRule>* rules);
 
+// affinity_config.cc
+
+// Config.affinity: the fleet's members, each rewritten in its one spelling.
+absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity, std::vector<std::string>* members);
+
 }  // namespace egress::config_internal
 
 #endif  // EGRESS_SERVICE_CONFIG_SECTIONS_H_

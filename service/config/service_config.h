@@ -74,6 +74,7 @@ struct ServiceConfig {
   AccessLogSettings access_log;
   std::vector<QuotaRule> quotas;  // in the config's order
   QuotaStoreSettings quota_store;
+  std::vector<std::string> fleet_members;  // affinity.peers, each in one spelling
 };
 
 }  // namespace egress

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -44,7 +45,10 @@ constexpr size_t kMaxBatch = 256;
 
 }  // namespace
 
-std::string QuotaStoreSettings::Address() const { return absl::StrCat(host, ":", port); }
+std::string QuotaStoreSettings::Address() const {
+  return absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)  // IPv6
+                                      : absl::StrCat(host, ":", port);
+}
 
 RedisQuotaStore::RedisQuotaStore(QuotaStoreSettings settings)
     : settings_(std::move(settings)), thread_([this] { Run(); }) {}

@@ -1,11 +1,14 @@
 // TransportAdmin: reading and swapping the config at run time, under load, and who may.
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "service/fleet/rendezvous.h"
 #include "tests/support/admin_fixture.h"
 
 namespace egress::testing {
@@ -120,6 +123,50 @@ TEST_F(AdminTest, LoweringMaxIdleRetiresSurplusIdleConnections) {
   EXPECT_EQ(stats.origins(0).idle(), 1u);
   EXPECT_EQ(stats.origins(0).opened(), 3u);
   EXPECT_EQ(observer_.Closed(transport::CloseReason::kPoolFull), 2);
+}
+
+// Each origin in GetPoolStats names its owner among affinity.peers: the member that
+// rendezvous hashing gives it, whatever the order or the spelling of the list.
+TEST_F(AdminTest, PoolStatsNameEachOriginsOwnerAmongThePeers) {
+  StartEgress();
+  StartAdmin();
+  egress::v1::FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(nginx().HttpUrl("/")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(nginx().HttpsUrl("/")), &response).ok());
+  const auto owners = [&] {
+    egress::v1::PoolStats stats;
+    grpc::ClientContext context;
+    EXPECT_TRUE(
+        admin_stub_->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
+    std::map<std::string, std::string> owner_of;
+    for (const auto& origin : stats.origins()) owner_of[origin.origin()] = origin.owner();
+    return owner_of;
+  };
+  const auto alone = owners();
+  ASSERT_EQ(alone.size(), 2u);
+  for (const auto& [origin, owner] : alone) EXPECT_EQ(owner, "") << origin;
+
+  const std::vector<std::string> members = {"10.0.0.1:7443", "10.0.0.2:7443", "10.0.0.3:7443"};
+  Config config = Current();
+  for (const std::string& member : members) config.mutable_affinity()->add_peers(member);
+  ASSERT_TRUE(Update(config).ok());
+  const auto in_order = owners();
+  ASSERT_EQ(in_order.size(), 2u);
+  for (const auto& [origin, owner] : in_order) {
+    EXPECT_THAT(members, ::testing::Contains(owner)) << origin;
+    EXPECT_EQ(owner, fleet::OwnerOf(members, origin)) << origin;
+  }
+
+  // The same servers, listed backwards and spelled otherwise (hex, short and octal IPv4).
+  config.mutable_affinity()->clear_peers();
+  for (const char* member : {"0x0a000003:7443", "10.2:7443", "012.0.0.1:7443"}) {
+    config.mutable_affinity()->add_peers(member);
+  }
+  const auto respelled = Update(config);
+  ASSERT_TRUE(respelled.ok()) << respelled.status();
+  EXPECT_THAT(respelled->affinity().peers(),
+              ::testing::ElementsAre("10.0.0.3:7443", "10.0.0.2:7443", "10.0.0.1:7443"));
+  EXPECT_EQ(owners(), in_order);
 }
 
 TEST_F(AdminTest, InvalidUpdateIsRejectedAndChangesNothing) {

@@ -1,11 +1,14 @@
 #include "service/config/config.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace egress {
 namespace {
 
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 TEST(Config, EmptyTextGivesTheBuiltInDefaults) {
@@ -283,6 +286,28 @@ INSTANTIATE_TEST_SUITE_P(
             "policy.redirect_strip_headers[0]: must not be empty"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
+// Each peer in its one spelling, so that every replica weighs the same names (an origin's
+// owner is the member whose name weighs most for it).
+TEST(Config, AffinityPeersAreWrittenInOneSpelling) {
+  auto config = LoadConfigText(
+      "affinity { peers: \"0x0a.1:7443\" peers: \"[0:0::1]:7443\" "
+      "peers: \"Peer-3.Example.:7443\" peers: \"redis:80\" }",
+      "egress.conf");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->fleet_members,
+              ElementsAre("10.0.0.1:7443", "[::1]:7443", "peer-3.example:7443", "redis:80"));
+  EXPECT_THAT(config->proto.affinity().peers(), ElementsAreArray(config->fleet_members));
+  EXPECT_TRUE(LoadConfigText("", "empty")->fleet_members.empty());
+}
+
+TEST(Config, AffinityHasAtMost256Peers) {
+  std::string text = "affinity {";
+  for (int i = 0; i < 257; ++i) absl::StrAppend(&text, " peers: \"p", i, ".example:7443\"");
+  const auto config = LoadConfigText(text + " }", "egress.conf");
+  EXPECT_TRUE(absl::IsInvalidArgument(config.status()));
+  EXPECT_THAT(config.status().message(), HasSubstr("affinity.peers: at most 256 (got 257)"));
+}
+
 TEST(Config, QuotasAreReadInOrderAndABurstDefaultsToTheRateRoundedUp) {
   auto config = LoadConfigText(
       "quotas { name: \"billing-stripe\" caller: \"billing\" hosts: \"api.stripe.test\" "
@@ -419,7 +444,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Bad{"no_name", "quotas { caller: \"*\" hosts: \"*\" max_concurrent: 1 }",
             "quotas[0].name: 1-64 of a-z, 0-9, '_' and '-' (got \"\")"},
-        Bad{"upper_case_name", "quotas { name: \"A\" caller: \"*\" hosts: \"*\" max_concurrent: 1 }",
+        Bad{"upper_case_name",
+            "quotas { name: \"A\" caller: \"*\" hosts: \"*\" max_concurrent: 1 }",
             "quotas[0].name: 1-64 of a-z, 0-9, '_' and '-' (got \"A\")"},
         Bad{"name_taken",
             "quotas { name: \"a\" caller: \"*\" hosts: \"*\" max_concurrent: 1 }"
@@ -459,10 +485,30 @@ INSTANTIATE_TEST_SUITE_P(
             "quotas { name: \"a\" caller: \"*\" hosts: \"*\" max_concurrent: 1 global: true }",
             "quotas[0].global: a global rule needs requests_per_second"},
         Bad{"redis_without_port", "quota_store { redis: \"redis.internal\" }",
-            "quota_store.redis: \"host:port\" of a Redis server (got \"redis.internal\")"},
+            "quota_store.redis: a Redis server: \"redis.internal\" is not \"host:port\": no port"},
         Bad{"redis_port_out_of_range", "quota_store { redis: \"127.0.0.1:65536\" }",
-            "quota_store.redis: \"host:port\""},
-        Bad{"redis_no_host", "quota_store { redis: \":6379\" }", "quota_store.redis: \"host:port\""},
+            "quota_store.redis: a Redis server: \"127.0.0.1:65536\" is not \"host:port\": the "
+            "port is not a number in 1..65535"},
+        Bad{"redis_no_host", "quota_store { redis: \":6379\" }",
+            "quota_store.redis: a Redis server: \":6379\" is not \"host:port\": no host"},
+        Bad{"redis_ipv6_without_brackets", "quota_store { redis: \"::1:6379\" }",
+            "an IPv6 address goes in brackets"},
+        Bad{"peer_without_port", "affinity { peers: \"10.0.0.1\" }",
+            "affinity.peers[0]: \"10.0.0.1\" is not \"host:port\": no port"},
+        Bad{"peer_wildcard", "affinity { peers: \"*.example.com:7443\" }",
+            "affinity.peers[0]: \"*.example.com:7443\" is not \"host:port\": a wildcard names "
+            "no server"},
+        Bad{"peer_not_a_host", "affinity { peers: \"a b:7443\" }",
+            "affinity.peers[0]: \"a b:7443\" is not \"host:port\": the host is neither a name "
+            "nor an IP address"},
+        Bad{"peer_bracketed_name", "affinity { peers: \"[peer]:7443\" }",
+            "an IPv6 address goes in brackets, and nothing else does"},
+        Bad{"peer_named_twice_in_two_spellings",
+            "affinity { peers: \"10.0.0.1:7443\" peers: \"0x0a000001:7443\" }",
+            "affinity.peers[1]: \"0x0a000001:7443\" names 10.0.0.1:7443 again"},
+        Bad{"peer_name_twice_in_two_cases",
+            "affinity { peers: \"peer.example:7443\" peers: \"PEER.example.:7443\" }",
+            "affinity.peers[1]: \"PEER.example.:7443\" names peer.example:7443 again"},
         Bad{"store_timeout_over_5s", "quota_store { timeout { seconds: 6 } }",
             "quota_store.timeout: at most 5s (got 6s)"},
         Bad{"store_timeout_zero", "quota_store { timeout { } }",

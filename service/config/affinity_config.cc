@@ -1,0 +1,35 @@
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "service/config/fields.h"
+#include "service/config/sections.h"
+
+namespace egress::config_internal {
+
+absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity,
+                           std::vector<std::string>* members) {
+  if (affinity->peers_size() > kMaxFleetMembers) {
+    return absl::InvalidArgumentError(absl::StrCat("affinity.peers: at most ", kMaxFleetMembers,
+                                                   " (got ", affinity->peers_size(), ")"));
+  }
+  std::vector<ServerAddress> peers;
+  if (auto status = ParseList("affinity.peers", affinity->peers(), &peers); !status.ok()) {
+    return status;
+  }
+  absl::flat_hash_set<std::string> seen;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    std::string member = peers[i].ToString();
+    if (!seen.insert(member).second) {
+      return absl::InvalidArgumentError(absl::StrCat("affinity.peers[", i, "]: \"",
+                                                     affinity->peers(static_cast<int>(i)),
+                                                     "\" names ", member, " again"));
+    }
+    *affinity->mutable_peers(static_cast<int>(i)) = member;
+    members->push_back(std::move(member));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace egress::config_internal
