@@ -15,7 +15,8 @@ packages=(
   nginx-light libnginx-mod-http-echo openssl ca-certificates iproute2 util-linux
   redis-server
   prometheus
-  # clang compiles the ASan+UBSan build (.bazelrc) and the fuzz targets; lld links them.
+  # clang compiles the default and ASan+UBSan builds (.bazelrc) and the fuzz targets;
+  # lld links every build.
   clang libclang-rt-14-dev lld
   golang-go gnuplot-nox nghttp2-client
   # The Go client (client/go): Debian's grpc-go and its protobuf-go, with the 1.5 API

@@ -61,15 +61,16 @@ if build_all //...; then
   # takes the core at once), the ASan build, the fuzz targets (from the ASan build's
   # objects) and the TSan build, in the order they are needed: they take only what the
   # tests, the benchmark smoke runs and the container image leave. Then the fuzz targets
-  # run, one at a time at nice 10, beside the TSan tests, which leave most of the two
-  # cores idle.
+  # (when they built) run, one at a time at nice 10, beside the TSan tests, which leave
+  # most of the two cores idle. (test.sh runs as root: leaving SCHED_IDLE takes it.)
   chrt --idle 0 bash -c "work='$work'; $(declare -f build_all background_step)
     BAZEL='$asan_bazel' background_step asan-build \
       build_all //tests/... --config=asan --symlink_prefix=/ ${sanitized[*]}
     BAZEL='$asan_bazel' background_step fuzz-build tools/fuzz.sh --build
     BAZEL='$tsan_bazel' background_step tsan-build \
       build_all //tests/... --config=tsan --symlink_prefix=/ ${sanitized[*]}
-    background_step fuzz-run chrt --other 0 nice -n 10 env FUZZ_JOBS=1 tools/fuzz.sh --run 20" &
+    [[ \$(cat '$work/fuzz-build.status') == 0 ]] &&
+      background_step fuzz-run chrt --other 0 nice -n 10 env FUZZ_JOBS=1 tools/fuzz.sh --run 20" &
   background_builds=$!
   test_all //...
 else

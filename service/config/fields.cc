@@ -1,9 +1,16 @@
 #include "service/config/fields.h"
 
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "boost/asio/ip/address.hpp"
+#include "service/base/host_port.h"
 #include "service/config/proto_time.h"
 #include "service/transport/policy/address_policy.h"
 
@@ -46,33 +53,67 @@ absl::Status DurationOrZero(absl::string_view name, bool set, Duration* field,
   return absl::OkStatus();
 }
 
+namespace {
+
+// A DNS name's shape (RFC 1035, with '_' as getaddrinfo takes it): labels of 1 to 63
+// letters, digits, '-' or '_', 253 characters in all, its last label not starting with
+// a digit (that would be an address that is none, such as 10.0.0.999).
+bool IsHostName(absl::string_view name) {
+  if (name.empty() || name.size() > 253 || transport::LooksLikeAnAddress(name)) return false;
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (label.empty() || label.size() > 63) return false;
+    for (const char c : label) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<ServerAddress> ServerAddress::Parse(absl::string_view text) {
   const auto refuse = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is not \"host:port\": ", why));
   };
   const size_t colon = text.rfind(':');
   if (colon == absl::string_view::npos) return refuse("no port");
-  absl::string_view host = text.substr(0, colon);
+  const absl::string_view port = text.substr(colon + 1);
   ServerAddress address;
-  if (!absl::SimpleAtoi(text.substr(colon + 1), &address.port) || address.port <= 0 ||
-      address.port > 65535) {
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(),
+                   [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
+      !absl::SimpleAtoi(port, &address.port) || address.port == 0 || address.port > 65535) {
     return refuse("the port is not a number in 1..65535");
   }
-  const bool bracketed = absl::ConsumePrefix(&host, "[") && absl::ConsumeSuffix(&host, "]");
+  absl::string_view host = text.substr(0, colon);
+  const bool bracketed = absl::StartsWith(host, "[") && absl::EndsWith(host, "]");
+  if (bracketed) host = host.substr(1, host.size() - 2);
   if (host.empty()) return refuse("no host");
-  if (absl::StrContains(host, ':') != bracketed) {
+  if (absl::StrContains(host, ':') != bracketed || absl::StrContains(host, '[') ||
+      absl::StrContains(host, ']')) {
     return refuse("an IPv6 address goes in brackets, and nothing else does");
   }
-  auto pattern = transport::HostPattern::Parse(host);
-  if (!pattern.ok()) return refuse("the host is neither a name nor an IP address");
-  if (absl::StartsWith(pattern->pattern, "*.")) return refuse("a wildcard names no server");
-  address.host = std::move(pattern->pattern);
+  if (std::optional<boost::asio::ip::address> ip = transport::HostAddress(host)) {
+    // The IPv4-mapped form of an IPv4 address is that address.
+    if (ip->is_v6() && ip->to_v6().is_v4_mapped()) {
+      ip = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, ip->to_v6());
+    }
+    if (ip->is_unspecified() || ip->is_multicast()) return refuse("the address names no server");
+    address.host = ip->to_string();
+    return address;
+  }
+  if (bracketed) return refuse("what the brackets hold is no IPv6 address");
+  address.host = absl::AsciiStrToLower(absl::StripSuffix(host, "."));
+  if (!IsHostName(address.host)) {
+    return refuse(
+        "the host is neither a name (labels of letters, digits, '-' and '_') nor an "
+        "IP address");
+  }
   return address;
 }
 
-std::string ServerAddress::ToString() const {
-  return absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)
-                                      : absl::StrCat(host, ":", port);
-}
+std::string ServerAddress::ToString() const { return HostPort(host, port); }
 
 }  // namespace egress::config_internal

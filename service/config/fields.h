@@ -60,9 +60,12 @@ absl::Status DurationField(absl::string_view name, bool set, google::protobuf::D
 absl::Status DurationOrZero(absl::string_view name, bool set, google::protobuf::Duration* field,
                             absl::Duration* out);
 
-// A server a config field names, "host:port": a name (lower-cased, one trailing dot
-// dropped) or an IP address in any spelling transport::HostAddress reads (IPv6 in
-// brackets), written in one spelling, so that two spellings of one server are one.
+// A server a config field names, "host:port": a DNS name (lower-cased, one trailing dot
+// dropped; labels of 1-63 letters, digits, '-' or '_', 253 characters in all) or an IP
+// address in any spelling transport::HostAddress reads (IPv6 in brackets; an IPv4-mapped
+// one is its IPv4 address; none that names no server, 0.0.0.0, :: or multicast), and a
+// port of digits only, written in one spelling, so that two spellings of one server are
+// one and writing it again changes nothing.
 struct ServerAddress {
   std::string host;  // the name, or the address's usual text (IPv6 without brackets)
   int port = 0;      // 1..65535

@@ -41,6 +41,7 @@ absl::Status BuildQuotaStore(v1::QuotaStoreConfig* store, QuotaStoreSettings* se
     return absl::InvalidArgumentError(
         absl::StrCat("quota_store.redis: a Redis server: ", redis.status().message()));
   }
+  store->set_redis(redis->ToString());  // GetConfig shows the one spelling in use
   settings->host = redis->host;
   settings->port = redis->port;
   return absl::OkStatus();

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "service/base/host_port.h"
 
 namespace egress {
 namespace {
@@ -45,10 +45,7 @@ constexpr size_t kMaxBatch = 256;
 
 }  // namespace
 
-std::string QuotaStoreSettings::Address() const {
-  return absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)  // IPv6
-                                      : absl::StrCat(host, ":", port);
-}
+std::string QuotaStoreSettings::Address() const { return HostPort(host, port); }
 
 RedisQuotaStore::RedisQuotaStore(QuotaStoreSettings settings)
     : settings_(std::move(settings)), thread_([this] { Run(); }) {}

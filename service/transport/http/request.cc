@@ -13,8 +13,9 @@
 #include "absl/strings/str_split.h"
 #include "boost/url/parse.hpp"
 #include "boost/url/url_view.hpp"
-#include "service/transport/policy/address_policy.h"
 #include "service/base/error_reason.h"
+#include "service/base/host_port.h"
+#include "service/transport/policy/address_policy.h"
 
 namespace egress::transport {
 namespace {
@@ -196,9 +197,9 @@ absl::Status ValidateTarget(const std::string& target) {
 }  // namespace
 
 std::string Origin::Key() const {
-  const bool ipv6 = host.find(':') != std::string::npos;
-  return absl::StrCat(tls ? "https://" : "http://", ipv6 ? "[" : "", host, ipv6 ? "]" : "",
-                      ":", port);
+  std::string key = tls ? "https://" : "http://";
+  AppendHostPort(&key, host, port);
+  return key;
 }
 
 std::string Origin::HostHeader() const {

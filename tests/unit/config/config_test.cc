@@ -298,6 +298,21 @@ TEST(Config, AffinityPeersAreWrittenInOneSpelling) {
               ElementsAre("10.0.0.1:7443", "[::1]:7443", "peer-3.example:7443", "redis:80"));
   EXPECT_THAT(config->proto.affinity().peers(), ElementsAreArray(config->fleet_members));
   EXPECT_TRUE(LoadConfigText("", "empty")->fleet_members.empty());
+  // Written again (GetConfig's answer sent back by UpdateConfig), nothing changes.
+  const auto again = BuildConfig(config->proto);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->fleet_members, config->fleet_members);
+}
+
+TEST(Config, RedisIsReadAsPeersAreAndShownInOneSpelling) {
+  auto config = LoadConfigText("quota_store { redis: \"[::1]:6379\" }", "egress.conf");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->quota_store.host, "::1");  // as getaddrinfo takes it
+  EXPECT_EQ(config->quota_store.Address(), "[::1]:6379");
+  EXPECT_EQ(config->proto.quota_store().redis(), "[::1]:6379");
+  config = LoadConfigText("quota_store { redis: \"Redis_1.:6379\" }", "egress.conf");
+  ASSERT_TRUE(config.ok()) << config.status();  // Docker Compose names hold '_'
+  EXPECT_EQ(config->proto.quota_store().redis(), "redis_1:6379");
 }
 
 TEST(Config, AffinityHasAtMost256Peers) {
@@ -496,13 +511,40 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"peer_without_port", "affinity { peers: \"10.0.0.1\" }",
             "affinity.peers[0]: \"10.0.0.1\" is not \"host:port\": no port"},
         Bad{"peer_wildcard", "affinity { peers: \"*.example.com:7443\" }",
-            "affinity.peers[0]: \"*.example.com:7443\" is not \"host:port\": a wildcard names "
-            "no server"},
+            "affinity.peers[0]: \"*.example.com:7443\" is not \"host:port\": the host is "
+            "neither a name"},
         Bad{"peer_not_a_host", "affinity { peers: \"a b:7443\" }",
             "affinity.peers[0]: \"a b:7443\" is not \"host:port\": the host is neither a name "
-            "nor an IP address"},
+            "(labels of letters, digits, '-' and '_') nor an IP address"},
         Bad{"peer_bracketed_name", "affinity { peers: \"[peer]:7443\" }",
             "an IPv6 address goes in brackets, and nothing else does"},
+        Bad{"peer_unmatched_bracket", "affinity { peers: \"[peer:7443\" }",
+            "an IPv6 address goes in brackets, and nothing else does"},
+        Bad{"peer_double_brackets", "affinity { peers: \"[[::1]]:7443\" }",
+            "an IPv6 address goes in brackets, and nothing else does"},
+        Bad{"peer_brackets_hold_no_address", "affinity { peers: \"[zz::]:7443\" }",
+            "what the brackets hold is no IPv6 address"},
+        Bad{"peer_empty_label", "affinity { peers: \"peer..:7443\" }",
+            "the host is neither a name"},
+        Bad{"peer_leading_dot", "affinity { peers: \".peer:7443\" }", "the host is neither a name"},
+        Bad{"peer_label_over_63",
+            "affinity { peers: "
+            "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example:7443\" }",
+            "the host is neither a name"},
+        Bad{"peer_address_that_is_none", "affinity { peers: \"10.0.0.999:7443\" }",
+            "the host is neither a name"},
+        Bad{"peer_unspecified_v4", "affinity { peers: \"0:7443\" }", "the address names no server"},
+        Bad{"peer_unspecified_v6", "affinity { peers: \"[::]:7443\" }",
+            "the address names no server"},
+        Bad{"peer_port_with_sign", "affinity { peers: \"peer:+7443\" }",
+            "the port is not a number in 1..65535"},
+        Bad{"peer_port_with_space", "affinity { peers: \"peer: 7443\" }",
+            "the port is not a number in 1..65535"},
+        Bad{"peer_port_zero", "affinity { peers: \"peer:0\" }",
+            "the port is not a number in 1..65535"},
+        Bad{"peer_mapped_v4_twice",
+            "affinity { peers: \"10.0.0.1:7443\" peers: \"[::ffff:10.0.0.1]:7443\" }",
+            "affinity.peers[1]: \"[::ffff:10.0.0.1]:7443\" names 10.0.0.1:7443 again"},
         Bad{"peer_named_twice_in_two_spellings",
             "affinity { peers: \"10.0.0.1:7443\" peers: \"0x0a000001:7443\" }",
             "affinity.peers[1]: \"0x0a000001:7443\" names 10.0.0.1:7443 again"},
