@@ -3,6 +3,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "service/base/log_text.h"
 #include "service/config/fields.h"
 #include "service/config/sections.h"
 
@@ -22,9 +23,9 @@ absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity,
   for (size_t i = 0; i < peers.size(); ++i) {
     std::string member = peers[i].ToString();
     if (!seen.insert(member).second) {
-      return absl::InvalidArgumentError(absl::StrCat("affinity.peers[", i, "]: \"",
-                                                     affinity->peers(static_cast<int>(i)),
-                                                     "\" names ", member, " again"));
+      const std::string& given = affinity->peers(static_cast<int>(i));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "affinity.peers[", i, "]: \"", QuoteForLog(given), "\" names ", member, " again"));
     }
     *affinity->mutable_peers(static_cast<int>(i)) = member;
     members->push_back(std::move(member));

@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "boost/asio/ip/address.hpp"
 #include "service/base/host_port.h"
+#include "service/base/log_text.h"
 #include "service/config/proto_time.h"
 #include "service/transport/policy/address_policy.h"
 
@@ -75,7 +76,8 @@ bool IsHostName(absl::string_view name) {
 
 absl::StatusOr<ServerAddress> ServerAddress::Parse(absl::string_view text) {
   const auto refuse = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is not \"host:port\": ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", QuoteForLog(text), "\" is not \"host:port\": ", why));
   };
   const size_t colon = text.rfind(':');
   if (colon == absl::string_view::npos) return refuse("no port");

@@ -524,6 +524,8 @@ INSTANTIATE_TEST_SUITE_P(
             "an IPv6 address goes in brackets, and nothing else does"},
         Bad{"peer_brackets_hold_no_address", "affinity { peers: \"[zz::]:7443\" }",
             "what the brackets hold is no IPv6 address"},
+        Bad{"peer_quoted_escaped", "affinity { peers: \"a\\nb\\033[2J:7443\" }",
+            "affinity.peers[0]: \"a\\nb\\x1b[2J:7443\" is not \"host:port\""},
         Bad{"peer_empty_label", "affinity { peers: \"peer..:7443\" }",
             "the host is neither a name"},
         Bad{"peer_leading_dot", "affinity { peers: \".peer:7443\" }", "the host is neither a name"},
