@@ -22,8 +22,8 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 out="${FUZZ_OUT:-/tmp/egress-fuzz}"
 bazel_asan="${BAZEL:-bazel --output_base=$(tools/output_base.sh asan)}"
 mkdir -p "$out"
-targets=(request response_parser config transport service http2_response url_redaction
-         access_log server_session)
+# One target per fuzz/NAME_fuzzer.cc (fuzz/BUILD names each with its dependencies).
+targets=($(cd fuzz && ls *_fuzzer.cc | sed 's/_fuzzer\.cc$//'))
 if ((build)); then  # the targets, linked into $out
   $bazel_asan build --config=asan --symlink_prefix=/ $(printf '//fuzz:%s_fuzzer ' "${targets[@]}")
   bin="$($bazel_asan info --config=asan bazel-bin)/fuzz"

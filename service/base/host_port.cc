@@ -4,12 +4,17 @@
 
 namespace egress {
 
-void AppendHostPort(std::string* out, absl::string_view host, int port) {
+void AppendUrlHost(std::string* out, absl::string_view host) {
   if (host.find(':') != absl::string_view::npos) {
-    absl::StrAppend(out, "[", host, "]:", port);
+    absl::StrAppend(out, "[", host, "]");
   } else {
-    absl::StrAppend(out, host, ":", port);
+    absl::StrAppend(out, host);
   }
+}
+
+void AppendHostPort(std::string* out, absl::string_view host, int port) {
+  AppendUrlHost(out, host);
+  absl::StrAppend(out, ":", port);
 }
 
 std::string HostPort(absl::string_view host, int port) {

@@ -7,8 +7,12 @@
 
 namespace egress {
 
-// Appends "host:port" to `out`, an IPv6 host (one that holds a ':') in brackets, as URLs
-// and config fields write it: "10.0.0.1:7443", "[::1]:7443".
+// Appends `host` to `out` as a URL's authority writes it: an IPv6 host (one that holds a
+// ':') in brackets.
+void AppendUrlHost(std::string* out, absl::string_view host);
+
+// Appends "host:port" to `out`, an IPv6 host in brackets, as URLs and config fields write
+// it: "10.0.0.1:7443", "[::1]:7443".
 void AppendHostPort(std::string* out, absl::string_view host, int port);
 
 std::string HostPort(absl::string_view host, int port);

@@ -1,7 +1,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "service/base/log_text.h"
 #include "service/config/fields.h"
@@ -19,10 +19,9 @@ absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity,
   if (auto status = ParseList("affinity.peers", affinity->peers(), &peers); !status.ok()) {
     return status;
   }
-  absl::flat_hash_set<std::string> seen;
   for (size_t i = 0; i < peers.size(); ++i) {
     std::string member = peers[i].ToString();
-    if (!seen.insert(member).second) {
+    if (absl::c_linear_search(*members, member)) {  // at most 256 members
       const std::string& given = affinity->peers(static_cast<int>(i));
       return absl::InvalidArgumentError(absl::StrCat(
           "affinity.peers[", i, "]: \"", QuoteForLog(given), "\" names ", member, " again"));

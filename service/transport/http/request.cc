@@ -203,9 +203,12 @@ std::string Origin::Key() const {
 }
 
 std::string Origin::HostHeader() const {
-  const bool ipv6 = host.find(':') != std::string::npos;
-  std::string header = ipv6 ? absl::StrCat("[", host, "]") : host;
-  if (port != (tls ? 443 : 80)) absl::StrAppend(&header, ":", port);
+  std::string header;
+  if (port == (tls ? 443 : 80)) {
+    AppendUrlHost(&header, host);
+  } else {
+    AppendHostPort(&header, host, port);
+  }
   return header;
 }
 
