@@ -74,6 +74,17 @@ bool IsHostName(absl::string_view name) {
 
 }  // namespace
 
+std::optional<int> ParsePort(absl::string_view text) {
+  int port = 0;
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(),
+                   [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
+      !absl::SimpleAtoi(text, &port) || port == 0 || port > 65535) {
+    return std::nullopt;
+  }
+  return port;
+}
+
 absl::StatusOr<ServerAddress> ServerAddress::Parse(absl::string_view text) {
   const auto refuse = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
@@ -81,14 +92,10 @@ absl::StatusOr<ServerAddress> ServerAddress::Parse(absl::string_view text) {
   };
   const size_t colon = text.rfind(':');
   if (colon == absl::string_view::npos) return refuse("no port");
-  const absl::string_view port = text.substr(colon + 1);
+  const std::optional<int> port = ParsePort(text.substr(colon + 1));
+  if (!port) return refuse("the port is not a number in 1..65535");
   ServerAddress address;
-  if (port.empty() || port.size() > 5 ||
-      !std::all_of(port.begin(), port.end(),
-                   [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
-      !absl::SimpleAtoi(port, &address.port) || address.port == 0 || address.port > 65535) {
-    return refuse("the port is not a number in 1..65535");
-  }
+  address.port = *port;
   absl::string_view host = text.substr(0, colon);
   const bool bracketed = absl::StartsWith(host, "[") && absl::EndsWith(host, "]");
   if (bracketed) host = host.substr(1, host.size() - 2);

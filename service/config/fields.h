@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,10 @@ absl::Status DurationField(absl::string_view name, bool set, google::protobuf::D
 // Fills an unset duration with its default; rejects a negative one (zero is a value).
 absl::Status DurationOrZero(absl::string_view name, bool set, google::protobuf::Duration* field,
                             absl::Duration* out);
+
+// The port of a config field's "host:port": digits only (no sign, space or newline, which
+// SimpleAtoi would pass), 1..65535.
+std::optional<int> ParsePort(absl::string_view text);
 
 // A server a config field names, "host:port": a DNS name (lower-cased, one trailing dot
 // dropped; labels of 1-63 letters, digits, '-' or '_', 253 characters in all) or an IP

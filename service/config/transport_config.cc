@@ -1,5 +1,6 @@
 #include "service/config/sections.h"
 
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -79,17 +80,15 @@ absl::StatusOr<boost::asio::ip::udp::endpoint> ParseNameserver(absl::string_view
   auto address = boost::asio::ip::make_address(std::string(text), ec);
   if (!ec) return boost::asio::ip::udp::endpoint(address, 53);
   const size_t colon = text.rfind(':');
-  uint32_t port = 0;
-  if (colon == absl::string_view::npos || !absl::SimpleAtoi(text.substr(colon + 1), &port) ||
-      port == 0 || port > 65535) {
-    return invalid();
-  }
+  if (colon == absl::string_view::npos) return invalid();
+  const std::optional<int> port = ParsePort(text.substr(colon + 1));
+  if (!port) return invalid();
   absl::string_view host = text.substr(0, colon);
   const bool bracketed = absl::ConsumePrefix(&host, "[") && absl::ConsumeSuffix(&host, "]");
   address = boost::asio::ip::make_address(std::string(host), ec);
   // An IPv6 address takes brackets before a port, or its last group reads as the port.
   if (ec || address.is_v6() != bracketed) return invalid();
-  return boost::asio::ip::udp::endpoint(address, static_cast<uint16_t>(port));
+  return boost::asio::ip::udp::endpoint(address, static_cast<uint16_t>(*port));
 }
 
 // transport.dns's cache fields.

@@ -542,6 +542,11 @@ INSTANTIATE_TEST_SUITE_P(
             "the port is not a number in 1..65535"},
         Bad{"peer_port_with_space", "affinity { peers: \"peer: 7443\" }",
             "the port is not a number in 1..65535"},
+        Bad{"nameserver_port_with_sign", "transport { dns { servers: \"10.0.0.2:+53\" } }",
+            "transport.dns.servers[0]: \"10.0.0.2:+53\" is not an IP address with an optional "
+            "port"},
+        Bad{"nameserver_port_with_newline", "transport { dns { servers: \"10.0.0.2:53\\n\" } }",
+            "transport.dns.servers[0]"},
         Bad{"peer_port_zero", "affinity { peers: \"peer:0\" }",
             "the port is not a number in 1..65535"},
         Bad{"peer_mapped_v4_twice",
