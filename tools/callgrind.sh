@@ -3,7 +3,7 @@
 # egressd with its access log on and off, and the gRPC ceiling, in a network namespace
 # with only loopback up. Needs root. Installs what it needs.
 #   tools/callgrind.sh [--fetches=2000] [--egressd=ANOTHER_BUILD] [--data_plane=grpc_library]
-#                      [--callers=tls]
+#                      [--callers=tls] [--io_threads=1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh valgrind strace

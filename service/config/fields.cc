@@ -110,7 +110,7 @@ absl::StatusOr<ServerAddress> ServerAddress::Parse(absl::string_view text) {
       ip = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, ip->to_v6());
     }
     if (ip->is_unspecified() || ip->is_multicast()) return refuse("the address names no server");
-    address.host = ip->to_string();
+    address.host = transport::AddressText(*ip);
     return address;
   }
   if (bracketed) return refuse("what the brackets hold is no IPv6 address");

@@ -151,7 +151,7 @@ absl::StatusOr<Origin> ParseOrigin(const boost::urls::url_view& url, absl::strin
                       " has a host that is neither an IP address nor a name (no name's "
                       "last label starts with a digit)");
     }
-    origin.host = address->to_string();
+    origin.host = AddressText(*address);
   }
   if (origin.host.size() > kMaxHostBytes) {
     return UrlError(absl::StatusCode::kInvalidArgument, "URL ", raw,

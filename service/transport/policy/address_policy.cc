@@ -138,9 +138,15 @@ std::optional<ip::address> HostAddress(absl::string_view host) {
   return ip::address(ip::address_v4(ntohl(v4.s_addr)));
 }
 
+std::string AddressText(const ip::address& address) {
+  if (!address.is_v4()) return address.to_string();
+  const ip::address_v4::bytes_type b = address.to_v4().to_bytes();
+  return absl::StrCat(int{b[0]}, ".", int{b[1]}, ".", int{b[2]}, ".", int{b[3]});
+}
+
 absl::StatusOr<HostPattern> HostPattern::Parse(absl::string_view text) {
   if (const std::optional<ip::address> address = HostAddress(text)) {
-    return HostPattern{address->to_string(), address};
+    return HostPattern{AddressText(*address), address};
   }
   std::string pattern = Normalize(text);
   absl::string_view name = absl::StripPrefix(pattern, "*.");

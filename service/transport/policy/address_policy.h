@@ -35,6 +35,11 @@ struct Cidr {
 // and every rule that takes host patterns go through it.
 std::optional<boost::asio::ip::address> HostAddress(absl::string_view host);
 
+// An address's usual text, the one address::to_string writes ("192.0.2.1", "2001:db8::1"):
+// the spelling hosts, rules and pools meet in. IPv4's is written here rather than by
+// inet_ntop, whose printf was a fifth of what building a request cost per fetch.
+std::string AddressText(const boost::asio::ip::address& address);
+
 // "api.example.com" matches that name only; "*.example.com" matches every name below
 // example.com (not example.com itself). Case-insensitive. An address (any spelling
 // HostAddress reads) matches that address in every spelling, and its IPv6 forms that

@@ -11,7 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
 #include "service/base/error_reason.h"
+#include "service/base/host_port.h"
 #include "service/transport/io/socket_errors.h"
+#include "service/transport/policy/address_policy.h"
 #include "service/transport/tls/alpn.h"
 #include "service/transport/tls/client_context.h"
 
@@ -21,17 +23,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-
-namespace {
-
-std::string EndpointText(const tcp::endpoint& endpoint) {
-  const auto address = endpoint.address();
-  const std::string ip = address.to_string();
-  return address.is_v6() ? absl::StrCat("[", ip, "]:", endpoint.port())
-                         : absl::StrCat(ip, ":", endpoint.port());
-}
-
-}  // namespace
 
 void Connection::Dial(const TransportSettings& settings, absl::Time deadline,
                       Resolver& resolver, std::optional<std::string> caller,
@@ -133,7 +124,8 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   if (ec) return std::exchange(status_done_, nullptr)(Fail(kConnectPhase, ec));
   stream_.tcp().socket() = std::move(socket);
   remote_endpoint_ = endpoint;
-  remote_address_ = EndpointText(endpoint);  // written once: every response reports it
+  // Written once: every response reports it.
+  remote_address_ = HostPort(AddressText(endpoint.address()), endpoint.port());
   stream_.tcp().socket().set_option(tcp::no_delay(true), ec);
   if (!stream_.use_tls()) {
     stream_.tcp().expires_never();
@@ -143,7 +135,7 @@ void Connection::OnConnect(beast::error_code ec, ConnectRace::Socket socket,
   SSL* ssl = stream_.tls().native_handle();
   // SNI is for names only (RFC 6066); the certificate must match the name or the IP.
   if (const std::optional<net::ip::address> ip = HostAddress(origin_.host)) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ip->to_string().c_str());
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), AddressText(*ip).c_str());
   } else {
     SSL_set_tlsext_host_name(ssl, origin_.host.c_str());
     SSL_set1_host(ssl, origin_.host.c_str());

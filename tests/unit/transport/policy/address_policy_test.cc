@@ -3,6 +3,7 @@
 // (with report-only rules) that live fetches and dry runs share.
 #include "service/transport/policy/address_policy.h"
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -191,6 +192,28 @@ TEST(HostAddressTest, EverySpellingOfAnAddressIsThatAddress) {
                            "api.example.com.", "1.2.3.999", "127.0.0.1.5", "127.0.0.1 x",
                            "[::1", "fe80::1%lo", ""}) {
     EXPECT_EQ(HostAddress(none), std::nullopt) << none;
+  }
+}
+
+// AddressText writes what address::to_string writes: the text hosts and rules are kept in
+// must not change with the faster IPv4 writer. Every octet's width, edge and zeros.
+TEST(AddressTextTest, WritesWhatToStringWrites) {
+  for (const char* text : {"0.0.0.0", "255.255.255.255", "1.2.3.4", "10.0.0.1", "100.64.9.99",
+                           "127.0.0.1", "192.168.10.200", "8.80.255.0", "::", "::1", "2001:db8::1",
+                           "::ffff:127.0.0.1", "fe80::1:2:3:4"}) {
+    EXPECT_EQ(AddressText(Address(text)), Address(text).to_string()) << text;
+    EXPECT_EQ(AddressText(Address(text)), text);
+  }
+  const std::array<uint32_t, 6> widths = {0, 9, 10, 99, 100, 255};  // 1, 2 and 3 digits
+  for (uint32_t a : widths) {
+    for (uint32_t b : widths) {
+      for (uint32_t c : widths) {
+        for (uint32_t d : widths) {
+          const ip::address address = ip::address_v4(a << 24 | b << 16 | c << 8 | d);
+          EXPECT_EQ(AddressText(address), address.to_string());
+        }
+      }
+    }
   }
 }
 
