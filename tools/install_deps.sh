@@ -37,6 +37,8 @@ packages=(
   libmaven-jar-plugin-java libmaven-install-plugin-java libexec-maven-plugin-java
   libbuild-helper-maven-plugin-java
   python3-grpcio
+  # tools/check_single_threaded.sh: which tests start a thread.
+  strace
   # The Python client as a package (tests/e2e:packages_test): pip in a virtualenv that
   # sees Debian's grpcio, building with Debian's setuptools and wheel.
   python3-venv python3-setuptools python3-wheel

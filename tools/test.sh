@@ -36,11 +36,15 @@ build_all() {  # pattern, bazel build arguments...
 }
 
 # The sanitizer builds cover the tests and what they run, not the benchmark tools, nor
-# the test of how the clients install (tagged no_sanitizer). Each has a Bazel server and
+# the test of how the clients install (tagged no_sanitizer); TSan leaves out the tests
+# that start no thread too (tagged single_threaded, checked by
+# tools/check_single_threaded.sh): a data race takes two. Each has a Bazel server and
 # output base of its own (kept between runs like the default one; no bazel-* symlinks, so
 # bazel-bin stays the default build's), so that it compiles while the default build's
 # tests run.
-sanitized=(--build_tag_filters=-no_sanitizer --test_tag_filters=-no_sanitizer)
+asan_filters=(--build_tag_filters=-no_sanitizer --test_tag_filters=-no_sanitizer)
+tsan_filters=(--build_tag_filters=-no_sanitizer,-single_threaded
+  --test_tag_filters=-no_sanitizer,-single_threaded)
 asan_bazel="bazel --output_base=$(tools/output_base.sh asan)"
 tsan_bazel="bazel --output_base=$(tools/output_base.sh tsan)"
 
@@ -65,14 +69,15 @@ if build_all //...; then
   # most of the two cores idle. (test.sh runs as root: leaving SCHED_IDLE takes it.)
   chrt --idle 0 bash -c "work='$work'; $(declare -f build_all background_step)
     BAZEL='$asan_bazel' background_step asan-build \
-      build_all //tests/... --config=asan --symlink_prefix=/ ${sanitized[*]}
+      build_all //tests/... --config=asan --symlink_prefix=/ ${asan_filters[*]}
     BAZEL='$asan_bazel' background_step fuzz-build tools/fuzz.sh --build
     BAZEL='$tsan_bazel' background_step tsan-build \
-      build_all //tests/... --config=tsan --symlink_prefix=/ ${sanitized[*]}
+      build_all //tests/... --config=tsan --symlink_prefix=/ ${tsan_filters[*]}
     [[ \$(cat '$work/fuzz-build.status') == 0 ]] &&
       background_step fuzz-run chrt --other 0 nice -n 10 env FUZZ_JOBS=1 tools/fuzz.sh --run 20" &
   background_builds=$!
   test_all //...
+  record "single_threaded tag" tools/check_single_threaded.sh
 else
   status=1
 fi
@@ -106,6 +111,7 @@ background_step_ok() {  # name
 # build did not succeed (or never started, when the default build failed).
 sanitizer_tests() {  # name (asan or tsan), its bazel command
   local name="$1" sanitizer_bazel="$2"
+  local -n filters="${name}_filters"
   phase "bazel build --config=$name //tests/... (in the background since the default build)"
   local built=1
   background_step_ok "$name-build" || built=0
@@ -113,7 +119,7 @@ sanitizer_tests() {  # name (asan or tsan), its bazel command
   chrt --other --all-tasks -p 0 "$($sanitizer_bazel info server_pid)"
   if ((!built)); then
     BAZEL="$sanitizer_bazel" build_all //tests/... --config="$name" --symlink_prefix=/ \
-      "${sanitized[@]}" || status=1
+      "${filters[@]}" || status=1
   fi
   if [[ -n ${image:-} ]]; then
     phase "waiting for the container image"
@@ -128,7 +134,7 @@ sanitizer_tests() {  # name (asan or tsan), its bazel command
   local jobs=1
   [[ -e "$work/tsan-build.status" ]] && jobs=2
   phase "bazel test --config=$name //tests/..., $jobs at a time"
-  BAZEL="$sanitizer_bazel" test_all --config="$name" --symlink_prefix=/ "${sanitized[@]}" \
+  BAZEL="$sanitizer_bazel" test_all --config="$name" --symlink_prefix=/ "${filters[@]}" \
     --local_test_jobs="$jobs" //tests/...
   $sanitizer_bazel shutdown  # its memory, for what runs next
 }
@@ -149,8 +155,8 @@ fi
 bazel shutdown
 
 phase "done"
-passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|((isolation |http2 )?bench smoke|container image): ok)' "$log")
-failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|((isolation |http2 )?bench smoke|container image|fuzz targets): FAILED)' "$log")
+passed=$(grep -cE '^(//\S+\s+PASSED|fuzz .*no crash$|((isolation |http2 )?bench smoke|container image|single_threaded tag): ok)' "$log")
+failed=$(grep -cE '^(//\S+\s+(FAILED|TIMEOUT|NO STATUS)|fuzz .*CRASH|((isolation |http2 )?bench smoke|container image|single_threaded tag|fuzz targets): FAILED)' "$log")
 rm -rf "$log" "$work"
 echo "$passed passed, $failed failed"
 exit $status
