@@ -73,7 +73,7 @@ class TestMethods final : public Methods {
     Call& started = *calls_.back();
     if (call.path == "/t.T/Unary") {
       started.unary = true;
-      return session->Answer(call.stream_id, &call.message, grpc::Status::OK,
+      return session->Answer(call.stream_id, std::move(call.message), grpc::Status::OK,
                              [&started] { ++started.finished; });
     }
     session->Watch(call.stream_id, &started);

@@ -1,6 +1,9 @@
 #include "service/dataplane/grpc_framing.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -21,14 +24,37 @@ uint32_t DeclaredLength(absl::string_view prefix) {
 
 }  // namespace
 
-std::string FrameMessage(absl::string_view message) {
-  std::string framed(kMessagePrefixBytes, '\0');
-  const auto length = static_cast<uint32_t>(message.size());
+std::array<char, kMessagePrefixBytes> MessagePrefix(uint32_t message_bytes) {
+  std::array<char, kMessagePrefixBytes> prefix{};  // [0]: not compressed
   for (size_t i = 1; i < kMessagePrefixBytes; ++i) {
-    framed[i] = static_cast<char>(length >> (8 * (kMessagePrefixBytes - 1 - i)));
+    prefix[i] = static_cast<char>(message_bytes >> (8 * (kMessagePrefixBytes - 1 - i)));
   }
-  framed.append(message.data(), message.size());
-  return framed;
+  return prefix;
+}
+
+std::string FrameMessage(absl::string_view message) {
+  const auto prefix = MessagePrefix(static_cast<uint32_t>(message.size()));
+  return absl::StrCat(absl::string_view(prefix.data(), prefix.size()), message);
+}
+
+OutgoingMessage::OutgoingMessage(std::string message)
+    : prefix_(MessagePrefix(static_cast<uint32_t>(message.size()))),
+      message_(std::move(message)),
+      size_(kMessagePrefixBytes + message_.size()) {}
+
+size_t OutgoingMessage::Take(uint8_t* out, size_t length) {
+  size_t taken = 0;
+  while (taken < length && !done()) {
+    const absl::string_view from =
+        taken_ < kMessagePrefixBytes
+            ? absl::string_view(prefix_.data() + taken_, kMessagePrefixBytes - taken_)
+            : absl::string_view(message_).substr(taken_ - kMessagePrefixBytes);
+    const size_t piece = std::min(length - taken, from.size());
+    std::memcpy(out + taken, from.data(), piece);
+    taken += piece;
+    taken_ += piece;
+  }
+  return taken;
 }
 
 absl::Status MessageReader::Append(absl::string_view bytes) {

@@ -5,6 +5,7 @@
 // length prefix of each message, the grpc-timeout header, and the trailers that end a
 // call (grpc-status, a percent-encoded grpc-message, grpc-status-details-bin). No I/O.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -18,10 +19,30 @@
 
 namespace egress::dataplane {
 
-// The bytes of one message on the wire: uncompressed flag, 4-byte big-endian length,
-// the serialized message.
-std::string FrameMessage(absl::string_view message);
+// What comes before each message on the wire: uncompressed flag, 4-byte big-endian length.
 constexpr uint64_t kMessagePrefixBytes = 5;
+std::array<char, kMessagePrefixBytes> MessagePrefix(uint32_t message_bytes);
+// The bytes of one message on the wire: its prefix, then the serialized message.
+std::string FrameMessage(absl::string_view message);
+
+// One message on its way to the wire, taken in pieces as flow control lets them go: its
+// prefix, then its bytes, which are moved in rather than copied in behind the prefix.
+class OutgoingMessage {
+ public:
+  OutgoingMessage() = default;  // none: done at once
+  explicit OutgoingMessage(std::string message);
+
+  // Copies at most `length` of the bytes not yet taken to `out`; returns how many.
+  size_t Take(uint8_t* out, size_t length);
+  // Every byte is taken (or there were none).
+  bool done() const { return taken_ == size_; }
+
+ private:
+  std::array<char, kMessagePrefixBytes> prefix_{};
+  std::string message_;
+  size_t size_ = 0;   // of the prefix and the message
+  size_t taken_ = 0;  // of them
+};
 
 // The largest request message accepted, named in the refusal of a larger one: the
 // configuration field that sets it (ErrorInfo's "limit"; "" for none) and why.

@@ -72,8 +72,8 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
   void Send(const egress::v1::FetchChunk& chunk) {
     std::string message;
     chunk.SerializeToString(&message);
-    boost::asio::post(session_->executor(), [this, message = std::move(message)] {
-      session_->Send(call_.stream_id, message,
+    boost::asio::post(session_->executor(), [this, message = std::move(message)]() mutable {
+      session_->Send(call_.stream_id, std::move(message),
                      [this](absl::Status taken) { fetch_.OnSent(std::move(taken)); });
     });
   }
@@ -89,14 +89,15 @@ class LoopCallerSide final : public fetch::CallerSide, private StreamWatcher {
     if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
       first_.head().SerializeToString(&message);
     }
-    boost::asio::dispatch(session_->executor(), [this, status, message = std::move(message)] {
-      const auto done = [this] { fetch_.Done(); };
-      if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
-        session_->Answer(call_.stream_id, &message, status, done);
-      } else {
-        session_->Finish(call_.stream_id, status, done);
-      }
-    });
+    boost::asio::dispatch(session_->executor(),
+                          [this, status, message = std::move(message)]() mutable {
+                            const auto done = [this] { fetch_.Done(); };
+                            if (rpc_ == fetch::FetchCall::Rpc::kFetch && status.ok()) {
+                              session_->Answer(call_.stream_id, std::move(message), status, done);
+                            } else {
+                              session_->Finish(call_.stream_id, status, done);
+                            }
+                          });
   }
   // Freed on the loop, where the stream it watches lives; freed with the loop's pending
   // handlers if the loop stops first.
@@ -131,7 +132,7 @@ void StartFetch(fetch::FetchCall::Rpc rpc, const fetch::Context& service,
   if (!request.ParseFromString(call.message)) {
     service.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
     return session->Answer(
-        call.stream_id, nullptr,
+        call.stream_id, std::nullopt,
         ToGrpcStatus(transport::WithReason(
             absl::InvalidArgumentError("the request message is not an egress.v1.FetchRequest"),
             "REQUEST_MESSAGE_UNREADABLE")));

@@ -83,7 +83,7 @@ void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCa
   auto health_service = HealthCheckService(call.message);
   if (!health_service.ok()) {
     service_.observer.OnCallRefused(CallRefusal::kBadRequestMessage);
-    return session->Answer(call.stream_id, nullptr, ToGrpcStatus(health_service.status()));
+    return session->Answer(call.stream_id, std::nullopt, ToGrpcStatus(health_service.status()));
   }
   if (call.path == kHealthWatch) return health_.Start(session, call.stream_id, *health_service);
   CheckHealth(*session, call.stream_id, *health_service);
@@ -94,15 +94,14 @@ void LoopServer::Start(const std::shared_ptr<ServerSession>& session, IncomingCa
 void LoopServer::CheckHealth(ServerSession& session, int32_t stream_id,
                              const std::string& service) {
   if (!IsHealthService(service)) {
-    return session.Answer(stream_id, nullptr,
+    return session.Answer(stream_id, std::nullopt,
                           ToGrpcStatus(transport::WithReason(
                               absl::NotFoundError(absl::StrCat(
-                                  "unknown service ",
-                                  absl::string_view(service).substr(0, ServerSession::kQuotedBytes))),
+                                  "unknown service ", absl::string_view(service).substr(
+                                                          0, ServerSession::kQuotedBytes))),
                               "SERVICE_NOT_FOUND")));
   }
-  const std::string message = HealthCheckResponse(health_.status());
-  session.Answer(stream_id, &message, grpc::Status::OK);
+  session.Answer(stream_id, HealthCheckResponse(health_.status()), grpc::Status::OK);
 }
 
 }  // namespace egress::dataplane

@@ -118,7 +118,7 @@ void ServerReflection::ReadNext(std::shared_ptr<Call> call) {
     }
     std::string answer;
     call->reflection.Answer(request, call->sent).SerializeToString(&answer);
-    call->session->Send(call->stream_id, answer, [call](absl::Status taken) {
+    call->session->Send(call->stream_id, std::move(answer), [call](absl::Status taken) {
       if (taken.ok()) ReadNext(call);  // else the stream is gone
     });
   });

@@ -419,40 +419,42 @@ void ServerSession::Refuse(int32_t stream_id, Stream& stream, const absl::Status
   // A streamed call's method has the call already: it learns of the refusal as of a reset
   // (server_session_fuzzer: a bad second message left a watched call never told).
   if (stream.started && stream.watcher) stream.watcher->OnStreamReset();
-  Answer(stream_id, nullptr, ToGrpcStatus(status));
+  Answer(stream_id, std::nullopt, ToGrpcStatus(status));
 }
 
-void ServerSession::Answer(int32_t stream_id, const std::string* message,
+void ServerSession::Answer(int32_t stream_id, std::optional<std::string> message,
                            const grpc::Status& status, OnFinished on_finished) {
   // The message is queued, not written: Finish writes it with the trailers, so that the
   // whole answer (HEADERS, DATA, trailers) goes in one write when the window allows.
   OnTaken none;
-  if (message) Queue(stream_id, *message, none);
+  if (message) Queue(stream_id, *std::move(message), none);
   Finish(stream_id, status, std::move(on_finished));
 }
 
-void ServerSession::Send(int32_t stream_id, const std::string& message, OnTaken on_taken) {
-  if (!Queue(stream_id, message, on_taken)) {
+void ServerSession::Send(int32_t stream_id, std::string message, OnTaken on_taken) {
+  if (!Queue(stream_id, std::move(message), on_taken)) {
     if (on_taken) Cancelled(std::move(on_taken), absl::CancelledError("the caller went away"));
     return;
   }
   Flush();
 }
 
-bool ServerSession::Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken) {
+bool ServerSession::Queue(int32_t stream_id, std::string message, OnTaken& on_taken) {
   Stream* stream = Find(stream_id);
   if (!stream || stream->answered || ended_) return false;
-  stream->pending = FrameMessage(message);
-  stream->pending_sent = 0;
+  stream->pending = OutgoingMessage(std::move(message));
   stream->on_taken = std::move(on_taken);
   if (!stream->head_sent) {
     stream->head_sent = true;
-    const Metadata head = {{":status", "200"}, {"content-type", "application/grpc"}};
-    const auto nv = Fields(head);
+    // Made once (and never freed, as static objects here are): every answer with a
+    // message starts with them.
+    static const auto* head =
+        new Metadata{{":status", "200"}, {"content-type", "application/grpc"}};
+    static const auto* head_fields = new std::vector<nghttp2_nv>(Fields(*head));
     nghttp2_data_provider body;
     body.source.ptr = stream;
     body.read_callback = ReadAnswer;
-    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), &body);
+    nghttp2_submit_response(session_, stream_id, head_fields->data(), head_fields->size(), &body);
   } else if (stream->deferred) {
     stream->deferred = false;
     nghttp2_session_resume_data(session_, stream_id);
@@ -494,12 +496,9 @@ ssize_t ServerSession::ReadAnswer(nghttp2_session* session, int32_t stream_id, u
                                   size_t length, uint32_t* flags, nghttp2_data_source* source,
                                   void* self) {
   Stream& stream = *static_cast<Stream*>(source->ptr);
-  const size_t size = std::min(length, stream.pending.size() - stream.pending_sent);
-  std::memcpy(buffer, stream.pending.data() + stream.pending_sent, size);
-  stream.pending_sent += size;
-  if (stream.pending_sent == stream.pending.size()) {
-    stream.pending.clear();
-    stream.pending_sent = 0;
+  const size_t size = stream.pending.Take(buffer, length);
+  if (stream.pending.done()) {
+    stream.pending = OutgoingMessage();  // its bytes go now, not with the stream
     if (stream.on_taken) {
       net::post(Of(self).executor(), [on_taken = std::move(stream.on_taken)] {
         on_taken(absl::OkStatus());

@@ -124,14 +124,14 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   using OnFinished = std::function<void()>;
   // Answers a unary call: `message` then `status`, or `status` alone (Trailers-Only);
   // `on_finished` (when given) follows as Finish says.
-  void Answer(int32_t stream_id, const std::string* message, const grpc::Status& status,
+  void Answer(int32_t stream_id, std::optional<std::string> message, const grpc::Status& status,
               OnFinished on_finished = nullptr);
   // Sends one message (framed here) on the stream, after the response headers the first
   // sends. `on_taken` follows, posted to the loop, once nghttp2 has taken the message's
   // last byte (as the caller's flow-control window lets it), or with CANCELLED when the
   // stream is gone or finished first; one message at a time.
   using OnTaken = std::function<void(absl::Status)>;
-  void Send(int32_t stream_id, const std::string& message, OnTaken on_taken);
+  void Send(int32_t stream_id, std::string message, OnTaken on_taken);
   // A call that StreamsRequests: `on_message` gets the next request message, posted to the
   // loop, or nullopt once the caller has sent its last; never once the stream is gone or
   // finished. One read at a time. Each message's flow-control window goes back only as
@@ -185,9 +185,8 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
     bool head_sent = false;  // the response headers are submitted
     bool answered = false;   // Finish came: the status is given
     bool deferred = false;   // nghttp2 waits for ReadAnswer to have bytes again
-    std::string pending;     // the framed message being sent
-    size_t pending_sent = 0;
-    OnTaken on_taken;  // the pending message's
+    OutgoingMessage pending;  // the message being sent
+    OnTaken on_taken;         // the pending message's
     Metadata trailers;
     StreamWatcher* watcher = nullptr;
     OnFinished on_finished;  // Finish's
@@ -238,7 +237,7 @@ class ServerSession : public std::enable_shared_from_this<ServerSession> {
   void Unbuffer(Stream& stream);
   // Queues one message for the stream (Send without the write); false when the stream
   // is gone or finished.
-  bool Queue(int32_t stream_id, const std::string& message, OnTaken& on_taken);
+  bool Queue(int32_t stream_id, std::string message, OnTaken& on_taken);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);
   // A streamed call's DATA bytes: kept unread, each message's prefix checked as it comes.

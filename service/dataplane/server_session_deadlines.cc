@@ -19,8 +19,8 @@ namespace egress::dataplane {
 // would race that answer and count the fetch CANCELLED.
 void ServerSession::OnDeadline(int32_t stream_id) {
   Stream* stream = Find(stream_id);
-  if (!stream || ended_ || (stream->answered && stream->pending.empty())) return;
-  if (stream->streams_requests && stream->pending.empty()) {  // waiting for the caller
+  if (!stream || ended_ || (stream->answered && stream->pending.done())) return;
+  if (stream->streams_requests && stream->pending.done()) {  // waiting for the caller
     if (stream->watcher) stream->watcher->OnStreamReset();  // its method learns it, as of Refuse
     return Finish(stream_id, ToGrpcStatus(transport::WithReason(
                                  absl::DeadlineExceededError(

@@ -44,6 +44,37 @@ TEST(FrameMessageTest, APrefixOfAZeroFlagAndTheBigEndianLengthComesFirst) {
   EXPECT_EQ(FrameMessage(std::string(258, 'x')).substr(0, 5), std::string("\0\0\0\x01\x02", 5));
 }
 
+// Taken in pieces of any size, an outgoing message is its framed bytes, once.
+TEST(OutgoingMessageTest, TakenInPiecesItIsThePrefixThenTheMessage) {
+  const std::string message(300, 'm');
+  for (size_t piece : {1, 3, 5, 7, 64, 1000}) {
+    OutgoingMessage outgoing(message);
+    std::string taken;
+    uint8_t buffer[1000];
+    while (!outgoing.done()) {
+      const size_t size = outgoing.Take(buffer, piece);
+      ASSERT_GT(size, 0u);
+      ASSERT_LE(size, piece);
+      taken.append(reinterpret_cast<const char*>(buffer), size);
+    }
+    EXPECT_EQ(taken, FrameMessage(message)) << piece;
+    EXPECT_EQ(outgoing.Take(buffer, piece), 0u);
+  }
+}
+
+TEST(OutgoingMessageTest, AnEmptyMessageIsItsPrefixAndNoneIsNothing) {
+  uint8_t buffer[16];
+  OutgoingMessage empty{std::string()};
+  EXPECT_FALSE(empty.done());
+  ASSERT_EQ(empty.Take(buffer, sizeof buffer), kMessagePrefixBytes);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(buffer), kMessagePrefixBytes),
+            std::string(5, '\0'));
+  EXPECT_TRUE(empty.done());
+  OutgoingMessage none;
+  EXPECT_TRUE(none.done());
+  EXPECT_EQ(none.Take(buffer, sizeof buffer), 0u);
+}
+
 TEST(MessageReaderTest, AMessageArrivingInPiecesIsTakenWhole) {
   MessageReader reader(100);
   const std::string framed = FrameMessage("hello");
