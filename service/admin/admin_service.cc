@@ -23,6 +23,7 @@
 #include "service/config/proto_time.h"
 #include "service/fetch/certificate_names.h"
 #include "service/fetch/status_mapping.h"
+#include "service/fleet/membership.h"
 #include "service/fleet/rendezvous.h"
 #include "service/transport/policy/address_policy.h"
 #include "service/transport/transport.h"
@@ -358,10 +359,10 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
     }
     origin->set_last_failure(breaker->last_failure);
   };
-  const std::shared_ptr<const ServiceConfig> config = server_.config().Get();
+  const std::shared_ptr<const fleet::Membership::Members> members = server_.fleet().Current();
   for (const auto& stats : server_.transport().PoolStats()) {
     auto* origin = response->add_origins();
-    origin->set_owner(std::string(fleet::OwnerOf(config->fleet_members, stats.origin)));
+    origin->set_owner(std::string(fleet::OwnerOf(*members, stats.origin)));
     const auto breaker = breakers.find(stats.origin);
     add_breaker(breaker == breakers.end() ? nullptr : &breaker->second, origin);
     if (breaker != breakers.end()) breakers.erase(breaker);
@@ -387,7 +388,7 @@ grpc::ServerUnaryReactor* AdminService::GetPoolStats(grpc::CallbackServerContext
   for (const auto& [key, breaker] : breakers) {
     auto* origin = response->add_origins();
     origin->set_origin(key);
-    origin->set_owner(std::string(fleet::OwnerOf(config->fleet_members, key)));
+    origin->set_owner(std::string(fleet::OwnerOf(*members, key)));
     add_breaker(&breaker, origin);
   }
   return Answer(context, grpc::Status::OK);

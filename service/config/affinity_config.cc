@@ -6,11 +6,12 @@
 #include "service/base/log_text.h"
 #include "service/config/fields.h"
 #include "service/config/sections.h"
+#include "service/transport/policy/address_policy.h"
 
 namespace egress::config_internal {
 
-absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity,
-                           std::vector<std::string>* members) {
+absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity, fleet::FleetSettings* fleet) {
+  std::vector<std::string>* members = &fleet->peers;
   if (affinity->peers_size() > kMaxFleetMembers) {
     return absl::InvalidArgumentError(absl::StrCat("affinity.peers: at most ", kMaxFleetMembers,
                                                    " (got ", affinity->peers_size(), ")"));
@@ -29,6 +30,28 @@ absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity,
     *affinity->mutable_peers(static_cast<int>(i)) = member;
     members->push_back(std::move(member));
   }
+  if (affinity->service().empty()) return absl::OkStatus();
+  const std::string quoted = QuoteForLog(affinity->service());
+  if (!members->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affinity.service (\"", quoted,
+                     "\") and affinity.peers are both set; the members "
+                     "come from one of them: the Service's addresses or the list"));
+  }
+  absl::StatusOr<ServerAddress> service = ServerAddress::Parse(affinity->service());
+  if (!service.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affinity.service: ", service.status().message()));
+  }
+  if (transport::HostAddress(service->host)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affinity.service: \"", quoted,
+                     "\" is an address, not a name whose addresses are "
+                     "the replicas; list addresses in affinity.peers"));
+  }
+  affinity->set_service(service->ToString());
+  fleet->service_host = service->host;
+  fleet->service_port = static_cast<uint16_t>(service->port);
   return absl::OkStatus();
 }
 

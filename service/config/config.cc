@@ -68,8 +68,7 @@ absl::StatusOr<ServiceConfig> BuildConfig(const egress::v1::Config& proto) {
       !status.ok()) {
     return status;
   }
-  if (auto status = BuildAffinity(config.proto.mutable_affinity(), &config.fleet_members);
-      !status.ok()) {
+  if (auto status = BuildAffinity(config.proto.mutable_affinity(), &config.fleet); !status.ok()) {
     return status;
   }
   return config;

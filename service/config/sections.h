@@ -101,7 +101,7 @@ absl::Status BuildQuotas(google::protobuf::RepeatedPtrField<egress::v1::QuotaRul
 // affinity_config.cc
 
 // Config.affinity: the fleet's members, each rewritten in its one spelling.
-absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity, std::vector<std::string>* members);
+absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity, fleet::FleetSettings* fleet);
 
 }  // namespace egress::config_internal
 

@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "egress/v1/egress.pb.h"
+#include "service/fleet/fleet_settings.h"
 #include "service/limits/quota_store.h"
 #include "service/limits/quotas.h"
 #include "service/transport/settings.h"
@@ -74,7 +75,7 @@ struct ServiceConfig {
   AccessLogSettings access_log;
   std::vector<QuotaRule> quotas;  // in the config's order
   QuotaStoreSettings quota_store;
-  std::vector<std::string> fleet_members;  // affinity.peers, each in one spelling
+  fleet::FleetSettings fleet;  // Config.affinity
 };
 
 }  // namespace egress

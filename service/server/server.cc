@@ -15,6 +15,7 @@
 #include "service/config/config_store.h"
 #include "service/dataplane/loop_server.h"
 #include "service/fetch/fetch_service.h"
+#include "service/fleet/membership.h"
 #include "service/transport/transport.h"
 
 namespace egress {
@@ -27,6 +28,8 @@ constexpr uint64_t kRequestEnvelopeBytes = 1 << 20;
 // How long Shutdown goes on refusing fetches after the last one, and then keeps gRPC's
 // calls open: ample for a call on its way to be refused, even under a sanitizer.
 constexpr absl::Duration kRefusalTime = absl::Milliseconds(250);
+// How long a lookup of affinity.service may take: c-ares asks each server for 1.8 s.
+constexpr absl::Duration kFleetLookUpTime = absl::Seconds(5);
 
 // The request message gRPC must take so that a body and headers within the limits reach
 // FetchService, which then names the limit a larger one breaks. gRPC's own default
@@ -80,6 +83,12 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   if (!transport.ok()) return transport.status();
   server->transport_ = *std::move(transport);
   server->config_ = std::make_unique<ConfigStore>(config);
+  server->fleet_ = std::make_unique<fleet::Membership>(
+      [transport = server->transport_.get()](
+          const std::string& host, std::function<void(fleet::Membership::Addresses)> done) {
+        transport->LookUp(host, absl::Now() + kFleetLookUpTime, std::move(done));
+      });
+  server->fleet_->Follow(config.fleet);
   server->fetch_service_ =
       std::make_unique<FetchService>(*server->transport_, *server->config_, fetch_observer,
                                      access_log);
@@ -150,7 +159,9 @@ absl::StatusOr<egress::v1::Config> EgressServer::ApplyConfig(const egress::v1::C
   }
   if (apply_max_origin_labels_) apply_max_origin_labels_(config->max_origin_labels);
   egress::v1::Config in_force = config->proto;
+  const fleet::FleetSettings fleet = config->fleet;
   config_->Set(*std::move(config));
+  fleet_->Follow(fleet);
   return in_force;
 }
 
@@ -207,6 +218,7 @@ EgressServer::~EgressServer() {
   // The transport's I/O threads may still hold the last reference to a finished RPC,
   // whose destructor gives its bytes back to the fetch service's body budget: stop them
   // before the fetch service goes.
+  fleet_.reset();  // its lookups go through the transport
   transport_.reset();
 }
 

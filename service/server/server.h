@@ -29,6 +29,9 @@ class TransportObserver;
 namespace egress::dataplane {
 class LoopServer;
 }  // namespace egress::dataplane
+namespace egress::fleet {
+class Membership;
+}  // namespace egress::fleet
 
 namespace egress {
 
@@ -92,6 +95,8 @@ class EgressServer {
   // Fetch and FetchStream RPCs gRPC is not done with (what shutdown waits for).
   uint32_t fetches_in_flight() const;
   transport::Transport& transport() { return *transport_; }
+  // The fleet's members now (Config.affinity), each origin's owner among them.
+  const fleet::Membership& fleet() const { return *fleet_; }
   const ConfigStore& config() const { return *config_; }
 
   // Validates a whole new config and swaps it in atomically; returns the config now in
@@ -129,6 +134,8 @@ class EgressServer {
   std::unique_ptr<grpc::Server> server_;  // null with DataPlane::kLoops
   // Serves on the transport's loops: stopped before the transport, destroyed after it.
   std::unique_ptr<dataplane::LoopServer> loop_server_;
+  // Looks affinity.service up through the transport: destroyed before it.
+  std::unique_ptr<fleet::Membership> fleet_;
   int grpc_port_ = 0;
   // The largest request message gRPC accepts, fixed at Start (see ApplyConfig).
   uint64_t max_request_message_bytes_ = 0;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/transport/dns/caching_resolver.h"
+#include "service/transport/policy/address_policy.h"
 #include "service/transport/resilience/retrying_fetch.h"
 
 namespace egress::transport {
@@ -89,6 +90,22 @@ std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
     if (auto ended = weak.lock()) pool_.SessionEnded(ended);
   });
   return connection;
+}
+
+void Transport::LookUp(const std::string& host, absl::Time deadline,
+                       std::function<void(Addresses)> done) {
+  Resolver::Query query;
+  query.host = host;
+  query.deadline = deadline;
+  resolver_->Resolve(std::move(query), Current()->settings.dns, loops_.first().get_executor(),
+                     [done = std::move(done)](absl::StatusOr<Resolver::Endpoints> endpoints) {
+                       if (!endpoints.ok()) return done(endpoints.status());
+                       std::vector<std::string> addresses;
+                       for (const auto& endpoint : *endpoints) {
+                         addresses.push_back(AddressText(endpoint.address()));
+                       }
+                       done(std::move(addresses));
+                     });
 }
 
 void Transport::Warm(std::shared_ptr<Connection> connection) {

@@ -10,6 +10,8 @@
 #include "gmock/gmock.h"
 #include "service/fleet/rendezvous.h"
 #include "tests/support/admin_fixture.h"
+#include "tests/support/dns_server.h"
+#include "tests/support/wait_for.h"
 
 namespace egress::testing {
 namespace {
@@ -167,6 +169,70 @@ TEST_F(AdminTest, PoolStatsNameEachOriginsOwnerAmongThePeers) {
   EXPECT_THAT(respelled->affinity().peers(),
               ::testing::ElementsAre("10.0.0.3:7443", "10.0.0.2:7443", "10.0.0.1:7443"));
   EXPECT_EQ(owners(), in_order);
+}
+
+// With affinity.service, the members are the addresses the name has (run_in_netns.sh
+// points /etc/resolv.conf at 127.0.0.53): a replica whose address joins owns its share
+// of the origins once the cached answer's TTL has run out, and one that leaves gives its
+// share back. Here the TTL is 1 s, and each origin's owner follows OwnerOf over the
+// addresses the DNS server gives at that moment.
+TEST_F(AdminTest, PoolStatsNameOwnersAmongTheAddressesOfTheService) {
+  std::unique_ptr<DnsServer> dns = DnsServer::Start("127.0.0.53");
+  ASSERT_NE(dns, nullptr) << "cannot bind 127.0.0.53:53";
+  std::vector<std::string> addresses = {"10.0.0.1", "10.0.0.2"};
+  dns->AnswerAll("egressd-peers.test", addresses, 1);
+  StartEgress(
+      [](Config& config) { config.mutable_affinity()->set_service("egressd-peers.test:7443"); });
+  StartAdmin();
+  egress::v1::FetchResponse response;
+  ASSERT_TRUE(Fetch(Request(nginx().HttpUrl("/")), &response).ok());
+  ASSERT_TRUE(Fetch(Request(nginx().HttpsUrl("/")), &response).ok());
+  const auto owners = [&] {
+    egress::v1::PoolStats stats;
+    grpc::ClientContext context;
+    EXPECT_TRUE(
+        admin_stub_->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
+    std::map<std::string, std::string> owner_of;
+    for (const auto& origin : stats.origins()) owner_of[origin.origin()] = origin.owner();
+    return owner_of;
+  };
+  const auto expected = [&] {
+    std::vector<std::string> members;
+    for (const std::string& address : addresses) members.push_back(address + ":7443");
+    std::map<std::string, std::string> owner_of;
+    for (const auto& [origin, owner] : owners()) {
+      owner_of[origin] = std::string(fleet::OwnerOf(members, origin));
+    }
+    return owner_of;
+  };
+  ASSERT_TRUE(WaitFor([&] { return owners() == expected(); }, absl::Seconds(30)));
+  ASSERT_EQ(owners().size(), 2u);
+
+  // A replica joins whose address owns at least one of the two origins, so that the
+  // owners must change for the test to pass.
+  const std::map<std::string, std::string> before = owners();
+  for (int last = 3; last < 250; ++last) {
+    addresses.push_back(absl::StrCat("10.0.0.", last));
+    if (expected() != before) break;
+    addresses.pop_back();
+  }
+  ASSERT_EQ(addresses.size(), 3u);
+  dns->AnswerAll("egressd-peers.test", addresses, 1);
+  ASSERT_TRUE(WaitFor([&] { return owners() == expected(); }, absl::Seconds(30)))
+      << "the joining " << addresses.back() << " never owned its share";
+  EXPECT_NE(owners(), before);
+
+  // It leaves: its origins go back to the owners they had.
+  addresses.pop_back();
+  dns->AnswerAll("egressd-peers.test", addresses, 1);
+  ASSERT_TRUE(WaitFor([&] { return owners() == before; }, absl::Seconds(30)));
+
+  // The DNS server stops answering the name: the members found last stay.
+  dns->Fail("egressd-peers.test");
+  const int failed_before = dns->Queries("egressd-peers.test");
+  ASSERT_TRUE(WaitFor([&] { return dns->Queries("egressd-peers.test") >= failed_before + 2; },
+                      absl::Seconds(60)));
+  EXPECT_EQ(owners(), before);
 }
 
 TEST_F(AdminTest, InvalidUpdateIsRejectedAndChangesNothing) {

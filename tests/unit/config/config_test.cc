@@ -294,14 +294,30 @@ TEST(Config, AffinityPeersAreWrittenInOneSpelling) {
       "peers: \"Peer-3.Example.:7443\" peers: \"redis:80\" }",
       "egress.conf");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_THAT(config->fleet_members,
+  EXPECT_THAT(config->fleet.peers,
               ElementsAre("10.0.0.1:7443", "[::1]:7443", "peer-3.example:7443", "redis:80"));
-  EXPECT_THAT(config->proto.affinity().peers(), ElementsAreArray(config->fleet_members));
-  EXPECT_TRUE(LoadConfigText("", "empty")->fleet_members.empty());
+  EXPECT_THAT(config->proto.affinity().peers(), ElementsAreArray(config->fleet.peers));
+  EXPECT_TRUE(LoadConfigText("", "empty")->fleet.peers.empty());
   // Written again (GetConfig's answer sent back by UpdateConfig), nothing changes.
   const auto again = BuildConfig(config->proto);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->fleet_members, config->fleet_members);
+  EXPECT_EQ(again->fleet.peers, config->fleet.peers);
+}
+
+// The Service is a name, read as peers are and shown in one spelling; its port is the
+// one each of its addresses gets.
+TEST(Config, AffinityServiceIsANameAndAPort) {
+  auto config = LoadConfigText("affinity { service: \"EgressD-Peers.NS.svc.Cluster.Local.:7443\" }",
+                               "egress.conf");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->fleet.service_host, "egressd-peers.ns.svc.cluster.local");
+  EXPECT_EQ(config->fleet.service_port, 7443);
+  EXPECT_TRUE(config->fleet.peers.empty());
+  EXPECT_EQ(config->proto.affinity().service(), "egressd-peers.ns.svc.cluster.local:7443");
+  const auto again = BuildConfig(config->proto);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->fleet, config->fleet);
+  EXPECT_TRUE(LoadConfigText("", "empty")->fleet.service_host.empty());
 }
 
 TEST(Config, RedisIsReadAsPeersAreAndShownInOneSpelling) {
@@ -533,6 +549,14 @@ INSTANTIATE_TEST_SUITE_P(
             "affinity { peers: "
             "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example:7443\" }",
             "the host is neither a name"},
+        Bad{"service_and_peers", "affinity { service: \"peers:7443\" peers: \"10.0.0.1:7443\" }",
+            "affinity.service (\"peers:7443\") and affinity.peers are both set"},
+        Bad{"service_without_port", "affinity { service: \"peers\" }",
+            "affinity.service: \"peers\" is not \"host:port\": no port"},
+        Bad{"service_an_address", "affinity { service: \"10.0.0.1:7443\" }",
+            "affinity.service: \"10.0.0.1:7443\" is an address, not a name"},
+        Bad{"service_quoted_escaped", "affinity { service: \"a\\nb:7443\" }",
+            "affinity.service: \"a\\nb:7443\" is not \"host:port\""},
         Bad{"peer_address_that_is_none", "affinity { peers: \"10.0.0.999:7443\" }",
             "the host is neither a name"},
         Bad{"peer_unspecified_v4", "affinity { peers: \"0:7443\" }", "the address names no server"},
