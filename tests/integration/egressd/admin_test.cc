@@ -32,6 +32,17 @@ class AdminTest : public EgressAdminTest {
     return in_force;
   }
 
+  // Each origin in GetPoolStats, and its owner.
+  std::map<std::string, std::string> Owners() {
+    egress::v1::PoolStats stats;
+    grpc::ClientContext context;
+    EXPECT_TRUE(
+        admin_stub_->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
+    std::map<std::string, std::string> owner_of;
+    for (const auto& origin : stats.origins()) owner_of[origin.origin()] = origin.owner();
+    return owner_of;
+  }
+
   Config Current() {
     Config config;
     grpc::ClientContext context;
@@ -135,16 +146,7 @@ TEST_F(AdminTest, PoolStatsNameEachOriginsOwnerAmongThePeers) {
   egress::v1::FetchResponse response;
   ASSERT_TRUE(Fetch(Request(nginx().HttpUrl("/")), &response).ok());
   ASSERT_TRUE(Fetch(Request(nginx().HttpsUrl("/")), &response).ok());
-  const auto owners = [&] {
-    egress::v1::PoolStats stats;
-    grpc::ClientContext context;
-    EXPECT_TRUE(
-        admin_stub_->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
-    std::map<std::string, std::string> owner_of;
-    for (const auto& origin : stats.origins()) owner_of[origin.origin()] = origin.owner();
-    return owner_of;
-  };
-  const auto alone = owners();
+  const auto alone = Owners();
   ASSERT_EQ(alone.size(), 2u);
   for (const auto& [origin, owner] : alone) EXPECT_EQ(owner, "") << origin;
 
@@ -152,7 +154,7 @@ TEST_F(AdminTest, PoolStatsNameEachOriginsOwnerAmongThePeers) {
   Config config = Current();
   for (const std::string& member : members) config.mutable_affinity()->add_peers(member);
   ASSERT_TRUE(Update(config).ok());
-  const auto in_order = owners();
+  const auto in_order = Owners();
   ASSERT_EQ(in_order.size(), 2u);
   for (const auto& [origin, owner] : in_order) {
     EXPECT_THAT(members, ::testing::Contains(owner)) << origin;
@@ -168,7 +170,7 @@ TEST_F(AdminTest, PoolStatsNameEachOriginsOwnerAmongThePeers) {
   ASSERT_TRUE(respelled.ok()) << respelled.status();
   EXPECT_THAT(respelled->affinity().peers(),
               ::testing::ElementsAre("10.0.0.3:7443", "10.0.0.2:7443", "10.0.0.1:7443"));
-  EXPECT_EQ(owners(), in_order);
+  EXPECT_EQ(Owners(), in_order);
 }
 
 // With affinity.service, the members are the addresses the name has (run_in_netns.sh
@@ -187,30 +189,21 @@ TEST_F(AdminTest, PoolStatsNameOwnersAmongTheAddressesOfTheService) {
   egress::v1::FetchResponse response;
   ASSERT_TRUE(Fetch(Request(nginx().HttpUrl("/")), &response).ok());
   ASSERT_TRUE(Fetch(Request(nginx().HttpsUrl("/")), &response).ok());
-  const auto owners = [&] {
-    egress::v1::PoolStats stats;
-    grpc::ClientContext context;
-    EXPECT_TRUE(
-        admin_stub_->GetPoolStats(&context, egress::v1::GetPoolStatsRequest(), &stats).ok());
-    std::map<std::string, std::string> owner_of;
-    for (const auto& origin : stats.origins()) owner_of[origin.origin()] = origin.owner();
-    return owner_of;
-  };
   const auto expected = [&] {
     std::vector<std::string> members;
     for (const std::string& address : addresses) members.push_back(address + ":7443");
     std::map<std::string, std::string> owner_of;
-    for (const auto& [origin, owner] : owners()) {
+    for (const auto& [origin, owner] : Owners()) {
       owner_of[origin] = std::string(fleet::OwnerOf(members, origin));
     }
     return owner_of;
   };
-  ASSERT_TRUE(WaitFor([&] { return owners() == expected(); }, absl::Seconds(30)));
-  ASSERT_EQ(owners().size(), 2u);
+  ASSERT_TRUE(WaitFor([&] { return Owners() == expected(); }, absl::Seconds(30)));
+  ASSERT_EQ(Owners().size(), 2u);
 
   // A replica joins whose address owns at least one of the two origins, so that the
   // owners must change for the test to pass.
-  const std::map<std::string, std::string> before = owners();
+  const std::map<std::string, std::string> before = Owners();
   for (int last = 3; last < 250; ++last) {
     addresses.push_back(absl::StrCat("10.0.0.", last));
     if (expected() != before) break;
@@ -218,21 +211,21 @@ TEST_F(AdminTest, PoolStatsNameOwnersAmongTheAddressesOfTheService) {
   }
   ASSERT_EQ(addresses.size(), 3u);
   dns->AnswerAll("egressd-peers.test", addresses, 1);
-  ASSERT_TRUE(WaitFor([&] { return owners() == expected(); }, absl::Seconds(30)))
+  ASSERT_TRUE(WaitFor([&] { return Owners() == expected(); }, absl::Seconds(30)))
       << "the joining " << addresses.back() << " never owned its share";
-  EXPECT_NE(owners(), before);
+  EXPECT_NE(Owners(), before);
 
   // It leaves: its origins go back to the owners they had.
   addresses.pop_back();
   dns->AnswerAll("egressd-peers.test", addresses, 1);
-  ASSERT_TRUE(WaitFor([&] { return owners() == before; }, absl::Seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return Owners() == before; }, absl::Seconds(30)));
 
   // The DNS server stops answering the name: the members found last stay.
   dns->Fail("egressd-peers.test");
   const int failed_before = dns->Queries("egressd-peers.test");
   ASSERT_TRUE(WaitFor([&] { return dns->Queries("egressd-peers.test") >= failed_before + 2; },
                       absl::Seconds(60)));
-  EXPECT_EQ(owners(), before);
+  EXPECT_EQ(Owners(), before);
 }
 
 TEST_F(AdminTest, InvalidUpdateIsRejectedAndChangesNothing) {
