@@ -38,7 +38,7 @@ build_all() {  # pattern, bazel build arguments...
 # The sanitizer builds cover the tests and what they run, not the benchmark tools, nor
 # the test of how the clients install (tagged no_sanitizer); TSan leaves out the tests
 # that start no thread too (tagged single_threaded, checked by
-# tools/check_single_threaded.sh): a data race takes two. Each has a Bazel server and
+# tools/check_single_threaded.sh): its reports are about threads. Each has a Bazel server and
 # output base of its own (kept between runs like the default one; no bazel-* symlinks, so
 # bazel-bin stays the default build's), so that it compiles while the default build's
 # tests run.

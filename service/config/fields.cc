@@ -105,11 +105,8 @@ absl::StatusOr<ServerAddress> ServerAddress::Parse(absl::string_view text) {
     return refuse("an IPv6 address goes in brackets, and nothing else does");
   }
   if (std::optional<boost::asio::ip::address> ip = transport::HostAddress(host)) {
-    // The IPv4-mapped form of an IPv4 address is that address.
-    if (ip->is_v6() && ip->to_v6().is_v4_mapped()) {
-      ip = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, ip->to_v6());
-    }
-    if (ip->is_unspecified() || ip->is_multicast()) return refuse("the address names no server");
+    ip = transport::ServerAddressOf(*ip);
+    if (!ip) return refuse("the address names no server");
     address.host = transport::AddressText(*ip);
     return address;
   }

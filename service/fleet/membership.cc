@@ -1,22 +1,33 @@
 #include "service/fleet/membership.h"
 
 #include <algorithm>
-#include <chrono>
-#include <future>
+#include <condition_variable>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "service/base/host_port.h"
 #include "service/base/log_text.h"
+#include "service/transport/policy/address_policy.h"
 
 namespace egress::fleet {
 
 namespace {
 
+// A lookup's answer, shared with its callback, which may come after the refresh has
+// stopped waiting (or never, if the resolver goes first).
+struct PendingAnswer {
+  std::mutex mu;
+  std::condition_variable answered;
+  std::optional<Membership::Addresses> addresses;
+};
+
 // How long a refresh waits for its lookup: the lookup's own deadline (a few seconds)
-// ends it first; this only keeps a stopping egressd from waiting on a lookup forever.
-constexpr std::chrono::seconds kLookUpWait(30);
+// ends it first; this bounds the wait should its answer never come.
+constexpr absl::Duration kLookUpWait = absl::Seconds(30);
+// How often a waiting refresh looks whether egressd is stopping.
+constexpr absl::Duration kStopCheck = absl::Milliseconds(50);
 
 }  // namespace
 
@@ -24,6 +35,8 @@ Membership::Membership(LookUp look_up, absl::Duration refresh)
     : look_up_(std::move(look_up)),
       members_(std::make_shared<const Members>()),
       poller_(refresh, [this] { Refresh(); }) {}
+
+Membership::~Membership() { stopping_ = true; }
 
 void Membership::Follow(const FleetSettings& settings) {
   {
@@ -52,35 +65,63 @@ void Membership::Refresh() {
     settings = settings_;
   }
   if (settings.service_host.empty()) return;
-  auto answer = std::make_shared<std::promise<Addresses>>();
-  std::future<Addresses> answered = answer->get_future();
-  look_up_(settings.service_host,
-           [answer](Addresses addresses) { answer->set_value(std::move(addresses)); });
-  if (answered.wait_for(kLookUpWait) != std::future_status::ready) return;
-  const Addresses addresses = answered.get();
-  if (!addresses.ok() || addresses->empty()) {
+  if (!(settings == refreshed_)) {  // a new service: its own first failure is logged
+    refreshed_ = settings;
+    failing_ = truncated_ = false;
+  }
+  auto pending = std::make_shared<PendingAnswer>();
+  look_up_(settings.service_host, [pending](Addresses addresses) {
+    std::lock_guard<std::mutex> lock(pending->mu);
+    pending->addresses = std::move(addresses);
+    pending->answered.notify_all();
+  });
+  Addresses addresses = absl::DeadlineExceededError("no answer");
+  {
+    std::unique_lock<std::mutex> lock(pending->mu);
+    const absl::Time give_up = absl::Now() + kLookUpWait;
+    while (!pending->addresses && !stopping_ && absl::Now() < give_up) {
+      pending->answered.wait_for(lock, absl::ToChronoNanoseconds(kStopCheck));
+    }
+    if (!pending->addresses) return;  // stopping, or an answer that never came
+    addresses = std::move(*pending->addresses);
+  }
+  Members members = addresses.ok() ? MembersOf(*addresses, settings.service_port) : Members();
+  if (members.empty()) {
     if (!failing_) {
       std::cerr << OneLogLine(absl::StrCat(
                        "egressd: affinity.service ", settings.service_host, ": no members found (",
-                       addresses.ok() ? "no address" : addresses.status().ToString(),
-                       "); the members found last stay until a lookup answers"))
+                       addresses.ok() ? "no address of a server" : addresses.status().ToString(),
+                       "); the members found last stay until a lookup finds some"))
                 << std::endl;
     }
     failing_ = true;
     return;
   }
   failing_ = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (settings_ == settings) members_ = std::make_shared<const Members>(std::move(members));
+}
+
+Membership::Members Membership::MembersOf(const std::vector<boost::asio::ip::address>& addresses,
+                                          uint16_t port) {
+  std::vector<boost::asio::ip::address> servers;
+  for (const auto& address : addresses) {
+    if (auto server = transport::ServerAddressOf(address)) servers.push_back(*server);
+  }
+  const bool any_v4 = std::any_of(servers.begin(), servers.end(),
+                                  [](const auto& address) { return address.is_v4(); });
   Members members;
-  for (const std::string& address : *addresses) {
-    members.push_back(HostPort(address, settings.service_port));
+  for (const auto& server : servers) {
+    if (server.is_v4() || !any_v4)
+      members.push_back(HostPort(transport::AddressText(server), port));
   }
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   if (members.size() > kMaxMembers) {
     if (!truncated_) {
-      std::cerr << OneLogLine(absl::StrCat("egressd: affinity.service ", settings.service_host,
-                                           " has ", members.size(), " addresses; the first ",
-                                           kMaxMembers, " in sorted order are the members"))
+      std::cerr << OneLogLine(absl::StrCat("egressd: affinity.service has ", members.size(),
+                                           " members; the first ", kMaxMembers,
+                                           " in sorted order count"))
                 << std::endl;
     }
     truncated_ = true;
@@ -88,8 +129,7 @@ void Membership::Refresh() {
   } else {
     truncated_ = false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (settings_ == settings) members_ = std::make_shared<const Members>(std::move(members));
+  return members;
 }
 
 }  // namespace egress::fleet

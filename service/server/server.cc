@@ -86,7 +86,8 @@ absl::StatusOr<std::unique_ptr<EgressServer>> EgressServer::Start(
   server->fleet_ = std::make_unique<fleet::Membership>(
       [transport = server->transport_.get()](
           const std::string& host, std::function<void(fleet::Membership::Addresses)> done) {
-        transport->LookUp(host, absl::Now() + kFleetLookUpTime, std::move(done));
+        transport->LookUp(host, fleet::kMaxMembers, absl::Now() + kFleetLookUpTime,
+                          std::move(done));
       });
   server->fleet_->Follow(config.fleet);
   server->fetch_service_ =

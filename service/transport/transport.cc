@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/transport/dns/caching_resolver.h"
-#include "service/transport/policy/address_policy.h"
 #include "service/transport/resilience/retrying_fetch.h"
 
 namespace egress::transport {
@@ -92,17 +91,18 @@ std::shared_ptr<Connection> Transport::MakeConnection(const Origin& origin) {
   return connection;
 }
 
-void Transport::LookUp(const std::string& host, absl::Time deadline,
+void Transport::LookUp(const std::string& host, size_t max_per_family, absl::Time deadline,
                        std::function<void(Addresses)> done) {
   Resolver::Query query;
   query.host = host;
   query.deadline = deadline;
+  query.max_addresses_per_family = max_per_family;
   resolver_->Resolve(std::move(query), Current()->settings.dns, loops_.first().get_executor(),
                      [done = std::move(done)](absl::StatusOr<Resolver::Endpoints> endpoints) {
                        if (!endpoints.ok()) return done(endpoints.status());
-                       std::vector<std::string> addresses;
+                       std::vector<boost::asio::ip::address> addresses;
                        for (const auto& endpoint : *endpoints) {
-                         addresses.push_back(AddressText(endpoint.address()));
+                         addresses.push_back(endpoint.address());
                        }
                        done(std::move(addresses));
                      });

@@ -50,13 +50,15 @@ class Transport {
   std::shared_ptr<PendingFetch> Fetch(HttpRequest request, absl::Time deadline,
                                       ResponseCallback done);
 
-  // The addresses `host` has now, each in its usual text (AddressText), looked up as an
-  // origin's are (transport.dns: its servers, cache and limits; within `deadline`) but
-  // for egressd itself, not for a fetch: no egress policy applies, and the lookup counts
-  // against no caller's allowance. `done` runs once, on an I/O thread. For the names egressd
-  // follows besides origins (affinity.service, service/fleet).
-  using Addresses = absl::StatusOr<std::vector<std::string>>;
-  void LookUp(const std::string& host, absl::Time deadline, std::function<void(Addresses)> done);
+  // The addresses `host` has now, up to `max_per_family` of each family, asked of
+  // transport.dns's servers (within `deadline`; from the cache only when no more than an
+  // origin's lookup keeps are asked for) for egressd itself, not for a fetch: no egress
+  // policy applies, and the lookup counts against the pool's own allowance (as a warm-up
+  // dial's does), not a caller's. `done` runs once, on an I/O thread. For the names
+  // egressd follows besides origins (affinity.service, service/fleet).
+  using Addresses = absl::StatusOr<std::vector<boost::asio::ip::address>>;
+  void LookUp(const std::string& host, size_t max_per_family, absl::Time deadline,
+              std::function<void(Addresses)> done);
 
   // The transport's I/O loops, for a front end that serves its callers on them (the data
   // plane, service/dataplane): the transport still runs them and stops them when it goes.

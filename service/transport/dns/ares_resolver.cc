@@ -53,15 +53,12 @@ std::pair<DnsResult, std::string> Describe(int status) {
   }
 }
 
-// Addresses kept per family from one answer: an upstream's DNS server may answer with
-// thousands (over TCP), and each is held in the cache and may cost a connect attempt.
-constexpr size_t kMaxAddressesPerFamily = 8;
-
-Resolver::Endpoints EndpointsOf(const ares_addrinfo* info, uint16_t port) {
+// The endpoints of an answer, at most `max_per_family` of each family (Query's).
+Resolver::Endpoints EndpointsOf(const ares_addrinfo* info, uint16_t port, size_t max_per_family) {
   Resolver::Endpoints endpoints;
   size_t v4 = 0, v6 = 0;
   const auto keep = [&](const net::ip::address& address, size_t& count) {
-    if (count == kMaxAddressesPerFamily) return;
+    if (count == max_per_family) return;
     const net::ip::tcp::endpoint endpoint(address, port);
     if (std::find(endpoints.begin(), endpoints.end(), endpoint) != endpoints.end()) return;
     endpoints.push_back(endpoint);
@@ -211,7 +208,8 @@ class AresResolver::Lookup : public DnsLookup, public std::enable_shared_from_th
   static void OnAnswer(void* arg, int status, int /*timeouts*/, ares_addrinfo* info) {
     auto* self = static_cast<Lookup*>(arg);
     if (status == ARES_SUCCESS) {
-      Endpoints endpoints = EndpointsOf(info, self->query_.port);
+      Endpoints endpoints =
+          EndpointsOf(info, self->query_.port, self->query_.max_addresses_per_family);
       const absl::Duration ttl = TtlOf(info);
       ares_freeaddrinfo(info);
       if (!endpoints.empty()) {

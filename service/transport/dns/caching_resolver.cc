@@ -28,7 +28,8 @@ CachingResolver::CachingResolver(TransportObserver& observer)
 std::shared_ptr<DnsLookup> CachingResolver::Resolve(Query query, const DnsSettings& settings,
                                                     net::any_io_executor executor,
                                                     Callback done) {
-  if (!settings.cache) {
+  // The cache's entries hold what an origin's lookup keeps: one that keeps more asks.
+  if (!settings.cache || query.max_addresses_per_family > kDefaultMaxAddressesPerFamily) {
     return resolver_.Resolve(std::move(query), settings, executor,
                              [done = std::move(done)](DnsAnswer answer) {
                                done(std::move(answer.endpoints));

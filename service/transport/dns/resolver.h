@@ -1,6 +1,7 @@
 #ifndef EGRESS_SERVICE_TRANSPORT_DNS_RESOLVER_H_
 #define EGRESS_SERVICE_TRANSPORT_DNS_RESOLVER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,7 +41,13 @@ class Resolver {
     // caller's, so that a re-dial storm cannot starve callers without an identity.
     std::optional<std::string> caller;
     absl::Time deadline = absl::InfiniteFuture();
+    // Addresses kept per family from the answer. An upstream's DNS server may answer
+    // with thousands (over TCP), and each is cached and may cost a connect attempt: an
+    // origin's lookups keep the default. One that asks for more (the fleet's members,
+    // Transport::LookUp) is neither answered from the cache nor kept in it.
+    size_t max_addresses_per_family = kDefaultMaxAddressesPerFamily;
   };
+  static constexpr size_t kDefaultMaxAddressesPerFamily = 8;
 
   virtual ~Resolver() = default;
 

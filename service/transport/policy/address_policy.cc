@@ -138,6 +138,14 @@ std::optional<ip::address> HostAddress(absl::string_view host) {
   return ip::address(ip::address_v4(ntohl(v4.s_addr)));
 }
 
+std::optional<ip::address> ServerAddressOf(ip::address address) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = ip::make_address_v4(ip::v4_mapped, address.to_v6());
+  }
+  if (address.is_unspecified() || address.is_multicast()) return std::nullopt;
+  return address;
+}
+
 std::string AddressText(const ip::address& address) {
   if (!address.is_v4()) return address.to_string();
   const ip::address_v4::bytes_type b = address.to_v4().to_bytes();

@@ -35,6 +35,11 @@ struct Cidr {
 // and every rule that takes host patterns go through it.
 std::optional<boost::asio::ip::address> HostAddress(absl::string_view host);
 
+// The address a server is reached at, as config fields (host:port) and the fleet's
+// members take one: an IPv4-mapped IPv6 address is its IPv4 address (two spellings of
+// one server); none for an address that names no server (unspecified, multicast).
+std::optional<boost::asio::ip::address> ServerAddressOf(boost::asio::ip::address address);
+
 // An address's usual text, the one address::to_string writes ("192.0.2.1", "2001:db8::1"):
 // the spelling hosts, rules and pools meet in. IPv4's is written here rather than by
 // inet_ntop, whose printf was a fifth of what building a request cost per fetch.
