@@ -112,8 +112,9 @@ Membership::Members Membership::MembersOf(const std::vector<boost::asio::ip::add
                                   [](const auto& address) { return address.is_v4(); });
   Members members;
   for (const auto& server : servers) {
-    if (server.is_v4() || !any_v4)
+    if (server.is_v4() || !any_v4) {
       members.push_back(HostPort(transport::AddressText(server), port));
+    }
   }
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
