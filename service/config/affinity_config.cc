@@ -6,14 +6,15 @@
 #include "service/base/log_text.h"
 #include "service/config/fields.h"
 #include "service/config/sections.h"
+#include "service/fleet/fleet_settings.h"
 #include "service/transport/policy/address_policy.h"
 
 namespace egress::config_internal {
 
 absl::Status BuildAffinity(egress::v1::AffinityConfig* affinity, fleet::FleetSettings* fleet) {
   std::vector<std::string>* members = &fleet->peers;
-  if (affinity->peers_size() > kMaxFleetMembers) {
-    return absl::InvalidArgumentError(absl::StrCat("affinity.peers: at most ", kMaxFleetMembers,
+  if (static_cast<size_t>(affinity->peers_size()) > fleet::kMaxMembers) {
+    return absl::InvalidArgumentError(absl::StrCat("affinity.peers: at most ", fleet::kMaxMembers,
                                                    " (got ", affinity->peers_size(), ")"));
   }
   std::vector<ServerAddress> peers;

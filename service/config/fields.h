@@ -18,7 +18,6 @@
 #include "absl/time/time.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/repeated_field.h"
-#include "service/fleet/fleet_settings.h"
 
 namespace egress::config_internal {
 
@@ -41,8 +40,6 @@ constexpr uint32_t kMaxIoThreads = 1024;
 constexpr size_t kMaxDecisionHistory = 100000;
 // Each fetch looks for its quota rule among them all.
 constexpr int kMaxQuotaRules = 1000;
-// Each origin's owner is found by weighing every member.
-constexpr int kMaxFleetMembers = static_cast<int>(fleet::kMaxMembers);
 constexpr double kMaxQuotaRate = 1e6;
 
 // A number left at zero means the default: the proto is filled in with it (GetConfig

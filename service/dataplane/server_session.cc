@@ -10,7 +10,9 @@
 #include "boost/asio/buffer.hpp"
 #include "boost/asio/write.hpp"
 #include "service/base/error_reason.h"
+#include "service/base/host_port.h"
 #include "service/fetch/status_mapping.h"
+#include "service/transport/policy/address_policy.h"
 
 namespace egress::dataplane {
 namespace {
@@ -41,8 +43,8 @@ std::vector<nghttp2_nv> Fields(const Metadata& fields) {
 
 std::string PeerName(const boost::asio::ip::tcp::endpoint& endpoint) {
   const auto address = endpoint.address();
-  if (address.is_v4()) return absl::StrCat("ipv4:", address.to_string(), ":", endpoint.port());
-  return absl::StrCat("ipv6:[", address.to_string(), "]:", endpoint.port());
+  return absl::StrCat(address.is_v4() ? "ipv4:" : "ipv6:",
+                      HostPort(transport::AddressText(address), endpoint.port()));
 }
 
 ServerSession& Of(void* self) { return *static_cast<ServerSession*>(self); }
