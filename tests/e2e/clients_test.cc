@@ -513,11 +513,14 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
 }
 
 // The environment of an offline Go build in the GOPATH client/go/generate.sh made in
-// `gopath`: Debian's Go sources, no module mode, no proxy, a cache in the test's dir.
+// `gopath`: Debian's Go sources, no module mode, no proxy. Go's build cache is the one
+// the machine's test runs share (EGRESS_CLIENT_BUILD_CACHE, see .bazelrc) or, without
+// one, the test's own.
 std::string GoEnv(const std::string& gopath, const std::string& dir) {
-  return absl::StrCat("GO111MODULE=off GOPATH=", gopath, ":/usr/share/gocode GOPROXY=off GOFLAGS= ",
-                      "GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 GOCACHE=", dir, "/go-cache ",
-                      "HOME=", dir, " ");
+  return absl::StrCat(
+      "GO111MODULE=off GOPATH=", gopath,
+      ":/usr/share/gocode GOPROXY=off GOFLAGS= ", "GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 ",
+      "GOCACHE=\"${EGRESS_CLIENT_BUILD_CACHE:-", dir, "}/go-build\" HOME=", dir, " ");
 }
 
 TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
@@ -557,8 +560,8 @@ TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
 TEST_F(ClientsTest, JavaClientFetchesReusesAndMapsErrors) {
   int status = -1;
   const std::string build = dir_ + "/java";
-  const std::string built =
-      RunShell(absl::StrCat(Runfile("client/java/build.sh"), " ", build, " 2>&1"), &status);
+  const std::string built = RunShell(
+      absl::StrCat(Runfile("tests/e2e/java_client_build.sh"), " ", build, " 2>&1"), &status);
   ASSERT_EQ(status, 0) << built;
   const std::string java = absl::StrCat("java -cp \"$(cat ", build, "/classpath)\" ");
   const std::string output =

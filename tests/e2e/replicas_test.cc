@@ -302,17 +302,19 @@ class ReplicasTest : public ::testing::Test {
   }
   // The Go and Java load clients, compiled once (at the same time: 2 cores), before any
   // load starts: client/go/generate.sh's GOPATH and client/java/build.sh's classes, as
-  // tests/e2e/clients_test builds them. The Go one is built with cgo for
-  // GODEBUG=netdns=cgo (see replicas_load.go).
+  // tests/e2e/clients_test builds them (with the build caches it shares). The Go one is built with
+  // cgo for GODEBUG=netdns=cgo (see replicas_load.go).
   void BuildGoAndJava() {
     const std::string gopath = dir_ + "/gopath";
     const std::string go_env = absl::StrCat(
         "GO111MODULE=off GOPATH=", gopath, ":/usr/share/gocode GOPROXY=off GOFLAGS= GOENV=off ",
-        "GOTOOLCHAIN=local CGO_ENABLED=1 GOCACHE=", dir_, "/go-cache HOME=", dir_, " ");
+        "GOTOOLCHAIN=local CGO_ENABLED=1 GOCACHE=\"${EGRESS_CLIENT_BUILD_CACHE:-", dir_,
+        "}/go-build\" HOME=", dir_, " ");
     const std::string go_build = absl::StrCat(
         Runfile("client/go/generate.sh"), " ", gopath, " && cd ", gopath, " && ", go_env,
         "go build -o ", dir_, "/replicas_load_go ", Runfile("tests/e2e/replicas_load.go"));
-    const std::string java_build = absl::StrCat(Runfile("client/java/build.sh"), " ", dir_, "/java");
+    const std::string java_build =
+        absl::StrCat(Runfile("tests/e2e/java_client_build.sh"), " ", dir_, "/java");
     int status = -1;
     const std::string output = RunShell(
         absl::StrCat("(", go_build, ") > ", dir_, "/go-build.log 2>&1 & go=$!; (", java_build,
