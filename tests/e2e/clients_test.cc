@@ -517,10 +517,10 @@ TEST_F(ClientsTest, NodeClientFetchesReusesAndMapsErrors) {
 // the machine's test runs share (EGRESS_CLIENT_BUILD_CACHE, see .bazelrc) or, without
 // one, the test's own.
 std::string GoEnv(const std::string& gopath, const std::string& dir) {
-  return absl::StrCat(
-      "GO111MODULE=off GOPATH=", gopath,
-      ":/usr/share/gocode GOPROXY=off GOFLAGS= ", "GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 ",
-      "GOCACHE=\"${EGRESS_CLIENT_BUILD_CACHE:-", dir, "}/go-build\" HOME=", dir, " ");
+  return absl::StrCat("GO111MODULE=off GOPATH=", gopath,
+                      ":/usr/share/gocode GOPROXY=off GOFLAGS= GOENV=off GOTOOLCHAIN=local ",
+                      "CGO_ENABLED=0 GOCACHE=\"${EGRESS_CLIENT_BUILD_CACHE:-", dir,
+                      "}/go-build\" HOME=", dir, " ");
 }
 
 TEST_F(ClientsTest, GoClientFetchesReusesAndMapsErrors) {
